@@ -3,6 +3,8 @@
 Equal content gives an equal id, so writing the same record twice is a no-op everywhere
 (Parquet artifacts, the lineage store, bundles on disk). `id`, `round` and `created_at` are not
 part of the hashed content: the same environment produced in two rounds is the same environment.
+A subclass may name further fields in `unhashed` (where a seed file was found, say) when they
+describe provenance rather than content.
 """
 
 from __future__ import annotations
@@ -27,30 +29,31 @@ def content_hash(value: Any, length: int = ID_LENGTH) -> str:
 
 
 class Record(BaseModel):
-    """Base of every record kind. Subclasses set `kind` and may bump `schema_version`."""
+    """Base of every record kind. Subclasses set `record_kind` and may bump `schema_version`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: ClassVar[str] = "record"
+    record_kind: ClassVar[str] = "record"
+    unhashed: ClassVar[frozenset[str]] = frozenset()
     schema_version: int = 1
     round: str = "r0"
     id: str = Field(default="", description="content hash; computed when empty")
 
     @model_validator(mode="after")
     def _fill_id(self) -> Record:
-        expected = content_hash({"kind": self.kind, **self.content()})
+        expected = content_hash({"record_kind": self.record_kind, **self.content()})
         if not self.id:
             object.__setattr__(self, "id", expected)
         elif self.id != expected:
             raise ValueError(
-                f"{self.kind} record id {self.id!r} does not match its content hash {expected!r}; "
+                f"{self.record_kind} record id {self.id!r} does not match its content hash {expected!r}; "
                 "drop the id to recompute it or restore the original content"
             )
         return self
 
     def content(self) -> dict[str, Any]:
         """The hashed part: everything but id, round and schema_version."""
-        return self.model_dump(mode="json", exclude=set(_NOT_HASHED))
+        return self.model_dump(mode="json", exclude=set(_NOT_HASHED | self.unhashed))
 
     def in_round(self, round_key: str) -> Record:
         return self.model_copy(update={"round": round_key})

@@ -1,0 +1,56 @@
+# Two commands on a fresh machine: `make run` and `make test`. Everything else is a building block.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+
+export AGENTOMNIA_HOME ?= $(CURDIR)/.agentomnia
+export DAGSTER_HOME := $(AGENTOMNIA_HOME)/dagster
+# Nothing is ever downloaded at run or test time: models ship inside packages.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export DO_NOT_TRACK := 1
+
+.PHONY: install run ui test lint typecheck pytest init clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=... to another 3.11)"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first: the CPU wheel on this machine's disk; a plain requirement would pull a CUDA build
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+init: install
+	$(BIN)/agentomnia init
+
+## run the whole default pipeline offline and print a summary
+run: init
+	$(BIN)/agentomnia run
+
+## the Dagster web UI on 127.0.0.1:3000
+ui: init
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy agentomnia agentomnia_assets resources jobs sensors trainers
+
+pytest: install
+	$(BIN)/pytest
+
+## tests, lint and type check
+test: install lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) .agentomnia .pytest_cache .mypy_cache .ruff_cache

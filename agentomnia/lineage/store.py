@@ -1,0 +1,326 @@
+"""Row-level lineage of every record the platform makes, in one DuckDB file.
+
+A record row says what a thing is (kind, round, taxonomy coordinate), whether it was kept
+(status, reason), which Dagster run made it and where its payload lives. Edges say which
+records it was made from. Ids are content hashes, so writing the same record twice changes
+nothing; a batch is one transaction, so a killed writer leaves either all of it or none.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentomnia.lineage.duckfile import DuckFile
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    id VARCHAR PRIMARY KEY,
+    kind VARCHAR NOT NULL,
+    round VARCHAR NOT NULL,
+    split VARCHAR,
+    taxonomy_id INTEGER,
+    l1 VARCHAR,
+    l2 VARCHAR,
+    status VARCHAR NOT NULL,
+    reason VARCHAR,
+    run_id VARCHAR,
+    location VARCHAR,
+    created_at TIMESTAMP NOT NULL,
+    meta VARCHAR
+);
+CREATE TABLE IF NOT EXISTS edges (
+    child VARCHAR NOT NULL,
+    parent VARCHAR NOT NULL,
+    relation VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (child, parent, relation)
+);
+CREATE INDEX IF NOT EXISTS edges_parent ON edges(parent);
+CREATE INDEX IF NOT EXISTS records_kind_round ON records(kind, round);
+"""
+
+_RECORD_COLUMNS = (
+    "id", "kind", "round", "split", "taxonomy_id", "l1", "l2",
+    "status", "reason", "run_id", "location", "created_at", "meta",
+)  # fmt: skip
+_RECORD_TYPES = {"taxonomy_id": pa.int32(), "created_at": pa.timestamp("us")}
+
+
+class LineageRow(BaseModel):
+    """One record as the lineage store knows it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    kind: str
+    round: str = "r0"
+    split: str | None = None
+    taxonomy_id: int | None = None
+    l1: str | None = None
+    l2: str | None = None
+    status: str = "ok"
+    reason: str | None = None
+    run_id: str | None = None
+    location: str | None = None
+    created_at: datetime | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class Edge(BaseModel):
+    """`child` was made from `parent`; `relation` says how (e.g. "seed_of", "built_from")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    child: str
+    parent: str
+    relation: str
+
+
+class WriteResult(BaseModel):
+    records_written: int
+    edges_written: int
+
+
+class TraceNode(BaseModel):
+    id: str
+    row: LineageRow | None
+    relation: str | None = None
+    children: list[TraceNode] = Field(default_factory=list)
+
+
+class Trace(BaseModel):
+    """The records reachable from `root` going up (ancestors) or down (descendants)."""
+
+    root: LineageRow
+    direction: Literal["up", "down"]
+    rows: dict[str, LineageRow | None]
+    edges: list[Edge]
+
+    def ids(self) -> set[str]:
+        return set(self.rows) - {self.root.id}
+
+    def tree(self) -> TraceNode:
+        by_from: dict[str, list[Edge]] = {}
+        for e in self.edges:
+            key = e.child if self.direction == "up" else e.parent
+            by_from.setdefault(key, []).append(e)
+
+        def build(node_id: str, relation: str | None, seen: frozenset[str]) -> TraceNode:
+            node = TraceNode(id=node_id, row=self.rows.get(node_id), relation=relation)
+            for e in sorted(by_from.get(node_id, []), key=lambda e: (e.relation, e.parent, e.child)):
+                nxt = e.parent if self.direction == "up" else e.child
+                if nxt not in seen:
+                    node.children.append(build(nxt, e.relation, seen | {nxt}))
+            return node
+
+        return build(self.root.id, None, frozenset({self.root.id}))
+
+    def render(self) -> str:
+        lines: list[str] = []
+
+        def label(n: TraceNode) -> str:
+            if n.row is None:
+                return f"{n.id}  (not recorded)"
+            r = n.row
+            where = f"  [{r.split}/{r.l1} > {r.l2}]" if r.l2 else ""
+            why = f" ({r.reason})" if r.reason else ""
+            return f"{r.kind} {r.id}  round={r.round} status={r.status}{why}{where}"
+
+        def walk(n: TraceNode, prefix: str, last: bool, top: bool) -> None:
+            arrow = "" if top else ("└─" if last else "├─") + f"{n.relation}─ "
+            lines.append(prefix + arrow + label(n))
+            child_prefix = prefix if top else prefix + ("   " if last else "│  ")
+            for i, c in enumerate(n.children):
+                walk(c, child_prefix, i == len(n.children) - 1, False)
+
+        walk(self.tree(), "", True, True)
+        return "\n".join(lines)
+
+
+class UnknownRecord(KeyError):
+    def __str__(self) -> str:
+        return f"no record with id {self.args[0]!r} in the lineage store; check the id with `agentomnia status`"
+
+
+class LineageStore:
+    """Record many rows and edges at once; trace and look up by kind, round or coordinate."""
+
+    def __init__(self, path: Path | str, *, timeout_s: float = 60.0) -> None:
+        self.file = DuckFile(path, schema=SCHEMA, timeout_s=timeout_s)
+        self.path = self.file.path
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def record(
+        self,
+        rows: Iterable[LineageRow],
+        edges: Iterable[Edge] = (),
+        *,
+        chunk_size: int = 5000,
+        on_chunk: Callable[[int], None] | None = None,
+    ) -> WriteResult:
+        """Write rows and edges in one transaction; already-known ids and edges are kept as they are.
+
+        `on_chunk(n)` is called after each chunk of rows inside the transaction (progress
+        reporting; tests use it to kill a writer mid-batch).
+        """
+        now = datetime.now(UTC).replace(tzinfo=None)
+        unique_rows = list({r.id: r for r in rows}.values())
+        unique_edges = list({(e.child, e.parent, e.relation): e for e in edges}.values())
+        with self.file.write() as con:
+            before_r = _count(con, "records")
+            before_e = _count(con, "edges")
+            for start in range(0, len(unique_rows), chunk_size):
+                con.register("record_batch", _records_table(unique_rows[start : start + chunk_size], now))
+                con.execute("INSERT OR IGNORE INTO records SELECT * FROM record_batch")
+                con.unregister("record_batch")
+                if on_chunk is not None:
+                    on_chunk(min(start + chunk_size, len(unique_rows)))
+            if unique_edges:
+                edge_table = pa.table(
+                    {
+                        "child": [e.child for e in unique_edges],
+                        "parent": [e.parent for e in unique_edges],
+                        "relation": [e.relation for e in unique_edges],
+                        "created_at": pa.array([now] * len(unique_edges), pa.timestamp("us")),
+                    }
+                )
+                con.register("edge_batch", edge_table)
+                con.execute("INSERT OR IGNORE INTO edges SELECT * FROM edge_batch")
+                con.unregister("edge_batch")
+            after_r = _count(con, "records")
+            after_e = _count(con, "edges")
+        return WriteResult(records_written=after_r - before_r, edges_written=after_e - before_e)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get(self, record_id: str) -> LineageRow | None:
+        found = self._rows("SELECT * FROM records WHERE id = ?", [record_id])
+        return found[0] if found else None
+
+    def find(
+        self,
+        *,
+        kind: str | None = None,
+        round: str | None = None,
+        split: str | None = None,
+        l1: str | None = None,
+        taxonomy_id: int | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[LineageRow]:
+        where, params = [], []
+        for col, value in (
+            ("kind", kind), ("round", round), ("split", split), ("l1", l1),
+            ("taxonomy_id", taxonomy_id), ("status", status),
+        ):  # fmt: skip
+            if value is not None:
+                where.append(f"{col} = ?")
+                params.append(value)
+        sql = "SELECT * FROM records" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY created_at, id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return self._rows(sql, params)
+
+    def counts(self) -> list[dict[str, Any]]:
+        """Records by kind, round and status."""
+        rows = self.file.query(
+            "SELECT kind, round, status, count(*) FROM records GROUP BY ALL ORDER BY kind, round, status"
+        )
+        return [{"kind": k, "round": r, "status": s, "count": n} for k, r, s, n in rows]
+
+    def trace(
+        self, record_id: str, direction: Literal["up", "down"] = "up", max_depth: int | None = None
+    ) -> Trace:
+        """Ancestors (`up`) or descendants (`down`) of a record, breadth first."""
+        with self.file.read() as con:
+            if con is None:
+                raise UnknownRecord(record_id)
+            root = _fetch_rows(con, "SELECT * FROM records WHERE id = ?", [record_id])
+            if not root:
+                raise UnknownRecord(record_id)
+            near = "child" if direction == "up" else "parent"
+            seen = {record_id}
+            frontier = [record_id]
+            edges: list[Edge] = []
+            depth = 0
+            while frontier and (max_depth is None or depth < max_depth):
+                depth += 1
+                found = con.execute(
+                    f"SELECT child, parent, relation FROM edges WHERE {near} IN (SELECT unnest(?))", [frontier]
+                ).fetchall()
+                edges.extend(Edge(child=c, parent=p, relation=r) for c, p, r in found)
+                nxt = {p if direction == "up" else c for c, p, _ in found} - seen
+                seen |= nxt
+                frontier = sorted(nxt)
+            rows = {r.id: r for r in _fetch_rows(con, "SELECT * FROM records WHERE id IN (SELECT unnest(?))", [sorted(seen)])}
+        return Trace(
+            root=root[0], direction=direction, rows={i: rows.get(i) for i in sorted(seen)}, edges=edges
+        )
+
+    def _rows(self, sql: str, params: Sequence[object]) -> list[LineageRow]:
+        with self.file.read() as con:
+            return [] if con is None else _fetch_rows(con, sql, list(params))
+
+
+def _count(con: Any, table: str) -> int:
+    return int(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
+
+
+def _records_table(rows: Sequence[LineageRow], now: datetime) -> pa.Table:
+    data: dict[str, list[Any]] = {c: [] for c in _RECORD_COLUMNS}
+    for r in rows:
+        for c in _RECORD_COLUMNS:
+            if c == "created_at":
+                data[c].append(r.created_at.replace(tzinfo=None) if r.created_at else now)
+            elif c == "meta":
+                data[c].append(json.dumps(r.meta, sort_keys=True, default=str) if r.meta else None)
+            else:
+                data[c].append(getattr(r, c))
+    return pa.table({c: pa.array(v, _RECORD_TYPES.get(c, pa.string())) for c, v in data.items()})
+
+
+def _fetch_rows(con: Any, sql: str, params: list[object]) -> list[LineageRow]:
+    cur = con.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    out = []
+    for values in cur.fetchall():
+        rec = dict(zip(names, values, strict=True))
+        rec["meta"] = json.loads(rec["meta"]) if rec.get("meta") else {}
+        out.append(LineageRow(**rec))
+    return out
+
+
+def lineage_row(
+    record: Any,
+    *,
+    status: str = "ok",
+    reason: str | None = None,
+    run_id: str | None = None,
+    location: str | None = None,
+    kind: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> LineageRow:
+    """The lineage row of a content-hashed record; its coordinate columns come from `.coordinate`."""
+    coord = getattr(record, "coordinate", None)
+    return LineageRow(
+        id=record.id,
+        kind=kind or record.record_kind,
+        round=record.round,
+        split=getattr(coord, "split", None),
+        taxonomy_id=getattr(coord, "taxonomy_id", None),
+        l1=getattr(coord, "l1", None),
+        l2=getattr(coord, "l2", None),
+        status=status,
+        reason=reason,
+        run_id=run_id,
+        location=location,
+        meta=meta or {},
+    )

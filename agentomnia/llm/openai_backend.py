@@ -1,0 +1,141 @@
+"""OpenAI-compatible chat backend (vLLM, SGLang, hosted APIs) with retries, a concurrency
+limit, token accounting, schema-checked JSON output and a request-hash cache.
+
+The cache is consulted before any request and written only after an answer passed its checks,
+so a rerun with the same inputs replays the same answers and a malformed answer is never
+remembered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jsonschema
+import openai
+
+from agentomnia.config import LLMSettings
+from agentomnia.llm.cache import ResponseCache, request_hash
+from agentomnia.llm.protocol import LLMError, LLMOutputError, LLMResponse, Message, Usage
+
+_RETRYABLE = (openai.RateLimitError, openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError)
+
+
+class OpenAICompatibleLLM:
+    def __init__(self, settings: LLMSettings, cache: ResponseCache | None = None, *, api_key: str | None = None) -> None:
+        self.settings = settings
+        self.model = settings.model
+        self.cache = cache
+        key = api_key if api_key is not None else os.environ.get(settings.api_key_env, "")
+        # The SDK's own retries are off: ours count attempts, honour backoff and keep usage honest.
+        self._client = openai.OpenAI(
+            base_url=settings.base_url, api_key=key or "unused", max_retries=0, timeout=settings.timeout_s
+        )
+        self._slots = threading.BoundedSemaphore(settings.concurrency)
+        self._usage = Usage()
+        self._usage_lock = threading.Lock()
+
+    @property
+    def usage(self) -> Usage:
+        with self._usage_lock:
+            return self._usage.model_copy()
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        schema_name: str = "output",
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> LLMResponse:
+        request: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages], "temperature": temperature}
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
+        if tools:
+            request["tools"] = [dict(t) for t in tools]
+        if schema is not None:
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": dict(schema), "strict": True},
+            }
+        key = request_hash(request)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            text, p_tok, c_tok = hit
+            self._account(Usage(cache_hits=1))
+            message = json.loads(text)
+            return self._response(message, schema, key, Usage(prompt_tokens=p_tok, completion_tokens=c_tok), cached=True)
+
+        completion = self._send(request)
+        choice = completion.choices[0].message
+        message = {
+            "content": choice.content or "",
+            "tool_calls": [tc.model_dump(mode="json") for tc in (choice.tool_calls or [])],
+        }
+        usage = Usage(
+            prompt_tokens=getattr(completion.usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(completion.usage, "completion_tokens", 0) or 0,
+            requests=1,
+        )
+        self._account(usage)
+        response = self._response(message, schema, key, usage, cached=False)  # raises before caching
+        if self.cache is not None:
+            self.cache.put(key, request, json.dumps(message, sort_keys=True), usage.prompt_tokens, usage.completion_tokens)
+        return response
+
+    def _send(self, request: dict[str, Any]) -> Any:
+        attempts = self.settings.max_retries + 1
+        last: Exception | None = None
+        for attempt in range(attempts):
+            try:
+                with self._slots:
+                    return self._client.chat.completions.create(**request)
+            except _RETRYABLE as exc:
+                last = exc
+                if attempt + 1 < attempts:
+                    time.sleep(self.settings.backoff_s * (2**attempt) * (0.5 + random.random()))
+            except openai.APIStatusError as exc:
+                raise LLMError(
+                    f"{self.settings.base_url} answered HTTP {exc.status_code} for model {self.model!r}: {exc.message}; "
+                    "check AGENTOMNIA_LLM_BASE_URL, AGENTOMNIA_LLM_MODEL and the API key variable"
+                ) from exc
+        raise LLMError(
+            f"{self.settings.base_url} failed {attempts} times for model {self.model!r} "
+            f"(last: {type(last).__name__}: {last}); check the endpoint is up or raise max_retries"
+        ) from last
+
+    def _response(
+        self, message: dict[str, Any], schema: Mapping[str, Any] | None, key: str, usage: Usage, *, cached: bool
+    ) -> LLMResponse:
+        text = message.get("content") or ""
+        data = None
+        if schema is not None:
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise LLMOutputError(
+                    f"model {self.model!r} returned text that is not JSON ({exc.msg} at char {exc.pos}): "
+                    f"{text[:200]!r}; the answer was not cached — retry, or use an endpoint that supports "
+                    "response_format json_schema"
+                ) from exc
+            try:
+                jsonschema.validate(data, dict(schema))
+            except jsonschema.ValidationError as exc:
+                where = "/".join(str(p) for p in exc.absolute_path) or "<root>"
+                raise LLMOutputError(
+                    f"model {self.model!r} returned JSON that breaks the schema at {where}: {exc.message}; "
+                    "the answer was not cached"
+                ) from exc
+        return LLMResponse(
+            text=text, data=data, tool_calls=message.get("tool_calls") or [], usage=usage, cached=cached, request_hash=key
+        )
+
+    def _account(self, usage: Usage) -> None:
+        with self._usage_lock:
+            self._usage.add(usage)

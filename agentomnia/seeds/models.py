@@ -1,0 +1,74 @@
+"""Seed records: what one seed file (or one query row) says, parsed and normalised.
+
+Four kinds arrive — user queries, skill definitions, MCP tool lists, OpenAPI specs — and all
+become one `Seed` shape so later stages never branch on the file format: a title, a description,
+free text (the query or the skill body) and a list of tools with JSON-schema parameters.
+A seed that cannot be read becomes a `SeedRejection` naming the file, the place and the fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentomnia.records import Record
+
+SeedKind = Literal["query", "skill", "mcp", "api"]
+SEED_KINDS: tuple[SeedKind, ...] = ("query", "skill", "mcp", "api")
+
+
+class SeedTool(BaseModel):
+    """One operation a seed exposes: an MCP tool or an OpenAPI operation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    output_schema: dict[str, Any] | None = None
+    read_only: bool | None = None  # from MCP annotations or the HTTP method
+    destructive: bool | None = None
+    method: str | None = None  # OpenAPI only
+    path: str | None = None
+
+
+class Seed(Record):
+    record_kind: ClassVar[str] = "seed"
+    unhashed: ClassVar[frozenset[str]] = frozenset({"source"})
+
+    kind: SeedKind
+    source: str = Field(description="where it was read from (file, file#row, or mcp:command)")
+    name: str
+    title: str
+    description: str = ""
+    text: str = ""  # the query itself, or the skill's markdown body
+    tools: tuple[SeedTool, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SeedRejection(Record):
+    """A seed input that could not be read, and why. Kept so nothing vanishes silently."""
+
+    record_kind: ClassVar[str] = "seed_rejection"
+
+    source: str
+    kind: SeedKind | Literal["unknown"] = "unknown"
+    place: str = ""  # where inside the file: a line, a JSON pointer, a tool name
+    reason: str
+    fix: str = ""
+
+    @property
+    def message(self) -> str:
+        where = f" at {self.place}" if self.place else ""
+        fix = f"; {self.fix}" if self.fix else ""
+        return f"{self.source}{where}: {self.reason}{fix}"
+
+
+class IngestResult(BaseModel):
+    accepted: list[Seed] = Field(default_factory=list)
+    rejected: list[SeedRejection] = Field(default_factory=list)
+
+    def extend(self, other: IngestResult) -> None:
+        self.accepted.extend(other.accepted)
+        self.rejected.extend(other.rejected)

@@ -1,0 +1,36 @@
+"""Metadata helpers shared by the stage modules: tables, counts and embedded plots for the UI."""
+
+from __future__ import annotations
+
+import base64
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dagster import MetadataValue
+
+
+def md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, limit: int = 60) -> MetadataValue:
+    """A Markdown table (the UI renders it), truncated to `limit` rows with a note."""
+    if not rows:
+        return MetadataValue.md("_none_")
+    cols = list(columns or rows[0].keys())
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in rows[:limit]:
+        cells = [str(row.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in cols]
+        lines.append("| " + " | ".join(cells) + " |")
+    if len(rows) > limit:
+        lines.append(f"\n_{len(rows) - limit} more rows not shown_")
+    return MetadataValue.md("\n".join(lines))
+
+
+def count_table(values: Iterable[Any], label: str) -> MetadataValue:
+    counts = Counter(values)
+    return md_table([{label: k, "count": v} for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))])
+
+
+def png(path: Path, title: str = "plot") -> MetadataValue:
+    """A PNG shown inline in the asset's metadata (base64 in Markdown)."""
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return MetadataValue.md(f"![{title}](data:image/png;base64,{data})")

@@ -1,0 +1,25 @@
+"""Round partitions: `r0` is the base round; each self-evolution round adds the next one."""
+
+from __future__ import annotations
+
+import re
+
+from dagster import DynamicPartitionsDefinition
+
+rounds = DynamicPartitionsDefinition(name="rounds")
+
+BASE_ROUND = "r0"
+_ROUND = re.compile(r"^r(\d+)$")
+
+
+def round_index(key: str) -> int:
+    match = _ROUND.match(key)
+    if match is None:
+        raise ValueError(f"round key {key!r} is not of the form r<N> (r0, r1, ...)")
+    return int(match.group(1))
+
+
+def next_round(existing: list[str]) -> str:
+    """The round after the highest existing one (`r0` when there is none)."""
+    indices = [round_index(k) for k in existing if _ROUND.match(k)]
+    return f"r{max(indices) + 1}" if indices else BASE_ROUND

@@ -1,0 +1,155 @@
+"""`agentomnia run`: materialize every asset of the definitions for one round, in process.
+
+Runs land in the Dagster instance under `$AGENTOMNIA_HOME/dagster`, so the web UI shows them
+with their metadata afterwards. Unpartitioned assets (the taxonomy) go first, then every
+round-partitioned asset for the requested round.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from dagster import (
+    AssetKey,
+    AssetsDefinition,
+    DagsterEventType,
+    DagsterInstance,
+    ExecuteInProcessResult,
+    materialize,
+)
+from pydantic import BaseModel, Field
+
+from agentomnia.lineage import LineageStore
+from agentomnia.storage import Storage
+from agentomnia_assets.instance import ensure_dagster_home
+from agentomnia_assets.partitions import rounds
+
+
+class StageReport(BaseModel):
+    asset: str
+    group: str
+    seconds: float
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class PipelineSummary(BaseModel):
+    home: str
+    round: str
+    scale: str
+    seconds: float
+    stages: list[StageReport]
+    records: list[dict[str, Any]]
+    where: dict[str, str]
+
+    def render(self) -> str:
+        lines = [f"AgentOmnia pipeline: round {self.round}, scale {self.scale}, {self.seconds:.1f}s", ""]
+        width = max((len(s.asset) for s in self.stages), default=10)
+        for s in self.stages:
+            counts = ", ".join(f"{k}={v}" for k, v in s.metadata.items())
+            lines.append(f"  {s.asset:<{width}}  {s.seconds:7.1f}s  {counts}")
+        lines += ["", "records in the lineage store (kind / round / status: count)"]
+        lines += [f"  {r['kind']:<22} {r['round']:<6} {r['status']:<10} {r['count']}" for r in self.records]
+        lines += ["", "where to look"] + [f"  {k:<9} {v}" for k, v in self.where.items()]
+        return "\n".join(lines)
+
+
+def _scalar_metadata(result: ExecuteInProcessResult, key: AssetKey) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.materialization
+        if mat.asset_key != key:
+            continue
+        for name, value in mat.metadata.items():
+            raw = getattr(value, "value", value)
+            if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) and len(str(raw)) <= 40:
+                out[name] = raw
+    return out
+
+
+def _stage_seconds(result: ExecuteInProcessResult) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for event in result.all_events:
+        if event.event_type == DagsterEventType.STEP_SUCCESS and event.step_key:
+            out[event.step_key] = event.event_specific_data.duration_ms / 1000.0  # type: ignore[union-attr]
+    return out
+
+
+def run_pipeline(round_key: str = "r0", scale: str = "default") -> PipelineSummary:
+    from agentomnia_assets.definitions import defs
+
+    storage = Storage()
+    ensure_dagster_home(storage.root)
+    instance = DagsterInstance.get()
+    if not instance.has_dynamic_partition(rounds.name, round_key):  # type: ignore[arg-type]
+        instance.add_dynamic_partitions(rounds.name, [round_key])  # type: ignore[arg-type]
+    assets: list[AssetsDefinition] = [a for a in defs.assets or [] if isinstance(a, AssetsDefinition)]
+    checks = list(defs.asset_checks or [])
+    resources = dict(defs.resources or {})
+    tags = {"agentomnia/scale": scale}
+
+    started = time.perf_counter()
+    stages: list[StageReport] = []
+    for partitioned in (False, True):
+        selected = [a for a in assets if (a.partitions_def is not None) == partitioned]
+        if not selected:
+            continue
+        keys = [k for a in selected for k in a.keys]
+        result = materialize(
+            [*assets, *checks],
+            selection=keys,
+            instance=instance,
+            resources=resources,
+            partition_key=round_key if partitioned else None,
+            tags=tags,
+        )
+        seconds = _stage_seconds(result)
+        for a in selected:
+            for key in a.keys:
+                name = key.to_user_string()
+                stages.append(
+                    StageReport(
+                        asset=name,
+                        group=a.group_names_by_key.get(key, ""),
+                        seconds=seconds.get(a.node_def.name, seconds.get(name.replace("/", "__"), 0.0)),
+                        metadata=_scalar_metadata(result, key),
+                    )
+                )
+    records = LineageStore(storage.lineage_path).counts()
+    return PipelineSummary(
+        home=str(storage.root),
+        round=round_key,
+        scale=scale,
+        seconds=time.perf_counter() - started,
+        stages=stages,
+        records=[r for r in records if r["round"] in (round_key, "static")],
+        where={
+            "lineage": str(storage.lineage_path),
+            "artifacts": str(storage.root / "artifacts"),
+            "ui": "make ui, then http://127.0.0.1:3000",
+        },
+    )
+
+
+def latest_materializations(storage: Storage) -> list[dict[str, Any]]:
+    """Each asset's most recent materialization (or that it has none yet)."""
+    from agentomnia_assets.definitions import defs
+
+    ensure_dagster_home(storage.root)
+    instance = DagsterInstance.get()
+    out = []
+    for a in defs.assets or []:
+        if not isinstance(a, AssetsDefinition):
+            continue
+        for key in a.keys:
+            record = instance.get_latest_materialization_event(key)
+            mat = record.asset_materialization if record else None
+            out.append(
+                {
+                    "asset": key.to_user_string(),
+                    "status": "materialized" if mat else "never",
+                    "partition": mat.partition if mat else None,
+                    "when": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.timestamp)) if record else None,
+                }
+            )
+    return out
