@@ -32,7 +32,10 @@ from agentomnia.taxonomy.search import domain_text, domain_vectors
 WRITE_VERBS = frozenset(
     "create add new insert update edit set change modify patch delete remove cancel archive assign approve reject "
     "submit book reserve schedule reschedule send post transfer pay refund close open mark complete start stop "
-    "enable disable register enroll upload move merge split issue void publish invite confirm record log".split()
+    "enable disable register enroll upload move merge split issue void publish invite confirm record log make respond "
+    "report dispatch restore grant revoke lift release decide activate deactivate freeze unfreeze defer sign fill "
+    "escalate acknowledge resolve silence suspend pin unpin mute block unblock reopen return redeem apply adjust "
+    "allocate release reassign tag flag rate review dismiss snooze".split()
 )
 READ_VERBS = frozenset("get list search find query fetch read show view lookup check count export describe".split())
 _WORD = re.compile(r"[a-z][a-z0-9]*")
@@ -104,14 +107,16 @@ def _entity_from_id_param(pname: str, known: set[str]) -> str | None:
     if match is None or not match.group(1):
         return None
     parts = [singular(p) for p in match.group(1).strip("_").split("_") if p]
-    # the longest tail that is already known wins; else drop role words from the front
-    for i in range(len(parts)):
-        if "_".join(parts[i:]) in known:
-            return "_".join(parts[i:])
-    while len(parts) > 1 and parts[0] in ROLE_PREFIXES:
+    while len(parts) > 1 and parts[0] in ROLE_PREFIXES:  # origin_depot_id is a depot
         parts = parts[1:]
-    name = "_".join(parts)
-    return None if name in NOT_ENTITIES else name
+    full = "_".join(parts)
+    if full not in known:
+        # a known tail wins only when what precedes it is a role (assigned_agent -> agent), never a
+        # qualifier that names another thing (work_order is not an order)
+        for i in range(1, len(parts)):
+            if "_".join(parts[i:]) in known and all(p in ROLE_PREFIXES for p in parts[:i]):
+                return "_".join(parts[i:])
+    return None if full in NOT_ENTITIES else full
 
 
 def seed_text(seed: Seed) -> str:
@@ -134,9 +139,25 @@ def tool_kind(tool: SeedTool) -> Literal["read", "write"]:
     return "write" if first in WRITE_VERBS else "read"
 
 
+def _name_nouns(tool_name: str) -> list[str]:
+    tokens = [t.lower() for t in re.split(r"_|(?<=[a-z])(?=[A-Z])", tool_name) if t]
+    stop = {"by", "for", "all", "my", "of", "in", "on", "to", "from", "with", "and"}
+    return [singular(t) for t in tokens if t not in WRITE_VERBS and t not in READ_VERBS and t not in stop]
+
+
 def tool_entity(tool: SeedTool, known: set[str] | None = None) -> str | None:
-    """The entity a tool acts on: its first `<x>_id` parameter, else a path segment, else a name noun."""
+    """The entity a tool acts on.
+
+    A known entity named in the tool's own name wins (`open_claim` acts on a claim even when it
+    takes a `policy_id`), the longest such name first (`create_work_order` is a work order); then
+    the first `<x>_id` parameter; then a path segment; then the last noun of the name.
+    """
     known = known or set()
+    nouns = _name_nouns(tool.name)
+    spans = ["_".join(nouns[i:j]) for i in range(len(nouns)) for j in range(len(nouns), i, -1)]
+    named = [span for span in sorted(spans, key=lambda x: -x.count("_")) if span in known]
+    if named:
+        return named[0]
     for pname in tool.input_schema.get("properties") or {}:
         ent = _entity_from_id_param(pname, known)
         if ent:
@@ -147,12 +168,6 @@ def tool_entity(tool: SeedTool, known: set[str] | None = None) -> str | None:
             name = singular(re.sub(r"[^a-z0-9]+", "_", seg.lower()).strip("_"))
             if name in known or (name and name not in NOT_ENTITIES and not re.fullmatch(r"v\d+(_\d+)*", name)):
                 return name
-    tokens = [t.lower() for t in re.split(r"_|(?<=[a-z])(?=[A-Z])", tool.name) if t]
-    nouns = [
-        singular(t)
-        for t in tokens
-        if t not in WRITE_VERBS and t not in READ_VERBS and t not in ("by", "for", "all", "my", "of", "in", "on")
-    ]
     nouns = [n for n in nouns if n not in NOT_ENTITIES]
     return nouns[-1] if nouns else None
 

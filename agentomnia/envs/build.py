@@ -1,0 +1,210 @@
+"""One candidate in, one verified environment bundle (or a recorded failure) out.
+
+state space -> toolset -> source -> s0 -> three-level verification, inside a bounded repair loop:
+a component that keeps failing (a tool, after rule-based or model-driven repair) is dropped with
+its reason, and an environment that cannot reach the bar — or keeps fewer tools than the
+configured minimum — is discarded with its reason. Every decision ends up in `verification.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentomnia.envs.codegen import generate_source
+from agentomnia.envs.repair import llm_patch, rule_based_patch
+from agentomnia.envs.spec import EnvSpec, SpecInvalid, ToolSpec
+from agentomnia.envs.state import generate_state
+from agentomnia.envs.state_space import StateSpaceReport, build_state_space
+from agentomnia.envs.toolset import Normalization, ToolsetConfig, synthesize_toolset
+from agentomnia.envs.verify import VerificationReport, bundle_for, verify, with_tools
+from agentomnia.llm import LLM
+from agentomnia.records import canonical_json
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.seeds.inference import EnvCandidate
+from agentomnia.seeds.models import Seed
+from agentomnia.taxonomy import Domain
+
+
+class BuildConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    toolset: ToolsetConfig = ToolsetConfig()
+    rollouts: int = 6
+    steps: int = 12
+    repair_rounds: int = 2
+    state_seeds: int = 3
+    seed: int = 0
+
+
+class DroppedTool(BaseModel):
+    name: str
+    reason: str
+
+
+class BuiltEnv(BaseModel):
+    spec: EnvSpec
+    source: str
+    s0: dict[str, Any]
+    report: VerificationReport
+    dropped_tools: list[DroppedTool] = Field(default_factory=list)
+    normalization: list[Normalization] = Field(default_factory=list)
+    state_space: StateSpaceReport
+    repairs: list[str] = Field(default_factory=list)
+
+    @property
+    def env_id(self) -> str:
+        return self.spec.id
+
+
+class BuildFailure(BaseModel):
+    candidate_id: str
+    name: str
+    stage: Literal["state_space", "toolset", "initial_state", "verification"]
+    reason: str
+
+
+def build_environment(
+    candidate: EnvCandidate,
+    seeds: Sequence[Seed],
+    domain: Domain,
+    sandbox: Sandbox,
+    *,
+    llm: LLM | None = None,
+    config: BuildConfig | None = None,
+) -> BuiltEnv | BuildFailure:
+    cfg = config or BuildConfig()
+
+    def fail(stage: Any, reason: str) -> BuildFailure:
+        return BuildFailure(candidate_id=candidate.id, name=candidate.name, stage=stage, reason=reason)
+
+    try:
+        spec, space = build_state_space(candidate, seeds, domain)
+    except SpecInvalid as exc:
+        return fail("state_space", f"the state space cannot be made consistent: {exc}")
+    toolset = synthesize_toolset(spec, seeds, space.tool_entities, cfg.toolset)
+    if len(toolset.tools) < cfg.toolset.min_tools:
+        return fail(
+            "toolset", f"only {len(toolset.tools)} tools survive refinement (minimum {cfg.toolset.min_tools})"
+        )
+    spec = with_tools(spec, toolset.tools)
+
+    s0: dict[str, Any] | None = None
+    problems = ""
+    for attempt in range(cfg.state_seeds):
+        try:
+            s0 = generate_state(spec, seed=cfg.seed + attempt)
+            break
+        except ValueError as exc:
+            problems = str(exc)
+    if s0 is None:
+        return fail("initial_state", f"no valid s0 in {cfg.state_seeds} attempts: {problems}")
+
+    dropped: list[DroppedTool] = []
+    repairs: list[str] = []
+    source = generate_source(spec)
+    report: VerificationReport | None = None
+    for round_ in range(cfg.repair_rounds + 1):
+        try:
+            report, suspects = verify(
+                sandbox,
+                bundle_for(spec, source, s0),
+                spec,
+                s0,
+                seed=cfg.seed + round_,
+                rollouts=cfg.rollouts,
+                steps=cfg.steps,
+            )
+        except Exception as exc:  # a sandbox fault is this environment's failure, not the round's
+            return fail(
+                "verification",
+                f"verification crashed: {type(exc).__name__}: {exc}; {traceback.format_exc(limit=2)[-300:]}",
+            )
+        if report.passed:
+            break
+        if not report.init.passed:
+            patched = rule_based_patch(source, " ".join(report.init.failures))
+            if patched is not None:
+                repairs.append(f"round {round_}: rule-based patch for {report.init.failures[0][:120]}")
+                source = patched
+                continue
+            return fail("verification", "initialization: " + "; ".join(report.init.failures[:3]))
+        failing = report.failing_tools()
+        names = [t.name for t in failing] or sorted(set(suspects))
+        if not names:
+            return fail("verification", "environment: " + "; ".join(report.env.failures[:3]))
+        if llm is not None and round_ < cfg.repair_rounds:
+            patched_any = False
+            for t in failing:
+                patched = llm_patch(llm, source, t.name, "\n".join(t.failures[:3]))
+                if patched is not None:
+                    source, patched_any = patched, True
+                    repairs.append(f"round {round_}: model rewrote {t.name}")
+            if patched_any:
+                continue
+        reasons = {t.name: t.failures[0] for t in failing}
+        for name in names:
+            dropped.append(
+                DroppedTool(
+                    name=name, reason=reasons.get(name, "implicated in an environment-level failure")[:300]
+                )
+            )
+        spec = with_tools(spec, [t for t in spec.tools if t.name not in set(names)])
+        if len(spec.tools) < cfg.toolset.min_tools:
+            return fail(
+                "verification", f"only {len(spec.tools)} tools left after dropping failing ones: {names[:5]}"
+            )
+        source = generate_source(spec)
+    if report is None or not report.passed:
+        why = (report.tool.failures or report.env.failures) if report else ["not verified"]
+        return fail(
+            "verification", f"still failing after {cfg.repair_rounds} repair rounds: {'; '.join(why[:3])}"
+        )
+    return BuiltEnv(
+        spec=spec, source=source, s0=s0, report=report, dropped_tools=dropped,
+        normalization=toolset.table, state_space=space, repairs=repairs,
+    )  # fmt: skip
+
+
+def verification_record(built: BuiltEnv) -> dict[str, Any]:
+    r = built.report
+    return {
+        "env_id": built.env_id,
+        "verified": r.passed,
+        "levels": {"init": r.init.passed, "tool": r.tool.passed, "env": r.env.passed},
+        "checks": {"init": r.init.checks, "tool": r.tool.checks, "env": r.env.checks},
+        "failures": {"init": r.init.failures, "tool": r.tool.failures, "env": r.env.failures},
+        "dropped_tools": [d.model_dump() for d in built.dropped_tools],
+        "repairs": built.repairs,
+        "normalization": [n.model_dump() for n in built.normalization],
+        "state_space": built.state_space.model_dump(),
+        "seconds": r.seconds,
+    }
+
+
+def write_bundle(built: BuiltEnv, folder: Path) -> Path:
+    """spec.json, env.py, tools.json, s0.json, verification.json — written to a temp folder, then swapped in."""
+    import os
+    import shutil
+    import tempfile
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    (tmp / "spec.json").write_text(built.spec.model_dump_json(indent=2), encoding="utf-8")
+    (tmp / "env.py").write_text(built.source, encoding="utf-8")
+    (tmp / "tools.json").write_text(
+        json.dumps([t.openai() for t in built.spec.tools], indent=2, ensure_ascii=False), encoding="utf-8"
+    )
+    (tmp / "s0.json").write_text(canonical_json(built.s0), encoding="utf-8")
+    (tmp / "verification.json").write_text(
+        json.dumps(verification_record(built), indent=2, ensure_ascii=False), encoding="utf-8"
+    )
+    if folder.exists():
+        shutil.rmtree(folder)
+    os.replace(tmp, folder)
+    return folder

@@ -1,0 +1,574 @@
+"""Executable state compilation (paper §4.2.2): an EnvSpec becomes the Python source of one class.
+
+The class is constructed with an `init_config` dict whose keys become attributes (entity tables,
+dicts of records keyed by id, plus `now`, the environment's logical clock); its public methods are
+the tools, called with keyword arguments, each returning `{"ok", "data", "error"}`. That is the
+shape OmniaBench's runtime loads, so a bundle exports unchanged. The class checks its own
+arguments and every invariant on every write (types, enums, references, the domain's range,
+comparison and uniqueness rules, lifecycle transitions and preconditions), so it stays correct even
+outside the sandbox; inside it, the sandbox additionally rolls back any failed call.
+
+Per-entity metadata (attribute types, rules, tool signatures) is emitted as class-level literals and
+read by a handful of private helpers; each tool method is written out with its own docstring.
+"""
+
+from __future__ import annotations
+
+import pprint
+import textwrap
+from typing import Any
+
+from agentomnia.envs.spec import EnvSpec, ToolSpec
+
+HEADER = '''"""{title}
+
+{description}
+
+Generated from environment spec {spec_id}. State: one dict of records per entity, keyed by id.
+Tools: the public methods; each returns {{"ok": bool, "data": ..., "error": {{"code", "message"}} | None}}.
+"""
+
+import copy
+import datetime
+
+'''
+
+HELPERS = '''
+    def __init__(self, init_config: dict):
+        self.now = "2026-03-02T09:00:00"
+{tables}
+        for key, value in (init_config or {{}}).items():
+            setattr(self, key, copy.deepcopy(value))
+
+    # -- protocol helpers -------------------------------------------------------------------
+
+    def _ok(self, data):
+        return {{"ok": True, "data": data, "error": None}}
+
+    def _fail(self, code, message):
+        return {{"ok": False, "data": None, "error": {{"code": code, "message": message}}}}
+
+    def _check_args(self, tool, args):
+        """Arguments against the tool's JSON schema and cross-parameter constraints; None when fine."""
+        schema = self._PARAMS[tool]
+        props = schema["properties"]
+        for name in schema["required"]:
+            if args.get(name) is None:
+                return self._fail("invalid_arguments", f"{{tool}}: missing required argument `{{name}}`")
+        for name, value in args.items():
+            if value is None:
+                continue
+            if name not in props:
+                return self._fail("invalid_arguments", f"{{tool}}: unknown argument `{{name}}`")
+            problem = self._type_problem(props[name], value)
+            if problem:
+                return self._fail("invalid_arguments", f"{{tool}}: argument `{{name}}` {{problem}}")
+        for kind, names, when, text in self._CONSTRAINTS.get(tool, ()):
+            given = [n for n in names if args.get(n) is not None]
+            if kind == "exactly_one" and len(given) != 1:
+                return self._fail("invalid_arguments", f"{{tool}}: {{text}}")
+            if kind == "less_equal" and len(given) == 2 and args[names[0]] > args[names[1]]:
+                return self._fail("invalid_arguments", f"{{tool}}: {{text}}")
+            if kind == "required_if":
+                applies = all(
+                    (args.get(k) != v[1:]) if isinstance(v, str) and v.startswith("!") else args.get(k) == v
+                    for k, v in when.items()
+                )
+                if applies and not given:
+                    return self._fail("invalid_arguments", f"{{tool}}: {{text}}")
+        return None
+
+    def _type_problem(self, schema, value):
+        kind = schema.get("type", "string")
+        checks = {{
+            "string": isinstance(value, str),
+            "integer": isinstance(value, int) and not isinstance(value, bool),
+            "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+            "boolean": isinstance(value, bool),
+            "array": isinstance(value, list),
+            "object": isinstance(value, dict),
+        }}
+        if not checks.get(kind, True):
+            return f"must be a {{kind}}, got {{type(value).__name__}}"
+        if "enum" in schema and value not in schema["enum"]:
+            return f"must be one of {{schema['enum']}}, got {{value!r}}"
+        if kind in ("integer", "number"):
+            if "minimum" in schema and value < schema["minimum"]:
+                return f"must be at least {{schema['minimum']}}"
+            if "maximum" in schema and value > schema["maximum"]:
+                return f"must be at most {{schema['maximum']}}"
+        if kind == "string" and schema.get("format") in ("date", "date-time"):
+            try:
+                if schema["format"] == "date":
+                    datetime.date.fromisoformat(value)
+                else:
+                    datetime.datetime.fromisoformat(value)
+            except ValueError:
+                return f"must be an ISO {{schema['format']}}, got {{value!r}}"
+        if kind == "string" and len(value) < schema.get("minLength", 0):
+            return "must not be empty"
+        return None
+
+    def _table(self, entity):
+        return getattr(self, self._ENTITIES[entity][0])
+
+    def _fetch(self, entity, key):
+        record = self._table(entity).get(key)
+        if record is None:
+            return None, self._fail("not_found", f"no {{entity.replace('_', ' ')}} with id {{key!r}}")
+        return record, None
+
+    def _new_key(self, entity):
+        table_name, key_attr, prefix = self._ENTITIES[entity]
+        taken = getattr(self, table_name)
+        n = len(taken) + 1
+        while f"{{prefix}}-{{n:03d}}" in taken:
+            n += 1
+        return f"{{prefix}}-{{n:03d}}"
+
+    def _blank(self, entity):
+        """A new record with every attribute at its default (or the type's empty value)."""
+        empty = {{"str": "", "text": "", "int": 0, "float": 0.0, "money": 0.0, "bool": False, "list": [], "object": {{}}}}
+        record = {{}}
+        for name, kind, options, nullable, default in self._ATTRS[entity]:
+            if default is not None:
+                record[name] = default
+            elif kind == "enum":
+                record[name] = options[0]
+            elif kind == "datetime" and not nullable:
+                record[name] = self.now
+            elif kind == "date" and not nullable:
+                record[name] = self.now[:10]
+            elif nullable or kind == "ref":
+                record[name] = None
+            else:
+                record[name] = copy.deepcopy(empty.get(kind))
+        return record
+
+    def _value_problem(self, kind, options, nullable, value):
+        if value is None:
+            return None if nullable or kind == "ref" else "must not be empty"
+        ok = {{
+            "str": isinstance(value, str), "text": isinstance(value, str), "enum": isinstance(value, str),
+            "ref": isinstance(value, str), "int": isinstance(value, int) and not isinstance(value, bool),
+            "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+            "money": isinstance(value, (int, float)) and not isinstance(value, bool),
+            "bool": isinstance(value, bool), "date": isinstance(value, str), "datetime": isinstance(value, str),
+            "list": isinstance(value, list), "object": isinstance(value, dict),
+        }}[kind]
+        if not ok:
+            return f"must be {{kind}}, got {{type(value).__name__}}"
+        if kind == "enum" and value not in options:
+            return f"must be one of {{list(options)}}, got {{value!r}}"
+        if kind == "money" and value < 0:
+            return "must not be negative"
+        if kind == "ref" and value not in self._table(options):
+            return f"points to no existing {{options.replace('_', ' ')}} ({{value!r}})"
+        if kind in ("date", "datetime"):
+            try:
+                (datetime.date if kind == "date" else datetime.datetime).fromisoformat(value)
+            except ValueError:
+                return f"must be an ISO {{kind}}, got {{value!r}}"
+        return None
+
+    def _side(self, entity, record, side):
+        if not isinstance(side, str):
+            return side
+        owner, _, rest = side.partition(".")
+        attr, _, target_attr = rest.partition("->")
+        if owner != entity:
+            return None
+        value = record.get(attr)
+        if not target_attr or value is None:
+            return value
+        for name, kind, options, nullable, default in self._ATTRS[entity]:
+            if name == attr and kind == "ref":
+                target = self._table(options).get(value)
+                return None if target is None else target.get(target_attr)
+        return None
+
+    def _check_record(self, entity, key, record):
+        """Every invariant one record must keep: types, enums, references and the domain's rules."""
+        for name, kind, options, nullable, default in self._ATTRS[entity]:
+            problem = self._value_problem(kind, options, nullable, record.get(name))
+            if problem:
+                return self._fail("invalid_value", f"{{entity}}.{{name}} {{problem}}")
+        for rule in self._RULES.get(entity, ()):
+            kind, text = rule[0], rule[-1]
+            if kind == "range":
+                value = record.get(rule[1])
+                low, high = rule[2], rule[3]
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    if (low is not None and value < low) or (high is not None and value > high):
+                        return self._fail("rule_violation", text)
+            elif kind == "compare":
+                left, right = self._side(entity, record, rule[1]), self._side(entity, record, rule[3])
+                if left is not None and right is not None:
+                    holds = {{
+                        "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,
+                        "!=": lambda a, b: a != b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b,
+                    }}[rule[2]]
+                    try:
+                        good = holds(left, right)
+                    except TypeError:
+                        good = False
+                    if not good:
+                        return self._fail("rule_violation", text)
+            elif kind == "unique":
+                combo = tuple(record.get(a) for a in rule[1])
+                if None not in combo:
+                    for other_key, other in self._table(entity).items():
+                        if other_key != key and tuple(other.get(a) for a in rule[1]) == combo:
+                            return self._fail("rule_violation", f"{{text}} (clashes with {{other_key}})")
+        return None
+
+    def _check_transition(self, entity, attr, old, new):
+        allowed = self._TRANSITIONS.get(entity, {{}}).get(attr)
+        if old == new:
+            return self._fail("invalid_transition", f"{{entity.replace('_', ' ')}} is already {{new!r}}")
+        if allowed is not None and new not in allowed.get(old, ()):
+            return self._fail(
+                "invalid_transition",
+                f"{{entity.replace('_', ' ')}} {{attr}} cannot go from {{old!r}} to {{new!r}}"
+                f" (allowed from {{old!r}}: {{list(allowed.get(old, ())) or 'none'}})",
+            )
+        return None
+
+    def _check_preconditions(self, tool, entity, record):
+        for rule_entity, via, attr, values, text in self._PRECONDITIONS.get(tool, ()):
+            subject = record
+            if via:
+                subject = self._table(rule_entity).get(record.get(via)) or {{}}
+            if subject.get(attr) not in values:
+                return self._fail("precondition_failed", f"{{text}} ({{attr}} is {{subject.get(attr)!r}})")
+        return None
+
+    def _save(self, entity, key, record):
+        problem = self._check_record(entity, key, record)
+        if problem:
+            return problem
+        self._table(entity)[key] = record
+        return None
+
+    def _referrers(self, entity, key):
+        found = []
+        for other, attrs in self._ATTRS.items():
+            for name, kind, options, nullable, default in attrs:
+                if kind == "ref" and options == entity:
+                    found += [k for k, r in self._table(other).items() if r.get(name) == key]
+        return found
+'''
+
+
+def _literal(value: Any, indent: int = 8) -> str:
+    text = pprint.pformat(value, width=104 - indent, sort_dicts=True)
+    return textwrap.indent(text, " " * indent).lstrip()
+
+
+def _entity_literals(spec: EnvSpec) -> dict[str, Any]:
+    entities = {e.name: (e.table, e.key, e.id_prefix) for e in spec.entities}
+    attrs = {
+        e.name: [
+            (
+                a.name,
+                a.type,
+                a.ref if a.type == "ref" else tuple(a.enum) if a.type == "enum" else None,
+                a.nullable,
+                a.default,
+            )
+            for a in e.attributes
+        ]
+        for e in spec.entities
+    }
+    rules: dict[str, list[tuple[Any, ...]]] = {}
+    transitions: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {}
+    for r in spec.rules:
+        if r.kind == "range" and r.entity:
+            rules.setdefault(r.entity, []).append(("range", r.attr, r.min, r.max, r.text))
+        elif r.kind == "compare" and isinstance(r.left, str) and "->" not in r.left:
+            rules.setdefault(r.left.split(".")[0], []).append(("compare", r.left, r.op, r.right, r.text))
+        elif r.kind == "unique" and r.entity:
+            rules.setdefault(r.entity, []).append(("unique", tuple(r.attrs), r.text))
+        elif r.kind == "transition" and r.entity and r.attr:
+            transitions.setdefault(r.entity, {})[r.attr] = {k: tuple(v) for k, v in r.allowed.items()}
+    return {"entities": entities, "attrs": attrs, "rules": rules, "transitions": transitions}
+
+
+def _preconditions(spec: EnvSpec) -> dict[str, list[tuple[Any, ...]]]:
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    tools = {t.name: t for t in spec.tools}
+    for r in spec.rules:
+        if r.kind != "precondition" or r.operation not in tools:
+            continue
+        tool = tools[r.operation]
+        if tool.entity == r.entity:
+            via = ""
+        else:
+            owner = spec.entity(tool.entity)
+            ref = next((a for a in owner.attributes if a.type == "ref" and a.ref == r.entity), None)
+            if ref is None:
+                continue
+            via = ref.name
+        out.setdefault(tool.name, []).append((r.entity, via, r.attr, tuple(r.values), r.text))
+    return out
+
+
+def _signature(tool: ToolSpec) -> tuple[str, str]:
+    props = list(tool.parameters.get("properties", {}))
+    params = ", ".join(f"{p}=None" for p in props)
+    args = "{" + ", ".join(f'"{p}": {p}' for p in props) + "}"
+    return (f"self, {params}" if params else "self"), args
+
+
+def _docstring(tool: ToolSpec) -> str:
+    lines = [tool.description.strip() or tool.name, ""]
+    props = tool.parameters.get("properties", {})
+    required = set(tool.parameters.get("required", []))
+    if props:
+        lines.append("Args:")
+        for p, s in props.items():
+            extra = f" one of {s['enum']}" if "enum" in s else ""
+            need = "required" if p in required else "optional"
+            desc = s.get("description", "")
+            lines.append(
+                f"    {p} ({s.get('type', 'string')}, {need}){':' if desc or extra else ''}{extra} {desc}".rstrip()
+            )
+    for c in tool.constraints:
+        lines.append(f"Constraint: {c.text}.")
+    return textwrap.indent('"""' + "\n".join(lines).rstrip() + '\n"""', " " * 8)
+
+
+def _body(spec: EnvSpec, tool: ToolSpec) -> str:
+    e = spec.entity(tool.entity)
+    b = tool.binding
+    ent = repr(e.name)
+    key_param = b.get("key")
+    fields: dict[str, str] = b.get("fields", {})
+    lines: list[str] = []
+
+    def fetch() -> None:
+        lines.append(f"record, problem = self._fetch({ent}, {key_param})")
+        lines.append("if problem:")
+        lines.append("    return problem")
+
+    def apply_fields(target: str = "updated") -> None:
+        for param, attr in fields.items():
+            lines.append(f"if {param} is not None:")
+            lines.append(f"    {target}[{attr!r}] = copy.deepcopy({param})")
+
+    op = tool.op
+    if op == "get":
+        fetch()
+        lines.append("return self._ok(copy.deepcopy(record))")
+    elif op in ("list", "search", "range"):
+        if key_param:  # a read scoped to one record: the id must exist
+            fetch()
+            lines.append("matches = [record]")
+        else:
+            lines.append(f"matches = list(self._table({ent}).values())")
+        for param, attr in b.get("filters", {}).items():
+            lines.append(f"if {param} is not None:")
+            lines.append(f"    matches = [r for r in matches if r.get({attr!r}) == {param}]")
+        if op == "search":
+            lines.append("needle = query.casefold()")
+            lines.append(f"fields = {tuple(b.get('text_fields', ()))!r}")
+            lines.append(
+                "matches = [r for r in matches if any(needle in str(r.get(f) or '').casefold() for f in fields)]"
+            )
+        if op == "range":
+            lines.append(
+                f"matches = [r for r in matches if r.get({b['attr']!r}) and start <= r[{b['attr']!r}][:10] <= end]"
+            )
+        limit = "limit" if "limit" in tool.parameters.get("properties", {}) else "None"
+        lines.append(f"matches.sort(key=lambda r: r[{e.key!r}])")
+        lines.append(
+            f"return self._ok({{'items': [copy.deepcopy(r) for r in matches[: {limit} or 20]], 'count': len(matches)}})"
+        )
+    elif op == "create":
+        lines.append(f"record = self._blank({ent})")
+        apply_fields("record")
+        lines.append(f"key = self._new_key({ent})")
+        lines.append(f"record[{e.key!r}] = key")
+        lines.append(
+            f"problem = self._check_preconditions({tool.name!r}, {ent}, record) or self._save({ent}, key, record)"
+        )
+        lines.append("if problem:")
+        lines.append("    return problem")
+        lines.append("return self._ok(copy.deepcopy(record))")
+    elif op in ("update", "assign", "transition"):
+        fetch()
+        lines.append("updated = copy.deepcopy(record)")
+        if op == "assign":
+            lines.append(f"updated[{b['attr']!r}] = {b['param']}")
+        elif op == "transition":
+            attr, value = b["attr"], b["value"]
+            lines.append(
+                f"problem = self._check_transition({ent}, {attr!r}, record.get({attr!r}), {value!r})"
+            )
+            lines.append("if problem:")
+            lines.append("    return problem")
+            lines.append(f"updated[{attr!r}] = {value!r}")
+            apply_fields()
+        else:
+            if not fields:
+                lines.append(f"return self._fail('invalid_arguments', {tool.name + ': nothing to change'!r})")
+                return "\n".join(lines)
+            lines.append(f"if all(v is None for v in ({', '.join(fields)},)):")
+            lines.append(
+                f"    return self._fail('invalid_arguments', {tool.name + ': give at least one field to change'!r})"
+            )
+            apply_fields()
+            status = e.status_attribute
+            if status is not None and status.name in fields.values():
+                lines.append(f"if updated.get({status.name!r}) != record.get({status.name!r}):")
+                lines.append(
+                    f"    problem = self._check_transition({ent}, {status.name!r}, record.get({status.name!r}), updated.get({status.name!r}))"
+                )
+                lines.append("    if problem:")
+                lines.append("        return problem")
+        lines.append(
+            f"problem = self._check_preconditions({tool.name!r}, {ent}, record) or self._save({ent}, {key_param}, updated)"
+        )
+        lines.append("if problem:")
+        lines.append("    return problem")
+        lines.append("return self._ok(copy.deepcopy(updated))")
+    elif op == "delete":
+        fetch()
+        lines.append(f"users = self._referrers({ent}, {key_param})")
+        lines.append("if users:")
+        lines.append(
+            f"    return self._fail('in_use', f'{e.name} {{{key_param}}} is still referred to by {{sorted(users)[:5]}}')"
+        )
+        lines.append(f"problem = self._check_preconditions({tool.name!r}, {ent}, record)")
+        lines.append("if problem:")
+        lines.append("    return problem")
+        lines.append(f"del self._table({ent})[{key_param}]")
+        lines.append(f"return self._ok({{'deleted': {key_param}}})")
+    elif op == "aggregate":
+        has_sum = "sum_of" in tool.parameters.get("properties", {})
+        lines.append("groups = {}")
+        lines.append(f"for r in sorted(self._table({ent}).values(), key=lambda r: r[{e.key!r}]):")
+        lines.append("    label = str(r.get(group_by))")
+        lines.append("    group = groups.setdefault(label, {'count': 0, 'ids': []})")
+        lines.append("    group['count'] += 1")
+        lines.append(f"    group['ids'].append(r[{e.key!r}])")
+        if has_sum:
+            lines.append("    if sum_of is not None:")
+            lines.append("        value = r.get(sum_of)")
+            lines.append(
+                "        group['sum'] = round(group.get('sum', 0) + (value if isinstance(value, (int, float)) else 0), 2)"
+            )
+        lines.append(f"return self._ok({{'groups': groups, 'total': len(self._table({ent}))}})")
+    elif op == "overview":
+        fetch()
+        lines.append("related = {}")
+        for table, attr in b.get("children", []):
+            lines.append(
+                f"related[{table!r}] = sorted(k for k, r in self.{table}.items() if r.get({attr!r}) == {key_param})"
+            )
+        lines.append("counts = {t: len(ids) for t, ids in related.items()}")
+        lines.append(
+            "return self._ok({'record': copy.deepcopy(record), 'related': related, 'counts': counts})"
+        )
+    elif op == "lookup":
+        label = b["label"]
+        lines.append(f"if {key_param} is not None:")
+        lines.append(f"    record, problem = self._fetch({ent}, {key_param})")
+        lines.append("    return problem or self._ok(copy.deepcopy(record))")
+        lines.append(
+            f"found = [r for r in self._table({ent}).values() if str(r.get({label!r}) or '').casefold() == {label}.casefold()]"
+        )
+        lines.append("if not found:")
+        lines.append(f"    return self._fail('not_found', f'no {e.name} with {label} {{{label}!r}}')")
+        lines.append("if len(found) > 1:")
+        lines.append(f"    ids = sorted(r[{e.key!r}] for r in found)")
+        lines.append(
+            f"    return self._fail('ambiguous', f'{{len(found)}} {e.table} have {label} {{{label}!r}}: {{ids}}; give the id')"
+        )
+        lines.append("return self._ok(copy.deepcopy(found[0]))")
+    elif op == "manage":
+        status = e.status_attribute
+        lines.append("if action == 'create':")
+        lines.append(f"    record = self._blank({ent})")
+        for param, attr in fields.items():
+            lines.append(f"    if {param} is not None:")
+            lines.append(f"        record[{attr!r}] = copy.deepcopy({param})")
+        lines.append(f"    key = self._new_key({ent})")
+        lines.append(f"    record[{e.key!r}] = key")
+        lines.append(f"    problem = self._save({ent}, key, record)")
+        lines.append("    return problem or self._ok(copy.deepcopy(record))")
+        fetch()
+        lines.append("updated = copy.deepcopy(record)")
+        lines.append("if action == 'update':")
+        lines.append(f"    if all(v is None for v in ({', '.join(fields) or 'None'},)):")
+        lines.append(
+            "        return self._fail('invalid_arguments', 'update: give at least one field to change')"
+        )
+        for param, attr in fields.items():
+            lines.append(f"    if {param} is not None:")
+            lines.append(f"        updated[{attr!r}] = copy.deepcopy({param})")
+        if status is not None:
+            lines.append("else:")
+            lines.append(
+                f"    problem = self._check_transition({ent}, {status.name!r}, record.get({status.name!r}), action)"
+            )
+            lines.append("    if problem:")
+            lines.append("        return problem")
+            lines.append(f"    updated[{status.name!r}] = action")
+        lines.append(f"problem = self._save({ent}, {key_param}, updated)")
+        lines.append("return problem or self._ok(copy.deepcopy(updated))")
+    else:
+        raise ValueError(f"no code template for op {op!r}")
+    return "\n".join(lines)
+
+
+def generate_source(spec: EnvSpec) -> str:
+    """The environment's Python source: one class, readable, with a docstring per tool."""
+    lit = _entity_literals(spec)
+    params = {
+        t.name: {
+            "properties": t.parameters.get("properties", {}),
+            "required": list(t.parameters.get("required", [])),
+        }
+        for t in spec.tools
+    }
+    constraints = {
+        t.name: [(c.kind, tuple(c.params), dict(c.when), c.text) for c in t.constraints]
+        for t in spec.tools
+        if t.constraints
+    }
+    tables = "\n".join(f"        self.{e.table} = {{}}" for e in spec.entities)
+    out = [
+        HEADER.format(
+            title=f"{spec.class_name}: {spec.coordinate.l2} environment",
+            description=textwrap.fill(spec.description, 96),
+            spec_id=spec.id,
+        ),
+        f"class {spec.class_name}:",
+        textwrap.indent('"""' + textwrap.fill(spec.description, 92) + '"""', "    "),
+        "",
+        f"    _ENTITIES = {_literal(lit['entities'], 4)}",
+        f"    _ATTRS = {_literal(lit['attrs'], 4)}",
+        f"    _RULES = {_literal(lit['rules'], 4)}",
+        f"    _TRANSITIONS = {_literal(lit['transitions'], 4)}",
+        f"    _PRECONDITIONS = {_literal(_preconditions(spec), 4)}",
+        f"    _PARAMS = {_literal(params, 4)}",
+        f"    _CONSTRAINTS = {_literal(constraints, 4)}",
+        HELPERS.format(tables=tables).rstrip(),
+        "",
+        "    # -- tools ----------------------------------------------------------------------------",
+    ]
+    for tool in spec.tools:
+        sig, args = _signature(tool)
+        out.append("")
+        out.append(f"    def {tool.name}({sig}):")
+        out.append(_docstring(tool))
+        out.append(f"        problem = self._check_args({tool.name!r}, {args})")
+        out.append("        if problem:")
+        out.append("            return problem")
+        out.append(textwrap.indent(_body(spec, tool), " " * 8))
+    return "\n".join(out) + "\n"
+
+
+def tools_json(spec: EnvSpec) -> list[dict[str, Any]]:
+    return [t.openai() for t in spec.tools]

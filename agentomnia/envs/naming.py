@@ -1,0 +1,76 @@
+"""Names: plurals for tables, verbs for operations, id prefixes, class names."""
+
+from __future__ import annotations
+
+import re
+
+_IRREGULAR = {"person": "people", "child": "children", "staff": "staff", "data": "data", "series": "series"}
+
+
+def plural(name: str) -> str:
+    head, _, last = name.rpartition("_")
+    if last in _IRREGULAR:
+        out = _IRREGULAR[last]
+    elif re.search(r"[^aeiou]y$", last):
+        out = last[:-1] + "ies"
+    elif last.endswith(("s", "x", "z", "ch", "sh")):
+        out = last + "es"
+    else:
+        out = last + "s"
+    return f"{head}_{out}" if head else out
+
+
+def class_name(name: str) -> str:
+    parts = re.split(r"[^A-Za-z0-9]+", name)
+    out = "".join(p[:1].upper() + p[1:] for p in parts if p) or "Synth"
+    if out[0].isdigit():
+        out = "Env" + out
+    return out + ("" if out.endswith("Env") else "Env")
+
+
+def id_prefix(entity: str, taken: set[str]) -> str:
+    letters = re.sub(r"[^a-z]", "", entity.lower())
+    base = (letters[:3] or "rec").upper()
+    prefix, n = base, 1
+    while prefix in taken:
+        n += 1
+        prefix = f"{base[:2]}{n}"
+    taken.add(prefix)
+    return prefix
+
+
+def snake(name: str) -> str:
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
+    s = re.sub(r"[^A-Za-z0-9]+", "_", s).strip("_").lower()
+    return s if s and not s[0].isdigit() else f"x_{s}"
+
+
+# Verbs that move a record's lifecycle, and the status value each one targets.
+TRANSITION_VERBS: dict[str, tuple[str, ...]] = {
+    "approve": ("approved",), "reject": ("rejected", "declined"), "cancel": ("cancelled", "canceled"),
+    "close": ("closed",), "complete": ("completed", "done"), "finish": ("completed", "finished"),
+    "archive": ("archived",), "confirm": ("confirmed",), "resolve": ("resolved",), "reopen": ("open", "reopened"),
+    "activate": ("active",), "deactivate": ("inactive",), "suspend": ("suspended",), "start": ("in_progress", "started", "active"),
+    "stop": ("stopped",), "escalate": ("escalated",), "acknowledge": ("acknowledged",), "release": ("released",),
+    "void": ("void", "voided"), "dispatch": ("dispatched",), "restore": ("restored", "active"), "submit": ("submitted",),
+    "publish": ("published",), "ship": ("shipped",), "deliver": ("delivered",), "pay": ("paid",), "refund": ("refunded",),
+    "expire": ("expired",), "block": ("blocked",), "unblock": ("active",), "verify": ("verified",), "accept": ("accepted",),
+    "decline": ("declined", "rejected"), "hold": ("on_hold", "held"), "check_in": ("checked_in",), "check_out": ("checked_out",),
+    "fail": ("failed",), "pause": ("paused",), "resume": ("active", "in_progress"), "lock": ("locked",), "unlock": ("active",),
+    "mark": (), "flag": ("flagged",), "dismiss": ("dismissed",), "freeze": ("frozen",), "unfreeze": ("active",),
+    "deny": ("denied", "rejected"), "sign": ("signed",), "fulfil": ("fulfilled",), "fulfill": ("fulfilled",), "settle": ("settled",), "schedule": ("scheduled",),
+}  # fmt: skip
+CREATE_VERBS = frozenset(
+    "create add new open book register record log upload post send invite issue raise file place enroll request "
+    "make generate draft import schedule reserve report".split()
+)
+UPDATE_VERBS = frozenset("update edit set change modify patch adjust rename amend configure".split())
+ASSIGN_VERBS = frozenset("assign reassign transfer move link attach allocate route delegate".split())
+DELETE_VERBS = frozenset("delete remove purge drop unlink detach".split())
+READ_VERBS = frozenset("get fetch read show view lookup describe retrieve check".split())
+LIST_VERBS = frozenset("list search find query browse filter export".split())
+AGG_VERBS = frozenset("count summarize summarise stats statistics total aggregate calculate compute".split())
+
+
+def verb_of(tool_name: str) -> str:
+    return snake(tool_name).split("_")[0]

@@ -1,0 +1,430 @@
+"""States of an environment: generate a valid s0 from a spec, and find every invariant a state breaks.
+
+A state is `{table: {key: record}}` — the instance attributes of the generated class. Generation
+is deterministic (seeded), walks entities so references point at records that exist, picks
+plausible values by type and attribute name, and then repairs what the domain's rules forbid
+(ranges, comparisons across references, uniqueness). `state_violations` is the one checker used
+by initialization verification, environment rollouts and task hardening.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
+from agentomnia.records import content_hash
+
+FIRST = ("Ava Liam Mia Noah Zoe Ethan Lena Omar Iris Leo Nora Kai Maya Ivan Sara Theo Aria Jonas Lucia Ravi "
+         "Chloe Mateo Hana Felix Ines Yusuf Elena Marco Priya Diego").split()  # fmt: skip
+LAST = ("Chen Patel Garcia Novak Kim Silva Müller Okafor Rossi Haddad Tanaka Larsen Dubois Costa Ivanova Nguyen "
+        "Schmidt Moreau Khan Lopez").split()  # fmt: skip
+CITIES = "Lisbon Austin Osaka Lyon Denver Porto Seoul Leeds Turin Calgary Dublin Tallinn".split()
+WORDS = ("alpha harbor summit cedar orbit maple vertex river quartz atlas nimbus coral falcon lumen pioneer "
+         "beacon meridian canyon willow ember").split()  # fmt: skip
+BASE_DAY = date(2026, 3, 2)
+CLOCK = "now"  # the environment's logical clock: an ISO datetime in the state, never the host's time
+CLOCK_START = "2026-03-02T09:00:00"
+
+
+def _rng(spec: EnvSpec, seed: int) -> random.Random:
+    return random.Random(int(content_hash({"spec": spec.id, "seed": seed}), 16))
+
+
+def entity_order(spec: EnvSpec) -> list[EntitySpec]:
+    """Entities so that referenced ones come first (cycles broken by leaving the later ref empty)."""
+    by_name = {e.name: e for e in spec.entities}
+    done: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done or name in visiting:
+            return
+        visiting.add(name)
+        for a in by_name[name].attributes:
+            if a.type == "ref" and a.ref in by_name and a.ref != name:
+                visit(a.ref)
+        visiting.discard(name)
+        done.append(name)
+
+    for e in spec.entities:
+        visit(e.name)
+    return [by_name[n] for n in done]
+
+
+def make_value(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, index: int) -> Any:
+    n = attr.name
+    if attr.default is not None and rng.random() < 0.3:
+        return attr.default
+    t = attr.type
+    if t == "enum":
+        return rng.choice(attr.enum)
+    if t == "bool":
+        return rng.random() < 0.6
+    if t == "date":
+        return (BASE_DAY + timedelta(days=rng.randint(-240, 120))).isoformat()
+    if t == "datetime":
+        moment = datetime(2026, 3, 2, 9, 0) + timedelta(
+            days=rng.randint(-240, 120), minutes=15 * rng.randint(0, 40)
+        )
+        return moment.isoformat(timespec="seconds")
+    if t == "money":
+        hi = 20000 if re.search("salary|budget|limit|revenue|value|credit", n) else 900
+        return round(rng.uniform(5, hi), 2)
+    if t == "int":
+        if "year" in n:
+            return rng.randint(2015, 2026)
+        if re.search("rating|score|level|priority|grade|tier", n):
+            return rng.randint(1, 5)
+        if re.search("percent|pct", n):
+            return rng.randint(0, 100)
+        if re.search("minute|duration", n):
+            return rng.choice((15, 30, 45, 60, 90, 120))
+        return rng.randint(1, 60)
+    if t == "float":
+        if re.search("rate|ratio|share|probability|confidence", n):
+            return round(rng.uniform(0.05, 0.99), 3)
+        if re.search("rating|score", n):
+            return round(rng.uniform(1, 5), 1)
+        return round(rng.uniform(0.5, 500), 2)
+    if t == "list":
+        return sorted(rng.sample(WORDS, k=rng.randint(0, 3)))
+    if t == "object":
+        return {"note": rng.choice(WORDS)}
+    # strings
+    if "email" in n:
+        return f"{rng.choice(FIRST).lower()}.{rng.choice(LAST).lower()}{index}@example.com".replace("ü", "u")
+    if "phone" in n:
+        return f"+1-555-{rng.randint(100, 999)}-{rng.randint(1000, 9999)}"
+    if re.search(r"(^|_)(first_)?name$|full_name|contact", n) and re.search(
+        "user|customer|employee|patient|member|person|staff|driver|agent|contact|owner|guest|student|candidate|applicant|tutor|learner|technician",
+        entity.name + n,
+    ):
+        return f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+    if re.search("city|location|address|region|site", n):
+        return (
+            f"{rng.randint(1, 400)} {rng.choice(WORDS).title()} St, {rng.choice(CITIES)}"
+            if "address" in n
+            else rng.choice(CITIES)
+        )
+    if re.search("code|sku|number|reference|serial|plate", n):
+        return f"{entity.id_prefix}-{rng.randint(10000, 99999)}"
+    if re.search("currency", n):
+        return rng.choice(("USD", "EUR", "JPY", "GBP"))
+    if re.search("url|link", n):
+        return f"https://example.com/{entity.table}/{index}"
+    if t == "text" or re.search("note|description|comment|reason|summary|details|body|message", n):
+        return f"{entity.name.replace('_', ' ').capitalize()} {index}: {rng.choice(WORDS)} {rng.choice(WORDS)} follow-up."
+    label = entity.name.replace("_", " ").title()
+    return f"{rng.choice(WORDS).title()} {label} {index}"
+
+
+def generate_state(
+    spec: EnvSpec, seed: int = 0, sizes: Mapping[str, int] | None = None
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """A valid initial state: every rule and reference satisfied."""
+    rng = _rng(spec, seed)
+    state: dict[str, dict[str, dict[str, Any]]] = {}
+    for entity in entity_order(spec):
+        count = (sizes or {}).get(entity.name, rng.randint(6, 14))
+        uniques = [r.attrs for r in spec.rules if r.kind == "unique" and r.entity == entity.name]
+        seen: list[set[tuple[Any, ...]]] = [set() for _ in uniques]
+        table: dict[str, dict[str, Any]] = {}
+        for i in range(1, count + 1):
+            key = f"{entity.id_prefix}-{i:03d}"
+            for _attempt in range(20):  # redraw until every uniqueness rule holds; else skip the record
+                record = _make_record(spec, state, entity, key, rng, i)
+                combos = [tuple(record.get(a) for a in attrs) for attrs in uniques]
+                if all(None in c or c not in seen[j] for j, c in enumerate(combos)):
+                    for j, c in enumerate(combos):
+                        seen[j].add(c)
+                    table[key] = record
+                    break
+        state[entity.table] = table
+    _spread_lifecycles(spec, state)
+    repair_rules(spec, state)
+    _drop_rule_breakers(spec, state)
+    problems = state_violations(spec, state)
+    if problems:
+        raise ValueError(
+            f"generated state for {spec.name} breaks {len(problems)} invariants, e.g. {problems[0]}"
+        )
+    return state
+
+
+def _spread_lifecycles(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """Records of an entity with a lifecycle cover every stage, so every transition can be exercised."""
+    for rule in spec.rules:
+        if rule.kind != "transition" or not rule.entity or not rule.attr:
+            continue
+        entity = next((e for e in spec.entities if e.name == rule.entity), None)
+        attr = entity.attribute(rule.attr) if entity else None
+        if entity is None or attr is None or attr.type != "enum":
+            continue
+        stages = [v for v in attr.enum if v in rule.allowed] + [v for v in attr.enum if v not in rule.allowed]
+        for i, key in enumerate(sorted(state.get(entity.table, {}))):
+            state[entity.table][key][rule.attr] = stages[i % len(stages)]
+
+
+def _drop_rule_breakers(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """Some generated records cannot be bent into shape (two rules disagree): drop them, pointing any
+    references at a record of the same entity that keeps every rule."""
+    for _ in range(6):
+        breaks = _rule_breaks(spec, state)
+        if not breaks:
+            return
+        broken = {(entity, key) for entity, key, _ in breaks}
+        for entity, key in sorted(broken):
+            table = state.get(_table(spec, entity), {})
+            spare = next((k for k in table if (entity, k) not in broken), None)
+            for e in spec.entities:
+                for a in e.attributes:
+                    if a.type != "ref" or a.ref != entity:
+                        continue
+                    for rec in state.get(e.table, {}).values():
+                        if rec.get(a.name) == key:
+                            rec[a.name] = spare if spare is not None or not a.nullable else None
+            table.pop(key, None)
+
+
+def _make_record(
+    spec: EnvSpec, state: Mapping[str, Any], entity: EntitySpec, key: str, rng: random.Random, index: int
+) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    for a in entity.attributes:
+        if a.name == entity.key:
+            record[a.name] = key
+        elif a.type == "ref":
+            pool = list(state.get(_table(spec, a.ref), {}))
+            record[a.name] = rng.choice(pool) if pool else None
+        elif a.nullable and rng.random() < 0.08:
+            record[a.name] = None
+        else:
+            record[a.name] = make_value(a, entity, rng, index)
+    return record
+
+
+def _table(spec: EnvSpec, entity: str | None) -> str:
+    return next((e.table for e in spec.entities if e.name == entity), "")
+
+
+def _resolve_side(
+    spec: EnvSpec, state: Mapping[str, Any], entity: EntitySpec, record: Mapping[str, Any], side: Any
+) -> Any:
+    if not isinstance(side, str):
+        return side
+    ent, _, rest = side.partition(".")
+    attr, _, target_attr = rest.partition("->")
+    if ent != entity.name:
+        return None
+    value = record.get(attr)
+    if not target_attr:
+        return value
+    ref = entity.attribute(attr)
+    target = state.get(_table(spec, ref.ref if ref else None), {}).get(value) if value is not None else None
+    return target.get(target_attr) if target else None
+
+
+_OPS = {
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b,
+}  # fmt: skip
+
+
+def repair_rules(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], passes: int = 3) -> None:
+    """Bend generated values until range and comparison rules hold; rules can interact, so a few passes."""
+    for _ in range(passes):
+        for rule in spec.rules:
+            if rule.kind == "range" and rule.entity and rule.attr:
+                entity = next(e for e in spec.entities if e.name == rule.entity)
+                for rec in state.get(entity.table, {}).values():
+                    v = rec.get(rule.attr)
+                    if isinstance(v, (int, float)) and not isinstance(v, bool):
+                        lo = rule.min if rule.min is not None else v
+                        hi = rule.max if rule.max is not None else v
+                        rec[rule.attr] = _coerce(entity.attribute(rule.attr), min(max(v, lo), hi))
+            elif rule.kind == "compare" and isinstance(rule.left, str) and "->" not in rule.left:
+                ent_name, _, rest = rule.left.partition(".")
+                entity = next((e for e in spec.entities if e.name == ent_name), None)
+                if entity is None:
+                    continue
+                for rec in state.get(entity.table, {}).values():
+                    left = rec.get(rest)
+                    right = _resolve_side(spec, state, entity, rec, rule.right)
+                    if left is None or right is None:
+                        continue
+                    try:
+                        if _OPS[rule.op](left, right):  # type: ignore[index]
+                            continue
+                    except TypeError:
+                        continue
+                    fixed = _satisfying(left, right, rule.op)  # type: ignore[arg-type]
+                    attr = entity.attribute(rest)
+                    if fixed is None and attr is not None and attr.type == "ref":
+                        others = [k for k in state.get(_table(spec, attr.ref), {}) if k != right]
+                        fixed = others[0] if others else None
+                    rec[rest] = _coerce(attr, fixed)
+
+
+def _satisfying(left: Any, right: Any, op: str) -> Any:
+    """A value for the left side that makes `left op right` true, as close to `right` as the type allows."""
+    if isinstance(right, bool) or isinstance(left, bool):
+        return right if op in ("==", "<=", ">=") else (not right)
+    if isinstance(right, (int, float)):
+        step: float = 1 if isinstance(right, int) and isinstance(left, int) else 0.01
+        target = {
+            "<": right - step,
+            "<=": right,
+            "==": right,
+            ">=": right,
+            ">": right + step,
+            "!=": right + step,
+        }[op]
+        return round(target, 2) if isinstance(target, float) else target
+    if isinstance(right, str) and op in ("<", ">", "!="):
+        sign = -1 if op == "<" else 1
+        if _is_date(right):
+            return (date.fromisoformat(right) + timedelta(days=sign)).isoformat()
+        if _is_datetime(right):
+            return (datetime.fromisoformat(right) + timedelta(hours=sign)).isoformat(timespec="seconds")
+        return None  # a string that must differ (another record's id): the caller redraws it
+    return right
+
+
+def _coerce(attr: AttributeSpec | None, value: Any) -> Any:
+    if attr is not None and attr.type == "int" and isinstance(value, float):
+        return int(round(value))
+    if attr is not None and attr.type in ("float", "money") and isinstance(value, float):
+        return round(value, 2)
+    return value
+
+
+def state_violations(spec: EnvSpec, state: Mapping[str, Any]) -> list[str]:
+    """Every broken invariant: missing tables, keys, types, enums, references and domain rules."""
+    out: list[str] = []
+    for entity in spec.entities:
+        table = state.get(entity.table)
+        if not isinstance(table, dict):
+            out.append(f"state has no table {entity.table!r} (a dict of {entity.name} records)")
+            continue
+        for key, rec in table.items():
+            where = f"{entity.table}[{key!r}]"
+            if not isinstance(rec, dict):
+                out.append(f"{where} is not a record")
+                continue
+            if rec.get(entity.key) != key:
+                out.append(f"{where}.{entity.key} is {rec.get(entity.key)!r}, not its key")
+            for a in entity.attributes:
+                problem = value_problem(spec, state, a, rec.get(a.name), present=a.name in rec)
+                if problem:
+                    out.append(f"{where}.{a.name} {problem}")
+    out += rule_violations(spec, state)
+    return out
+
+
+def value_problem(
+    spec: EnvSpec, state: Mapping[str, Any], a: AttributeSpec, v: Any, *, present: bool = True
+) -> str | None:
+    if not present:
+        return "is missing"
+    if v is None:
+        return None if a.nullable or a.type == "ref" else "is null but not nullable"
+    t = a.type
+    ok = {
+        "str": isinstance(v, str), "text": isinstance(v, str), "enum": isinstance(v, str), "ref": isinstance(v, str),
+        "int": isinstance(v, int) and not isinstance(v, bool), "bool": isinstance(v, bool),
+        "float": isinstance(v, (int, float)) and not isinstance(v, bool),
+        "money": isinstance(v, (int, float)) and not isinstance(v, bool),
+        "date": isinstance(v, str) and _is_date(v), "datetime": isinstance(v, str) and _is_datetime(v),
+        "list": isinstance(v, list), "object": isinstance(v, dict),
+    }[t]  # fmt: skip
+    if not ok:
+        return f"has {type(v).__name__} {v!r}, expected {t}"
+    if t == "enum" and v not in a.enum:
+        return f"is {v!r}, not one of {list(a.enum)}"
+    if t == "money" and v < 0:
+        return f"is negative ({v})"
+    if t == "ref" and v not in state.get(_table(spec, a.ref), {}):
+        return f"points to missing {a.ref} {v!r}"
+    return None
+
+
+def _is_date(v: str) -> bool:
+    try:
+        date.fromisoformat(v)
+        return len(v) == 10
+    except ValueError:
+        return False
+
+
+def _is_datetime(v: str) -> bool:
+    try:
+        datetime.fromisoformat(v)
+        return True
+    except ValueError:
+        return False
+
+
+def rule_violations(spec: EnvSpec, state: Mapping[str, Any]) -> list[str]:
+    return [message for _, _, message in _rule_breaks(spec, state)]
+
+
+def _rule_breaks(spec: EnvSpec, state: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(entity, key, message) for each record that breaks a range, comparison or uniqueness rule."""
+    out: list[tuple[str, str, str]] = []
+    for rule in spec.rules:
+        if rule.kind == "range" and rule.entity and rule.attr:
+            for key, rec in (state.get(_table(spec, rule.entity)) or {}).items():
+                v = rec.get(rule.attr)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    if (rule.min is not None and v < rule.min) or (rule.max is not None and v > rule.max):
+                        out.append(
+                            (
+                                rule.entity,
+                                key,
+                                f"rule {rule.id}: {rule.entity} {key} has {rule.attr}={v} outside [{rule.min}, {rule.max}]",
+                            )
+                        )
+        elif rule.kind == "compare" and isinstance(rule.left, str) and "->" not in rule.left:
+            ent_name = rule.left.split(".")[0]
+            entity = next((e for e in spec.entities if e.name == ent_name), None)
+            if entity is None:
+                continue
+            for key, rec in (state.get(entity.table) or {}).items():
+                left = _resolve_side(spec, state, entity, rec, rule.left)
+                right = _resolve_side(spec, state, entity, rec, rule.right)
+                if left is None or right is None:
+                    continue
+                try:
+                    holds = _OPS[rule.op](left, right)  # type: ignore[index]
+                except TypeError:
+                    holds = False
+                if not holds:
+                    out.append(
+                        (
+                            ent_name,
+                            key,
+                            f"rule {rule.id}: {ent_name} {key}: {rule.left}={left!r} {rule.op} {rule.right}={right!r} fails",
+                        )
+                    )
+        elif rule.kind == "unique" and rule.entity:
+            seen: dict[tuple[Any, ...], str] = {}
+            for key, rec in (state.get(_table(spec, rule.entity)) or {}).items():
+                combo = tuple(rec.get(a) for a in rule.attrs)
+                if None in combo:
+                    continue
+                if combo in seen:
+                    shown = dict(zip(rule.attrs, combo, strict=True))
+                    out.append(
+                        (
+                            rule.entity,
+                            key,
+                            f"rule {rule.id}: {rule.entity} {key} repeats {shown} of {seen[combo]}",
+                        )
+                    )
+                else:
+                    seen[combo] = key
+    return out

@@ -1,0 +1,297 @@
+"""State-space construction: an EnvSpec's entities, relations and rules from a candidate (paper §4.2.2).
+
+High recall, as the paper asks: the level-2 domain's knowledge base contributes its commonly used
+entities and attributes; the seed contributes what its schemas imply — `<x>_id` parameters become
+entities and references, properties become typed attributes, enums stay enums. Seed entities that
+match a knowledge-base entity are merged into it; role names (assignee, approver, ...) become
+references to the domain's person entity rather than entities of their own; components that carry
+no state beyond a key are removed as implausible. Every decision is kept in a report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agentomnia.envs import naming
+from agentomnia.envs.naming import class_name, id_prefix, plural, snake
+from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, SpecInvalid, spec_problems
+from agentomnia.seeds.inference import (
+    NOT_ENTITIES,
+    EnvCandidate,
+    _entity_from_id_param,
+    singular,
+    tool_entity,
+)
+from agentomnia.seeds.models import Seed, SeedTool
+from agentomnia.taxonomy import Domain
+from agentomnia.taxonomy.knowledge import Entity, Relation, Rule
+
+PERSON_ENTITIES = ("user", "employee", "staff", "member", "customer", "person", "agent", "account", "contact")
+ROLE_WORDS = frozenset(
+    "assignee approver reviewer author owner requester reporter creator inspector assessor evaluator auditor "
+    "counter responder sender recipient manager supervisor editor interviewer dispatcher operator signer".split()
+)
+FILTER_PARAMS = frozenset(
+    "limit offset page page_size per_page cursor sort sort_by order order_by query q search keyword fields expand "
+    "include format from_date to_date start_date end_date since until dry_run".split()
+)
+
+
+class StateSpaceReport(BaseModel):
+    kb_entities: int = 0
+    seed_entities_added: list[str] = Field(default_factory=list)
+    seed_entities_merged: list[str] = Field(default_factory=list)
+    roles_mapped: dict[str, str] = Field(default_factory=dict)
+    tool_entities: dict[str, str] = Field(default_factory=dict)  # seed tool -> the entity it acts on
+    removed: dict[str, str] = Field(default_factory=dict)
+    seed_attributes_added: int = 0
+
+
+def attribute_from_schema(name: str, schema: dict[str, Any], known_entities: set[str]) -> AttributeSpec:
+    """A typed attribute from a JSON-schema property; `<x>_id` names a reference when x is an entity."""
+    desc = str(schema.get("description", ""))[:200]
+    ref = _entity_from_id_param(name, known_entities)
+    if ref and ref in known_entities and name.endswith("id"):
+        return AttributeSpec(name=name, type="ref", ref=ref, nullable=True, description=desc, source="seed")
+    typ = schema.get("type")
+    if isinstance(typ, list):
+        typ = next((t for t in typ if t != "null"), "string")
+    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]) and len(set(schema["enum"])) >= 2:
+        values = tuple(dict.fromkeys(schema["enum"]))  # the seed's own spelling: its tools send these values
+        if len(values) >= 2:
+            return AttributeSpec(
+                name=name, type="enum", enum=values, default=values[0], description=desc, source="seed"
+            )
+    fmt = schema.get("format", "")
+    if typ == "string":
+        t = "datetime" if fmt == "date-time" else "date" if fmt == "date" else "str"
+    elif typ == "integer":
+        t = "int"
+    elif typ == "number":
+        t = (
+            "money"
+            if re.search(r"(amount|price|cost|fee|total|balance|salary|budget|value|paid|refund)", name)
+            else "float"
+        )
+    elif typ == "boolean":
+        t = "bool"
+    elif typ == "array":
+        t = "list"
+    elif typ == "object":
+        t = "object"
+    else:
+        t = "str"
+    return AttributeSpec(name=name, type=t, nullable=True, description=desc, source="seed")  # type: ignore[arg-type]
+
+
+def _kb_entity(e: Entity) -> list[AttributeSpec]:
+    return [
+        AttributeSpec(
+            name=a.name,
+            type=a.type,
+            enum=a.enum,
+            ref=a.ref,
+            nullable=a.nullable,
+            default=a.default,
+            source="kb",
+        )
+        for a in e.attributes
+    ]
+
+
+def _object_properties(schema: dict[str, Any] | None) -> dict[str, Any]:
+    if not isinstance(schema, dict):
+        return {}
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        schema = schema["items"]
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if isinstance(props, dict) and len(props) == 1:  # {"items": [...]} wrappers
+        (only,) = props.values()
+        if isinstance(only, dict) and only.get("type") == "array":
+            return _object_properties(only)
+    return props if isinstance(props, dict) else {}
+
+
+def build_state_space(
+    candidate: EnvCandidate, seeds: Sequence[Seed], domain: Domain
+) -> tuple[EnvSpec, StateSpaceReport]:
+    """The entities, relations and rules of one environment (tools are added by the toolset stage)."""
+    report = StateSpaceReport()
+    kb = domain.knowledge
+    attrs: dict[str, dict[str, AttributeSpec]] = {}
+    meta: dict[str, dict[str, str]] = {}
+    if kb is not None:
+        report.kb_entities = len(kb.entities)
+        for e in kb.entities:
+            attrs[e.name] = {a.name: a for a in _kb_entity(e)}
+            meta[e.name] = {"description": e.description, "key": e.key, "source": "kb"}
+    person = next((p for p in PERSON_ENTITIES if p in attrs), None)
+
+    tools: list[SeedTool] = [t for s in seeds for t in s.tools]
+    known = set(attrs)
+    # entities named by id parameters and by tools, resolved against what the domain already knows
+    for tool in tools:
+        for pname in tool.input_schema.get("properties") or {}:
+            ent = _entity_from_id_param(pname, known)
+            if ent and ent not in NOT_ENTITIES:
+                known.add(ent)
+        ent = tool_entity(tool, known)
+        if ent:
+            known.add(ent)
+
+    def resolve(name: str) -> str:
+        """Roles (an approver, whoever something is assigned_to) are people, not entities of their own."""
+        if name in attrs:
+            return name
+        parts = name.split("_")
+        for joint in ("by", "to", "for"):
+            if joint in parts[:-1]:  # referred_by_employee is an employee
+                return resolve("_".join(parts[parts.index(joint) + 1 :]))
+        if name in ROLE_WORDS or parts[-1] in ROLE_WORDS or name.endswith(("_by", "_to")):
+            report.roles_mapped[name] = person or "user"
+            return person or "user"
+        return name
+
+    def ensure(entity: str, source: str) -> None:
+        if entity not in attrs:
+            attrs[entity] = {f"{entity}_id": AttributeSpec(name=f"{entity}_id", type="str", source="seed")}
+            meta[entity] = {
+                "description": f"A {entity.replace('_', ' ')} as the seed's tools use it.",
+                "key": f"{entity}_id",
+                "source": source,
+            }
+            report.seed_entities_added.append(entity)
+        elif meta[entity]["source"] == "kb" and source == "seed":
+            meta[entity]["source"] = "merged"
+            report.seed_entities_merged.append(entity)
+
+    for tool in tools:
+        raw = tool_entity(tool, known)
+        if not raw:
+            continue
+        entity = resolve(raw)
+        ensure(entity, "seed")
+        report.tool_entities[tool.name] = entity
+        props = dict(tool.input_schema.get("properties") or {})
+        is_write = not (tool.read_only or (tool.method or "").upper() in ("GET", "HEAD"))
+        # a write tool's parameters are the entity's attributes; a read tool's output describes it
+        sources = [props] if is_write else []
+        sources.append(_object_properties(tool.output_schema))
+        for source_props in sources:
+            for pname, pschema in source_props.items():
+                pname = snake(pname)
+                if pname in FILTER_PARAMS or pname == meta[entity]["key"] or not isinstance(pschema, dict):
+                    continue
+                ref = _entity_from_id_param(pname, set(attrs) | known)
+                if ref and pname.endswith("_id"):
+                    target = resolve(ref)
+                    ensure(target, "seed")
+                    new = AttributeSpec(name=pname, type="ref", ref=target, nullable=True, source="seed")
+                else:
+                    new = attribute_from_schema(pname, pschema, set())
+                if pname not in attrs[entity]:
+                    attrs[entity][pname] = new
+                    report.seed_attributes_added += 1
+
+    # lifecycle moves the seed's verbs imply (cancel_reservation => a reservation can be cancelled)
+    implied: list[tuple[str, str, str]] = []
+    for tool in tools:
+        entity = report.tool_entities.get(tool.name)
+        words = snake(tool.name).split("_")
+        verb = next((v for v in ("_".join(words[:2]), words[0]) if naming.TRANSITION_VERBS.get(v)), None)
+        if entity is None or verb is None or entity not in attrs:
+            continue
+        target = naming.TRANSITION_VERBS[verb][0]
+        table = attrs[entity]
+        status = next(
+            (a for a in table.values() if a.type == "enum" and a.name in ("status", "state", "stage")), None
+        )
+        if status is None:
+            table["status"] = AttributeSpec(
+                name="status", type="enum", enum=("active", target), default="active", source="derived"
+            )
+        elif target not in status.enum and not any(t in status.enum for t in naming.TRANSITION_VERBS[verb]):
+            table[status.name] = status.model_copy(update={"enum": (*status.enum, target)})
+            implied.append((entity, status.name, target))
+
+    # implausible components: a seed-only entity with nothing but its key that no tool acts on
+    acted_on = set(report.tool_entities.values())
+    for name in [
+        n for n, a in attrs.items() if meta[n]["source"] == "seed" and len(a) <= 1 and n not in acted_on
+    ]:
+        referenced = any(a.ref == name for other in attrs.values() for a in other.values())
+        if not referenced:
+            report.removed[name] = "carries no state beyond its key"
+            del attrs[name]
+    for name, table in attrs.items():  # a label helps descriptions and lookups
+        if meta[name]["source"] == "seed" and not any(
+            a.type == "str" and a.name != meta[name]["key"] for a in table.values()
+        ):
+            table["name"] = AttributeSpec(name="name", type="str", nullable=True, source="derived")
+
+    taken: set[str] = set()
+    entities = tuple(
+        EntitySpec(
+            name=name,
+            table=plural(name),
+            description=meta[name]["description"],
+            key=meta[name]["key"],
+            attributes=tuple(attrs[name].values()),
+            id_prefix=id_prefix(name, taken),
+            source=meta[name]["source"],  # type: ignore[arg-type]
+        )
+        for name in attrs
+    )
+    by_name = {e.name: e for e in entities}
+    relations: list[Relation] = []
+    for e in entities:
+        for a in e.attributes:
+            if a.type == "ref" and a.ref in by_name:
+                relations.append(Relation(source=e.name, attr=a.name, target=a.ref))
+    rules = [_with_implied_moves(r, implied) for r in (kb.rules if kb else ()) if _rule_fits(r, by_name)]
+    spec = EnvSpec(
+        round=candidate.round,
+        name=candidate.name,
+        class_name=class_name(candidate.name),
+        description=f"{domain.l2} ({domain.path}): {candidate.summary}. " + (kb.description if kb else ""),
+        coordinate=candidate.coordinate,
+        candidate_id=candidate.id,
+        seed_ids=candidate.seed_ids,
+        entities=entities,
+        relations=tuple(relations),
+        rules=tuple(rules),
+    )
+    problems = spec_problems(spec)
+    if problems:
+        raise SpecInvalid("; ".join(problems))
+    return spec, report
+
+
+def _with_implied_moves(rule: Rule, implied: list[tuple[str, str, str]]) -> Rule:
+    """A lifecycle the seed extends (a new terminal stage) is reachable from every non-terminal stage."""
+    targets = [t for e, a, t in implied if rule.kind == "transition" and rule.entity == e and rule.attr == a]
+    if not targets:
+        return rule
+    allowed = {k: tuple(dict.fromkeys((*v, *targets))) if v else v for k, v in rule.allowed.items()}
+    return rule.model_copy(update={"allowed": allowed})
+
+
+def _rule_fits(rule: Rule, entities: dict[str, EntitySpec]) -> bool:
+    try:
+        refs = rule.attribute_refs()
+    except ValueError:
+        return False
+    for ent, attr in refs:
+        if ent.startswith("->"):
+            owner, _, ref_attr = ent[2:].partition(".")
+            ref = entities[owner].attribute(ref_attr) if owner in entities else None
+            target = entities.get(ref.ref) if ref is not None and ref.ref else None
+            if target is None or target.attribute(attr) is None:
+                return False
+        elif ent not in entities or entities[ent].attribute(attr) is None:
+            return False
+    return True

@@ -1,0 +1,279 @@
+"""Three-level verification of an environment in the sandbox (paper §4.2.4).
+
+- initialization: the class instantiates with s0, the state it holds is s0, and s0 keeps every
+  field-level invariant (types, enums, references, rules);
+- tool: every tool is exercised by generated unit checks — a valid call succeeds and changes state
+  only as its spec says (reads change nothing; writes touch only their entity's table, and the
+  record reflects the arguments), and invalid calls (a missing argument, a wrong type, an unknown
+  id) return the protocol's error and leave the state exactly as it was;
+- environment: random multi-tool rollouts from s0 never reach a state that breaks an invariant or a
+  reference, and replaying the same calls from the same s0 in a fresh session gives the same state
+  hashes step by step.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agentomnia.envs.calls import invalid_calls, valid_calls
+from agentomnia.envs.spec import EnvSpec, ToolSpec
+from agentomnia.envs.state import state_violations
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.sandbox.session import Session
+from agentomnia.sandbox.errors import SandboxError
+
+
+class LevelResult(BaseModel):
+    passed: bool
+    checks: int = 0
+    failures: list[str] = Field(default_factory=list)
+
+
+class ToolCheck(BaseModel):
+    name: str
+    passed: bool
+    checks: int = 0
+    failures: list[str] = Field(default_factory=list)
+
+
+class VerificationReport(BaseModel):
+    init: LevelResult
+    tool: LevelResult
+    env: LevelResult
+    tools: list[ToolCheck] = Field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.init.passed and self.tool.passed and self.env.passed
+
+    def failing_tools(self) -> list[ToolCheck]:
+        return [t for t in self.tools if not t.passed]
+
+
+def _changed_tables(before: Mapping[str, Any], after: Mapping[str, Any]) -> set[str]:
+    return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+
+
+def check_initialization(session: Session, spec: EnvSpec, s0: Mapping[str, Any]) -> LevelResult:
+    failures: list[str] = []
+    state = session.state()
+    for entity in spec.entities:
+        if state.get(entity.table) != s0.get(entity.table):
+            failures.append(
+                f"after construction, table {entity.table} differs from s0: the class ignores init_config"
+            )
+    failures += [f"s0 breaks an invariant: {v}" for v in state_violations(spec, state)[:10]]
+    return LevelResult(passed=not failures, checks=len(spec.entities) + 1, failures=failures)
+
+
+def check_tool(
+    session: Session,
+    spec: EnvSpec,
+    tool: ToolSpec,
+    s0: Mapping[str, Any],
+    base: Mapping[str, Any],
+    base_hash: str,
+    rng: random.Random,
+) -> ToolCheck:
+    """Unit checks of one tool. The session is at s0 on entry and on exit.
+
+    Refused calls are rolled back by the sandbox, so a batch of invalid calls needs one hash to show
+    the state survived; a read needs one hash; only a successful write needs the state and a reset.
+    """
+    failures: list[str] = []
+    checks = 0
+    table = spec.entity(tool.entity).table
+    succeeded = False
+    attempts: list[str] = []
+    for args in valid_calls(spec, s0, tool, rng):
+        checks += 1
+        result = session.call(tool.name, args)
+        if not result.ok:
+            attempts.append(
+                f"{args} -> {result.error.code if result.error else '?'}: {result.error.message if result.error else ''}"[
+                    :240
+                ]
+            )
+            continue
+        succeeded = True
+        if tool.kind == "read":
+            if session.state_hash() != base_hash:
+                failures.append("read tool changed the state")
+                session.reset(s0)
+            break
+        after = session.state()
+        changed = _changed_tables(base, after)
+        if not changed:
+            failures.append(f"write succeeded but changed nothing: {args}")
+        elif changed - {table, "now"}:
+            failures.append(f"write touched tables beyond {table}: {sorted(changed - {table})}")
+        record = result.data if isinstance(result.data, dict) else {}
+        for param, attr in tool.binding.get("fields", {}).items():
+            if param in args and record.get(attr) != args[param] and tool.op in ("create", "update"):
+                failures.append(
+                    f"{param}={args[param]!r} was not stored in {attr} (found {record.get(attr)!r})"
+                )
+        problems = state_violations(spec, after)
+        if problems:
+            failures.append(f"valid call left a broken state: {problems[0]}")
+        session.reset(s0)
+        break
+    if not succeeded:
+        failures.append(
+            "no valid call succeeded: "
+            + (attempts[0] if attempts else "no arguments could be grounded in s0")
+        )
+    bad = invalid_calls(spec, s0, tool)
+    if bad:
+        checks += len(bad)
+        results = session.call_many([(tool.name, args) for _, args in bad])
+        for (what, _), result in zip(bad, results, strict=True):
+            if result.ok:
+                failures.append(f"accepted a call with {what}")
+        if session.state_hash() != base_hash:
+            failures.append("a refused call changed the state")
+            session.reset(s0)
+    return ToolCheck(name=tool.name, passed=not failures, checks=checks, failures=failures)
+
+
+def random_rollout(
+    spec: EnvSpec, state: Mapping[str, Any], rng: random.Random, steps: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """A sequence of calls chosen up front from s0 (mostly valid, some invalid); ids may go stale as writes happen."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    tools = list(spec.tools)
+    for _ in range(steps):
+        tool = rng.choice(tools)
+        if rng.random() < 0.2:
+            bad = invalid_calls(spec, state, tool)
+            if bad:
+                calls.append((tool.name, rng.choice(bad)[1]))
+                continue
+        args = next(valid_calls(spec, state, tool, rng, tries=1), None)
+        if args is not None:
+            calls.append((tool.name, args))
+    return calls
+
+
+def check_environment(
+    sandbox: Sandbox,
+    bundle: Bundle,
+    spec: EnvSpec,
+    s0: Mapping[str, Any],
+    rng: random.Random,
+    rollouts: int,
+    steps: int,
+) -> tuple[LevelResult, list[str]]:
+    """Rollouts keep every invariant; replays are deterministic. Returns the tools seen in failing steps.
+
+    Each rollout runs in one round trip per session; only a rollout that ends broken or diverges is
+    replayed call by call to find the step (and so the tool) responsible.
+    """
+    failures: list[str] = []
+    suspects: list[str] = []
+    checks = 0
+    first = sandbox.open(bundle, s0)
+    second = sandbox.open(bundle, s0)
+    try:
+        for r in range(rollouts):
+            calls = random_rollout(spec, s0, rng, steps)
+            checks += len(calls)
+            first.reset(s0)
+            second.reset(s0)
+            first.call_many(calls)
+            second.call_many(calls)
+            final = first.state()
+            broken = state_violations(spec, final)
+            diverged = first.state_hash() != second.state_hash()
+            if not broken and not diverged:
+                continue
+            first.reset(s0)
+            second.reset(s0)
+            for step, (name, args) in enumerate(calls):
+                first.call(name, args)
+                second.call(name, args)
+                if broken and state_violations(spec, first.state()):
+                    failures.append(f"rollout {r}: after {name}({args}) the state breaks: {broken[0]}")
+                    suspects.append(name)
+                    break
+                if diverged and first.state_hash() != second.state_hash():
+                    failures.append(f"rollout {r}: replay diverges at step {step} ({name})")
+                    suspects.append(name)
+                    break
+    finally:
+        first.close()
+        second.close()
+    return LevelResult(passed=not failures, checks=checks, failures=failures[:10]), suspects
+
+
+def verify(
+    sandbox: Sandbox,
+    bundle: Bundle,
+    spec: EnvSpec,
+    s0: Mapping[str, Any],
+    *,
+    seed: int = 0,
+    rollouts: int = 6,
+    steps: int = 12,
+) -> tuple[VerificationReport, list[str]]:
+    """All three levels; the second value lists tools implicated in environment-level failures."""
+    started = time.perf_counter()
+    rng = random.Random(seed)
+    try:
+        session = sandbox.open(bundle, s0)
+    except SandboxError as exc:
+        failed = LevelResult(passed=False, failures=[f"the class does not load: {exc}"])
+        skipped = LevelResult(passed=False, failures=["not run: initialization failed"])
+        return VerificationReport(
+            init=failed, tool=skipped, env=skipped, seconds=time.perf_counter() - started
+        ), []
+    try:
+        init = check_initialization(session, spec, s0)
+        tool_checks = []
+        if init.passed:
+            base, base_hash = session.state(), session.state_hash()
+            tool_checks = [check_tool(session, spec, t, s0, base, base_hash, rng) for t in spec.tools]
+    finally:
+        session.close()
+    bad = [t for t in tool_checks if not t.passed]
+    tool_level = LevelResult(
+        passed=init.passed and not bad,
+        checks=sum(t.checks for t in tool_checks),
+        failures=[f"{t.name}: {t.failures[0]}" for t in bad][:20],
+    )
+    suspects: list[str] = []
+    if init.passed and not bad:
+        env_level, suspects = check_environment(sandbox, bundle, spec, s0, rng, rollouts, steps)
+    else:
+        env_level = LevelResult(passed=False, failures=["not run: lower levels failed"])
+    report = VerificationReport(
+        init=init,
+        tool=tool_level,
+        env=env_level,
+        tools=tool_checks,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    return report, suspects
+
+
+def bundle_for(spec: EnvSpec, source: str, s0: Mapping[str, Any]) -> Bundle:
+    return Bundle.from_source(
+        source,
+        [t.openai() for t in spec.tools],
+        dict(s0),
+        class_name=spec.class_name,
+        read_tools=[t.name for t in spec.tools if t.kind == "read"],
+    )
+
+
+def with_tools(spec: EnvSpec, tools: Sequence[ToolSpec]) -> EnvSpec:
+    """The spec with another tool list (and so another content id)."""
+    data = spec.model_dump(exclude={"id", "tools"})
+    return EnvSpec.model_validate({**data, "tools": [t.model_dump() for t in tools]})
