@@ -152,6 +152,140 @@ def cmd_seeds_from_mcp(args: argparse.Namespace) -> Result:
     return data, f"saved {out}\n{text}"
 
 
+def _sandbox() -> Any:
+    from agentomnia.sandbox.sandbox import Sandbox
+
+    return Sandbox(workers=1, idle_timeout_s=0)
+
+
+def cmd_env_build(args: argparse.Namespace) -> Result:
+    from agentomnia.embeddings import default_embedder
+    from agentomnia.envs.build import BuildFailure, build_environment, write_bundle
+    from agentomnia.seeds.inference import DomainMatcher, infer_candidates
+    from agentomnia.seeds.ingest import ingest
+    from agentomnia.taxonomy import load_taxonomy
+
+    result = ingest([Path(args.seed)])
+    if not result.accepted:
+        reason = result.rejected[0].message if result.rejected else "no seed found"
+        raise CLIError(f"{args.seed} is not a usable seed: {reason}")
+    seed = result.accepted[0]
+    taxonomy = load_taxonomy()
+    if args.domain:
+        from agentomnia.seeds.inference import propose_offline, seed_text, words
+
+        domain = taxonomy.by_id(args.domain)
+        candidates = [propose_offline(seed, domain, 1.0, 0.0, [1.0])]
+        del seed_text, words
+    else:
+        candidates, failed = infer_candidates([seed], DomainMatcher(taxonomy, default_embedder()))
+        if not candidates:
+            raise CLIError(f"environment inference failed: {failed[0][1]}")
+    candidate = candidates[0]
+    box = _sandbox()
+    try:
+        built = build_environment(candidate, [seed], taxonomy.by_id(candidate.coordinate.taxonomy_id), box)
+    finally:
+        box.close()
+    if isinstance(built, BuildFailure):
+        raise CLIError(f"environment not built ({built.stage}): {built.reason}")
+    folder = write_bundle(built, Path(args.out))
+    spec = built.spec
+    data = {
+        "env_id": built.env_id,
+        "path": str(folder),
+        "domain": spec.coordinate.l1 + " > " + spec.coordinate.l2,
+        "entities": len(spec.entities),
+        "attributes": spec.attribute_count,
+        "tools": [t.name for t in spec.tools],
+        "verified": built.report.passed,
+        "levels": {"init": built.report.init.passed, "tool": built.report.tool.passed, "env": built.report.env.passed},
+        "dropped_tools": [d.model_dump() for d in built.dropped_tools],
+        "seed_tools_kept": sum(1 for t in seed.tools if t.name in {x.name for x in spec.tools}),
+        "seed_tools": len(seed.tools),
+    }
+    text = (
+        f"built {built.env_id} in {folder} ({data['domain']})\n"
+        f"  {data['entities']} entities, {data['attributes']} attributes, {len(spec.tools)} tools "
+        f"({data['seed_tools_kept']}/{data['seed_tools']} of the seed's), verified: {data['levels']}\n"
+        + "".join(f"  dropped {d['name']}: {d['reason']}\n" for d in data["dropped_tools"])
+    )
+    return data, text.rstrip()
+
+
+def _state_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    diff = []
+    for table in sorted(set(before) | set(after)):
+        b, a = before.get(table), after.get(table)
+        if not isinstance(b, dict) or not isinstance(a, dict):
+            if b != a:
+                diff.append({"path": table, "before": b, "after": a})
+            continue
+        for key in sorted(set(b) | set(a)):
+            if b.get(key) == a.get(key):
+                continue
+            if key not in b or key not in a or not isinstance(a[key], dict) or not isinstance(b[key], dict):
+                diff.append({"path": f"{table}.{key}", "before": b.get(key), "after": a.get(key)})
+                continue
+            for field in sorted(set(b[key]) | set(a[key])):
+                if b[key].get(field) != a[key].get(field):
+                    diff.append({"path": f"{table}.{key}.{field}", "before": b[key].get(field), "after": a[key].get(field)})
+    return diff
+
+
+def cmd_env_call(args: argparse.Namespace) -> Result:
+    from agentomnia.sandbox.bundle import Bundle
+
+    bundle = Bundle.load(Path(args.dir))
+    try:
+        call_args = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise CLIError(f"--args is not JSON ({exc.msg} at char {exc.pos}); quote it, e.g. --args '{{\"id\": \"X-1\"}}'") from exc
+    state = json.loads(Path(args.state).read_text()) if args.state else None
+    box = _sandbox()
+    try:
+        session = box.open(bundle, state)
+        before = session.state()
+        result = session.call(args.tool, call_args)
+        after = session.state()
+        if args.save_state:
+            Path(args.save_state).write_text(json.dumps(after, ensure_ascii=False, sort_keys=True))
+    finally:
+        box.close()
+    diff = _state_diff(before, after)
+    data = {"result": result.model_dump(mode="json"), "diff": diff}
+    lines = [json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False)[:4000], ""]
+    lines += [f"  {d['path']}: {d['before']!r} -> {d['after']!r}" for d in diff] or ["  (state unchanged)"]
+    return data, "\n".join(lines)
+
+
+def cmd_env_check(args: argparse.Namespace) -> Result:
+    from agentomnia.envs.spec import EnvSpec
+    from agentomnia.envs.verify import verify
+    from agentomnia.sandbox.bundle import Bundle
+
+    folder = Path(args.dir)
+    bundle = Bundle.load(folder)
+    spec_path = folder / "spec.json"
+    if not spec_path.exists():
+        raise CLIError(f"{folder} has no spec.json: only bundles this platform built can be re-verified")
+    spec = EnvSpec.model_validate_json(spec_path.read_text())
+    box = _sandbox()
+    try:
+        report, _ = verify(box, bundle, spec, bundle.s0)
+    finally:
+        box.close()
+    data = {
+        "verified": report.passed,
+        "levels": {"init": report.init.passed, "tool": report.tool.passed, "env": report.env.passed},
+        "checks": report.init.checks + report.tool.checks + report.env.checks,
+        "failures": report.init.failures + report.tool.failures + report.env.failures,
+    }
+    if not report.passed:
+        raise CLIError(f"{folder} fails verification: " + "; ".join(data["failures"][:5]))
+    return data, f"{folder}: verified ({data['checks']} checks, levels {data['levels']})"
+
+
 # -- parser --------------------------------------------------------------------------------
 
 
@@ -188,6 +322,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="file name stem (default: the server's name)")
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    env = verbs.add_parser("env", help="synthesized environments").add_subparsers(dest="env_verb", required=True)
+    p = verb(env, "build", cmd_env_build, "one seed file of any kind -> one verified environment bundle")
+    p.add_argument("--seed", required=True, help="a seed file (MCP tool list, OpenAPI spec, SKILL.md, queries)")
+    p.add_argument("--out", required=True, help="bundle folder to write")
+    p.add_argument("--domain", type=int, help="taxonomy id to build for (default: inferred from the seed)")
+    p = verb(env, "call", cmd_env_call, "call one tool of a bundle in the sandbox; print the ToolResult and the state diff")
+    p.add_argument("dir", help="bundle folder")
+    p.add_argument("tool")
+    p.add_argument("--args", default="{}", help="JSON object of arguments")
+    p.add_argument("--state", help="JSON file with the state to start from (default: the bundle's s0)")
+    p.add_argument("--save-state", help="write the state after the call to this JSON file")
+    p = verb(env, "check", cmd_env_check, "re-run the three-level verification of a bundle; exit non-zero on failure")
+    p.add_argument("dir", help="bundle folder")
     return parser
 
 
@@ -198,8 +345,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CLIError as exc:
         print(f"agentomnia: {exc}", file=sys.stderr)
         return 1
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+    except Exception as exc:  # the CLI boundary: every failure becomes a message and an exit code
+        if os.environ.get("AGENTOMNIA_DEBUG"):
+            raise
         print(f"agentomnia {args.verb}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("(set AGENTOMNIA_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(data, indent=2, ensure_ascii=False, default=str))

@@ -22,10 +22,7 @@ concurrency:
   pools:
     # every pool, `duckdb` included, runs one step at a time
     default_limit: 1
-run_coordinator:
-  module: dagster.core.run_coordinator
-  class: QueuedRunCoordinator
-  config:
+  runs:
     max_concurrent_runs: 4
 """
 

@@ -68,6 +68,7 @@ def _scalar_metadata(result: ExecuteInProcessResult, key: AssetKey) -> dict[str,
 
 
 def _stage_seconds(result: ExecuteInProcessResult) -> dict[str, float]:
+    """Step durations in the order the steps finished."""
     out: dict[str, float] = {}
     for event in result.all_events:
         if event.event_type == DagsterEventType.STEP_SUCCESS and event.step_key:
@@ -75,7 +76,10 @@ def _stage_seconds(result: ExecuteInProcessResult) -> dict[str, float]:
     return out
 
 
-def run_pipeline(round_key: str = "r0", scale: str = "default") -> PipelineSummary:
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+def run_pipeline(round_key: str = "r0", scale: str = "default", *, quiet: bool = True) -> PipelineSummary:
     from agentomnia_assets.definitions import defs
 
     storage = Storage()
@@ -102,16 +106,20 @@ def run_pipeline(round_key: str = "r0", scale: str = "default") -> PipelineSumma
             resources=resources,
             partition_key=round_key if partitioned else None,
             tags=tags,
+            run_config=QUIET if quiet else None,
         )
         seconds = _stage_seconds(result)
-        for a in selected:
+        by_step = {a.node_def.name: a for a in selected}
+        for step in seconds:
+            a = by_step.get(step)
+            if a is None:
+                continue  # an asset check's step
             for key in a.keys:
-                name = key.to_user_string()
                 stages.append(
                     StageReport(
-                        asset=name,
+                        asset=key.to_user_string(),
                         group=a.group_names_by_key.get(key, ""),
-                        seconds=seconds.get(a.node_def.name, seconds.get(name.replace("/", "__"), 0.0)),
+                        seconds=seconds[step],
                         metadata=_scalar_metadata(result, key),
                     )
                 )

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dagster import ConfigurableResource
-from pydantic import Field
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr
 
 from agentomnia import config
 from agentomnia.config import LLMSettings
 from agentomnia.embeddings import Embedder, MiniLMEmbedder
 from agentomnia.lineage import LineageStore
 from agentomnia.llm import LLM, make_llm
+from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.storage import Storage
 
 
@@ -90,10 +91,37 @@ class EmbedderResource(ConfigurableResource):
         return _EMBEDDERS[key]
 
 
+class SandboxResource(ConfigurableResource):
+    """The worker pool every piece of generated code runs in; started per run, closed when it ends."""
+
+    workers: int = Field(2, ge=1, description="worker processes (one per core is a good start)")
+    call_timeout_s: float = Field(5.0, gt=0, description="wall-clock budget of one tool call")
+    cpu_seconds: int = Field(10, ge=1, description="CPU budget of one request; the worker is replaced past it")
+    memory_mb: int = Field(1024, ge=256, description="address-space limit per worker")
+
+    _sandbox: Sandbox | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        self._sandbox = None
+
+    def get(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = Sandbox(
+                self.workers, call_timeout_s=self.call_timeout_s, cpu_seconds=self.cpu_seconds, memory_mb=self.memory_mb
+            )
+        return self._sandbox
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+
 def default_resources() -> dict[str, ConfigurableResource]:
     return {
         "storage": StorageResource(),
         "lineage": LineageResource(),
         "llm": LLMResource(),
         "embedder": EmbedderResource(),
+        "sandbox": SandboxResource(),
     }

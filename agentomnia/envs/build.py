@@ -18,13 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.envs.codegen import generate_source
 from agentomnia.envs.repair import llm_patch, rule_based_patch
-from agentomnia.envs.spec import EnvSpec, SpecInvalid, ToolSpec
+from agentomnia.envs.spec import EnvSpec, SpecInvalid
 from agentomnia.envs.state import generate_state
 from agentomnia.envs.state_space import StateSpaceReport, build_state_space
 from agentomnia.envs.toolset import Normalization, ToolsetConfig, synthesize_toolset
 from agentomnia.envs.verify import VerificationReport, bundle_for, verify, with_tools
 from agentomnia.llm import LLM
-from agentomnia.records import canonical_json
+from agentomnia.records import canonical_json, content_hash
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.seeds.inference import EnvCandidate
 from agentomnia.seeds.models import Seed
@@ -59,7 +59,8 @@ class BuiltEnv(BaseModel):
 
     @property
     def env_id(self) -> str:
-        return self.spec.id
+        """The bundle's identity: what runs (spec, code) and where it starts (s0)."""
+        return content_hash({"spec": self.spec.id, "source": self.source, "s0": self.s0})
 
 
 class BuildFailure(BaseModel):
@@ -69,30 +70,46 @@ class BuildFailure(BaseModel):
     reason: str
 
 
-def build_environment(
-    candidate: EnvCandidate,
-    seeds: Sequence[Seed],
-    domain: Domain,
+def state_stage(
+    candidate: EnvCandidate, seeds: Sequence[Seed], domain: Domain
+) -> tuple[EnvSpec, StateSpaceReport] | BuildFailure:
+    try:
+        return build_state_space(candidate, seeds, domain)
+    except SpecInvalid as exc:
+        return BuildFailure(
+            candidate_id=candidate.id,
+            name=candidate.name,
+            stage="state_space",
+            reason=f"the state space cannot be made consistent: {exc}",
+        )
+
+
+def toolset_stage(
+    spec: EnvSpec, seeds: Sequence[Seed], space: StateSpaceReport, cfg: ToolsetConfig
+) -> tuple[EnvSpec, list[Normalization]] | BuildFailure:
+    toolset = synthesize_toolset(spec, seeds, space.tool_entities, cfg)
+    if len(toolset.tools) < cfg.min_tools:
+        return BuildFailure(
+            candidate_id=spec.candidate_id, name=spec.name, stage="toolset",
+            reason=f"only {len(toolset.tools)} tools survive refinement (minimum {cfg.min_tools})",
+        )  # fmt: skip
+    return with_tools(spec, toolset.tools), toolset.table
+
+
+def verify_stage(
+    spec: EnvSpec,
+    space: StateSpaceReport,
+    normalization: list[Normalization],
     sandbox: Sandbox,
     *,
     llm: LLM | None = None,
     config: BuildConfig | None = None,
 ) -> BuiltEnv | BuildFailure:
+    """Source, s0 and the generation -> load -> verify -> repair loop, with a bounded budget."""
     cfg = config or BuildConfig()
 
     def fail(stage: Any, reason: str) -> BuildFailure:
-        return BuildFailure(candidate_id=candidate.id, name=candidate.name, stage=stage, reason=reason)
-
-    try:
-        spec, space = build_state_space(candidate, seeds, domain)
-    except SpecInvalid as exc:
-        return fail("state_space", f"the state space cannot be made consistent: {exc}")
-    toolset = synthesize_toolset(spec, seeds, space.tool_entities, cfg.toolset)
-    if len(toolset.tools) < cfg.toolset.min_tools:
-        return fail(
-            "toolset", f"only {len(toolset.tools)} tools survive refinement (minimum {cfg.toolset.min_tools})"
-        )
-    spec = with_tools(spec, toolset.tools)
+        return BuildFailure(candidate_id=spec.candidate_id, name=spec.name, stage=stage, reason=reason)
 
     s0: dict[str, Any] | None = None
     problems = ""
@@ -126,6 +143,8 @@ def build_environment(
                 f"verification crashed: {type(exc).__name__}: {exc}; {traceback.format_exc(limit=2)[-300:]}",
             )
         if report.passed:
+            break
+        if round_ == cfg.repair_rounds + 1:
             break
         if not report.init.passed:
             patched = rule_based_patch(source, " ".join(report.init.failures))
@@ -167,8 +186,30 @@ def build_environment(
         )
     return BuiltEnv(
         spec=spec, source=source, s0=s0, report=report, dropped_tools=dropped,
-        normalization=toolset.table, state_space=space, repairs=repairs,
+        normalization=normalization, state_space=space, repairs=repairs,
     )  # fmt: skip
+
+
+def build_environment(
+    candidate: EnvCandidate,
+    seeds: Sequence[Seed],
+    domain: Domain,
+    sandbox: Sandbox,
+    *,
+    llm: LLM | None = None,
+    config: BuildConfig | None = None,
+) -> BuiltEnv | BuildFailure:
+    """All stages for one candidate (the CLI's `env build`; the assets run the stages separately)."""
+    cfg = config or BuildConfig()
+    state = state_stage(candidate, seeds, domain)
+    if isinstance(state, BuildFailure):
+        return state
+    spec, space = state
+    tooled = toolset_stage(spec, seeds, space, cfg.toolset)
+    if isinstance(tooled, BuildFailure):
+        return tooled
+    spec, table = tooled
+    return verify_stage(spec, space, table, sandbox, llm=llm, config=cfg)
 
 
 def verification_record(built: BuiltEnv) -> dict[str, Any]:

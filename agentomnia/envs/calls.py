@@ -191,6 +191,14 @@ def valid_calls(
                 value = _value_for(spec, state, tool, p, schema, rng)
                 if value is not None:
                     args[p] = value
+        if tool.op == "assign" and key_param in args:
+            current = next((r for r in records if r[e.key] == args[key_param]), {})
+            target_attr = e.attribute(b["attr"])
+            pool = [r for r in _records(state, spec, target_attr.ref or "")] if target_attr and target_attr.ref else []
+            target_key = spec.entity(target_attr.ref).key if target_attr and target_attr.ref else ""
+            others = [r[target_key] for r in pool if r[target_key] != current.get(b["attr"])]
+            if others:  # pointing at the record it already points at changes nothing
+                args[b["param"]] = rng.choice(others)
         if tool.op == "manage" and args.get("action") == "create":
             args.pop(key_param, None)
         if tool.op in ("update", "manage") and key_param in args:

@@ -14,6 +14,7 @@ read by a handful of private helpers; each tool method is written out with its o
 
 from __future__ import annotations
 
+import keyword
 import pprint
 import textwrap
 from typing import Any
@@ -313,11 +314,22 @@ def _preconditions(spec: EnvSpec) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
-def _signature(tool: ToolSpec) -> tuple[str, str]:
+def local(param: str) -> str:
+    """The Python name holding a parameter: a keyword (`from`, `class`) gets a trailing underscore."""
+    return f"{param}_" if keyword.iskeyword(param) else param
+
+
+def _signature(tool: ToolSpec) -> tuple[str, str, list[str]]:
+    """(signature, args-dict literal, prologue lines). Keyword-named parameters arrive through **extra."""
     props = list(tool.parameters.get("properties", {}))
-    params = ", ".join(f"{p}=None" for p in props)
-    args = "{" + ", ".join(f'"{p}": {p}' for p in props) + "}"
-    return (f"self, {params}" if params else "self"), args
+    plain = [p for p in props if not keyword.iskeyword(p)]
+    reserved = [p for p in props if keyword.iskeyword(p)]
+    params = ", ".join([f"{p}=None" for p in plain] + (["**extra"] if reserved else []))
+    args = "{" + ", ".join(f'"{p}": {local(p)}' for p in props) + "}"
+    prologue = [f"{local(p)} = extra.pop({p!r}, None)" for p in reserved]
+    if reserved:
+        prologue += ["if extra:", f"    return self._fail('invalid_arguments', f'{tool.name}: unknown argument `{{sorted(extra)[0]}}`')"]
+    return (f"self, {params}" if params else "self"), args, prologue
 
 
 def _docstring(tool: ToolSpec) -> str:
@@ -342,8 +354,8 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
     e = spec.entity(tool.entity)
     b = tool.binding
     ent = repr(e.name)
-    key_param = b.get("key")
-    fields: dict[str, str] = b.get("fields", {})
+    key_param = local(b["key"]) if b.get("key") else None
+    fields: dict[str, str] = {local(p): a for p, a in b.get("fields", {}).items()}
     lines: list[str] = []
 
     def fetch() -> None:
@@ -367,6 +379,7 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
         else:
             lines.append(f"matches = list(self._table({ent}).values())")
         for param, attr in b.get("filters", {}).items():
+            param = local(param)
             lines.append(f"if {param} is not None:")
             lines.append(f"    matches = [r for r in matches if r.get({attr!r}) == {param}]")
         if op == "search":
@@ -399,7 +412,7 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
         fetch()
         lines.append("updated = copy.deepcopy(record)")
         if op == "assign":
-            lines.append(f"updated[{b['attr']!r}] = {b['param']}")
+            lines.append(f"updated[{b['attr']!r}] = {local(b['param'])}")
         elif op == "transition":
             attr, value = b["attr"], b["value"]
             lines.append(
@@ -472,18 +485,19 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
         )
     elif op == "lookup":
         label = b["label"]
+        var = local(label)
         lines.append(f"if {key_param} is not None:")
         lines.append(f"    record, problem = self._fetch({ent}, {key_param})")
         lines.append("    return problem or self._ok(copy.deepcopy(record))")
         lines.append(
-            f"found = [r for r in self._table({ent}).values() if str(r.get({label!r}) or '').casefold() == {label}.casefold()]"
+            f"found = [r for r in self._table({ent}).values() if str(r.get({label!r}) or '').casefold() == {var}.casefold()]"
         )
         lines.append("if not found:")
-        lines.append(f"    return self._fail('not_found', f'no {e.name} with {label} {{{label}!r}}')")
+        lines.append(f"    return self._fail('not_found', f'no {e.name} with {label} {{{var}!r}}')")
         lines.append("if len(found) > 1:")
         lines.append(f"    ids = sorted(r[{e.key!r}] for r in found)")
         lines.append(
-            f"    return self._fail('ambiguous', f'{{len(found)}} {e.table} have {label} {{{label}!r}}: {{ids}}; give the id')"
+            f"    return self._fail('ambiguous', f'{{len(found)}} {e.table} have {label} {{{var}!r}}: {{ids}}; give the id')"
         )
         lines.append("return self._ok(copy.deepcopy(found[0]))")
     elif op == "manage":
@@ -559,10 +573,11 @@ def generate_source(spec: EnvSpec) -> str:
         "    # -- tools ----------------------------------------------------------------------------",
     ]
     for tool in spec.tools:
-        sig, args = _signature(tool)
+        sig, args, prologue = _signature(tool)
         out.append("")
         out.append(f"    def {tool.name}({sig}):")
         out.append(_docstring(tool))
+        out += [" " * 8 + line for line in prologue]
         out.append(f"        problem = self._check_args({tool.name!r}, {args})")
         out.append("        if problem:")
         out.append("            return problem")

@@ -61,15 +61,46 @@ TRANSITION_VERBS: dict[str, tuple[str, ...]] = {
     "deny": ("denied", "rejected"), "sign": ("signed",), "fulfil": ("fulfilled",), "fulfill": ("fulfilled",), "settle": ("settled",), "schedule": ("scheduled",),
 }  # fmt: skip
 CREATE_VERBS = frozenset(
-    "create add new open book register record log upload post send invite issue raise file place enroll request "
-    "make generate draft import schedule reserve report".split()
+    [
+        "create",
+        "add",
+        "new",
+        "open",
+        "book",
+        "register",
+        "record",
+        "log",
+        "upload",
+        "post",
+        "send",
+        "invite",
+        "issue",
+        "raise",
+        "file",
+        "place",
+        "enroll",
+        "request",
+        "make",
+        "generate",
+        "draft",
+        "import",
+        "schedule",
+        "reserve",
+        "report",
+    ]
 )
-UPDATE_VERBS = frozenset("update edit set change modify patch adjust rename amend configure".split())
-ASSIGN_VERBS = frozenset("assign reassign transfer move link attach allocate route delegate".split())
-DELETE_VERBS = frozenset("delete remove purge drop unlink detach".split())
-READ_VERBS = frozenset("get fetch read show view lookup describe retrieve check".split())
-LIST_VERBS = frozenset("list search find query browse filter export".split())
-AGG_VERBS = frozenset("count summarize summarise stats statistics total aggregate calculate compute".split())
+UPDATE_VERBS = frozenset(
+    ["update", "edit", "set", "change", "modify", "patch", "adjust", "rename", "amend", "configure"]
+)
+ASSIGN_VERBS = frozenset(
+    ["assign", "reassign", "transfer", "move", "link", "attach", "allocate", "route", "delegate"]
+)
+DELETE_VERBS = frozenset(["delete", "remove", "purge", "drop", "unlink", "detach"])
+READ_VERBS = frozenset(["get", "fetch", "read", "show", "view", "lookup", "describe", "retrieve", "check"])
+LIST_VERBS = frozenset(["list", "search", "find", "query", "browse", "filter", "export"])
+AGG_VERBS = frozenset(
+    ["count", "summarize", "summarise", "stats", "statistics", "total", "aggregate", "calculate", "compute"]
+)
 
 
 def verb_of(tool_name: str) -> str:

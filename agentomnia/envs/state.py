@@ -18,13 +18,23 @@ from typing import Any
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
 from agentomnia.records import content_hash
 
-FIRST = ("Ava Liam Mia Noah Zoe Ethan Lena Omar Iris Leo Nora Kai Maya Ivan Sara Theo Aria Jonas Lucia Ravi "
-         "Chloe Mateo Hana Felix Ines Yusuf Elena Marco Priya Diego").split()  # fmt: skip
-LAST = ("Chen Patel Garcia Novak Kim Silva Müller Okafor Rossi Haddad Tanaka Larsen Dubois Costa Ivanova Nguyen "
-        "Schmidt Moreau Khan Lopez").split()  # fmt: skip
-CITIES = "Lisbon Austin Osaka Lyon Denver Porto Seoul Leeds Turin Calgary Dublin Tallinn".split()
-WORDS = ("alpha harbor summit cedar orbit maple vertex river quartz atlas nimbus coral falcon lumen pioneer "
-         "beacon meridian canyon willow ember").split()  # fmt: skip
+FIRST = ["Ava", "Liam", "Mia", "Noah", "Zoe", "Ethan", "Lena", "Omar", "Iris", "Leo", "Nora", "Kai", "Maya", "Ivan", "Sara", "Theo", "Aria", "Jonas", "Lucia", "Ravi", "Chloe", "Mateo", "Hana", "Felix", "Ines", "Yusuf", "Elena", "Marco", "Priya", "Diego"]  # fmt: skip
+LAST = ["Chen", "Patel", "Garcia", "Novak", "Kim", "Silva", "Müller", "Okafor", "Rossi", "Haddad", "Tanaka", "Larsen", "Dubois", "Costa", "Ivanova", "Nguyen", "Schmidt", "Moreau", "Khan", "Lopez"]  # fmt: skip
+CITIES = [
+    "Lisbon",
+    "Austin",
+    "Osaka",
+    "Lyon",
+    "Denver",
+    "Porto",
+    "Seoul",
+    "Leeds",
+    "Turin",
+    "Calgary",
+    "Dublin",
+    "Tallinn",
+]
+WORDS = ["alpha", "harbor", "summit", "cedar", "orbit", "maple", "vertex", "river", "quartz", "atlas", "nimbus", "coral", "falcon", "lumen", "pioneer", "beacon", "meridian", "canyon", "willow", "ember"]  # fmt: skip
 BASE_DAY = date(2026, 3, 2)
 CLOCK = "now"  # the environment's logical clock: an ISO datetime in the state, never the host's time
 CLOCK_START = "2026-03-02T09:00:00"

@@ -23,7 +23,6 @@ from agentomnia.seeds.inference import (
     NOT_ENTITIES,
     EnvCandidate,
     _entity_from_id_param,
-    singular,
     tool_entity,
 )
 from agentomnia.seeds.models import Seed, SeedTool
@@ -32,12 +31,60 @@ from agentomnia.taxonomy.knowledge import Entity, Relation, Rule
 
 PERSON_ENTITIES = ("user", "employee", "staff", "member", "customer", "person", "agent", "account", "contact")
 ROLE_WORDS = frozenset(
-    "assignee approver reviewer author owner requester reporter creator inspector assessor evaluator auditor "
-    "counter responder sender recipient manager supervisor editor interviewer dispatcher operator signer".split()
+    [
+        "assignee",
+        "approver",
+        "reviewer",
+        "author",
+        "owner",
+        "requester",
+        "reporter",
+        "creator",
+        "inspector",
+        "assessor",
+        "evaluator",
+        "auditor",
+        "counter",
+        "responder",
+        "sender",
+        "recipient",
+        "manager",
+        "supervisor",
+        "editor",
+        "interviewer",
+        "dispatcher",
+        "operator",
+        "signer",
+    ]
 )
 FILTER_PARAMS = frozenset(
-    "limit offset page page_size per_page cursor sort sort_by order order_by query q search keyword fields expand "
-    "include format from_date to_date start_date end_date since until dry_run".split()
+    [
+        "limit",
+        "offset",
+        "page",
+        "page_size",
+        "per_page",
+        "cursor",
+        "sort",
+        "sort_by",
+        "order",
+        "order_by",
+        "query",
+        "q",
+        "search",
+        "keyword",
+        "fields",
+        "expand",
+        "include",
+        "format",
+        "from_date",
+        "to_date",
+        "start_date",
+        "end_date",
+        "since",
+        "until",
+        "dry_run",
+    ]
 )
 
 
@@ -193,9 +240,15 @@ def build_state_space(
                     new = AttributeSpec(name=pname, type="ref", ref=target, nullable=True, source="seed")
                 else:
                     new = attribute_from_schema(pname, pschema, set())
-                if pname not in attrs[entity]:
+                current = attrs[entity].get(pname)
+                if current is None:
                     attrs[entity][pname] = new
                     report.seed_attributes_added += 1
+                elif new.type == "enum" and current.type == "enum" and not set(new.enum) <= set(current.enum):
+                    # both vocabularies stay legal: the knowledge base's and the one the seed's tools send
+                    attrs[entity][pname] = current.model_copy(update={"enum": tuple(dict.fromkeys((*current.enum, *new.enum)))})
+                elif new.type == "enum" and current.type in ("str", "text"):
+                    attrs[entity][pname] = new.model_copy(update={"nullable": current.nullable})
 
     # lifecycle moves the seed's verbs imply (cancel_reservation => a reservation can be cancelled)
     implied: list[tuple[str, str, str]] = []

@@ -24,9 +24,9 @@ from agentomnia.envs.calls import invalid_calls, valid_calls
 from agentomnia.envs.spec import EnvSpec, ToolSpec
 from agentomnia.envs.state import state_violations
 from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.errors import SandboxError
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.sandbox.session import Session
-from agentomnia.sandbox.errors import SandboxError
 
 
 class LevelResult(BaseModel):

@@ -37,6 +37,7 @@ WRITE_VERBS = frozenset(
     "escalate acknowledge resolve silence suspend pin unpin mute block unblock reopen return redeem apply adjust "
     "allocate release reassign tag flag rate review dismiss snooze".split()
 )
+ASSIGN_VERBS = frozenset("assign reassign transfer move link attach allocate route delegate".split())
 READ_VERBS = frozenset("get list search find query fetch read show view lookup check count export describe".split())
 _WORD = re.compile(r"[a-z][a-z0-9]*")
 
@@ -156,6 +157,13 @@ def tool_entity(tool: SeedTool, known: set[str] | None = None) -> str | None:
     nouns = _name_nouns(tool.name)
     spans = ["_".join(nouns[i:j]) for i in range(len(nouns)) for j in range(len(nouns), i, -1)]
     named = [span for span in sorted(spans, key=lambda x: -x.count("_")) if span in known]
+    id_entities = [e for p in tool.input_schema.get("properties") or {} if (e := _entity_from_id_param(p, known))]
+    verb = re.split(r"_|(?<=[a-z])(?=[A-Z])", tool.name)[0].lower()
+    if named and verb in ASSIGN_VERBS and len(id_entities) >= 2:
+        # assign_adjuster(claim_id, adjuster_id) changes the claim: the named thing is what gets pointed at
+        other = next((e for e in id_entities if e != named[0]), None)
+        if other is not None:
+            return other
     if named:
         return named[0]
     for pname in tool.input_schema.get("properties") or {}:

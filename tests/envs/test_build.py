@@ -1,0 +1,136 @@
+"""Environment synthesis end to end on a small MCP seed, and its failure handling."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from agentomnia.envs.build import BuildFailure, BuiltEnv, build_environment, verify_stage, write_bundle
+from agentomnia.envs.codegen import generate_source
+from agentomnia.envs.state import generate_state, state_violations
+from agentomnia.envs.state_space import build_state_space
+from agentomnia.envs.toolset import ToolsetConfig, synthesize_toolset
+from agentomnia.envs.verify import bundle_for, check_tool, verify, with_tools
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.policy import validate_source
+
+
+@pytest.fixture(scope="module")
+def built(parcel_candidate, parcel_seed, logistics_domain, sandbox) -> BuiltEnv:  # type: ignore[no-untyped-def]
+    result = build_environment(parcel_candidate, [parcel_seed], logistics_domain, sandbox)
+    assert isinstance(result, BuiltEnv), result
+    return result
+
+
+def test_environment_is_verified_at_all_three_levels(built: BuiltEnv) -> None:
+    r = built.report
+    assert r.init.passed and r.tool.passed and r.env.passed
+    assert r.tool.checks >= 3 * len(built.spec.tools) * 0.8
+    assert r.env.checks > 0
+
+
+def test_seed_tools_survive_with_their_parameter_names(built: BuiltEnv, parcel_seed) -> None:  # type: ignore[no-untyped-def]
+    tools = {t.name: t for t in built.spec.tools}
+    kept = [t for t in parcel_seed.tools if t.name in tools]
+    assert len(kept) / len(parcel_seed.tools) >= 0.8, [d.model_dump() for d in built.dropped_tools]
+    for t in kept:
+        assert set(t.input_schema["properties"]) == set(tools[t.name].parameters["properties"])
+    # `from` is a Python keyword, yet the tool takes it under its own name
+    assert "from" in tools["list_shipments"].parameters["properties"]
+
+
+def test_spec_is_high_recall_and_sized_like_the_paper(built: BuiltEnv) -> None:
+    spec = built.spec
+    names = {e.name for e in spec.entities}
+    assert {"shipment", "claim", "adjuster"} <= names  # implied by the seed
+    assert len(spec.entities) >= 8 and spec.attribute_count >= 45  # filled out from the knowledge base
+    claim = spec.entity("claim")
+    reason = claim.attribute("reason")
+    # the seed's enum values are legal next to the knowledge base's own
+    assert reason is not None and reason.type == "enum" and {"damaged", "lost", "late"} <= set(reason.enum)
+    assert len(spec.tools) >= 30
+    ops = {t.op for t in spec.tools}
+    assert {"manage", "lookup", "overview", "aggregate", "search", "range"} & ops  # diversified shapes
+
+
+def test_s0_is_valid_and_deterministic(built: BuiltEnv) -> None:
+    assert state_violations(built.spec, built.s0) == []
+    assert generate_state(built.spec, seed=0) == generate_state(built.spec, seed=0)
+    assert generate_state(built.spec, seed=0) != generate_state(built.spec, seed=1)
+
+
+def test_bundle_round_trips_and_rebuilds_to_the_same_id(built: BuiltEnv, tmp_path: Path, parcel_candidate, parcel_seed, logistics_domain, sandbox) -> None:  # type: ignore[no-untyped-def]
+    folder = write_bundle(built, tmp_path / built.env_id)
+    assert {p.name for p in folder.iterdir()} == {"spec.json", "env.py", "tools.json", "s0.json", "verification.json"}
+    bundle = Bundle.load(folder)
+    assert bundle.class_name == built.spec.class_name and len(bundle.tools) == len(built.spec.tools)
+    record = json.loads((folder / "verification.json").read_text())
+    assert record["verified"] and record["levels"] == {"init": True, "tool": True, "env": True}
+    again = build_environment(parcel_candidate, [parcel_seed], logistics_domain, sandbox)
+    assert isinstance(again, BuiltEnv) and again.env_id == built.env_id
+
+
+def test_tools_refuse_bad_calls_without_touching_state(built: BuiltEnv, sandbox) -> None:  # type: ignore[no-untyped-def]
+    session = sandbox.open(bundle_for(built.spec, built.source, built.s0), built.s0)
+    try:
+        before = session.state_hash()
+        some_claim = next(iter(built.s0["claims"]))
+        for tool, args, code in [
+            ("open_claim", {"shipment_id": "NOPE-1", "amount": 10.0, "reason": "lost"}, "invalid_value"),
+            ("open_claim", {"shipment_id": next(iter(built.s0["shipments"])), "amount": -5.0, "reason": "lost"}, "invalid_arguments"),
+            ("approve_claim", {}, "invalid_arguments"),
+            ("approve_claim", {"claim_id": "CLA-999"}, "not_found"),
+            ("get_shipment", {"shipment_id": 12}, "invalid_arguments"),
+            ("list_shipments", {"status": "teleported"}, "invalid_arguments"),
+            ("assign_adjuster", {"claim_id": some_claim, "adjuster_id": "ADJ-999"}, "invalid_value"),
+        ]:
+            result = session.call(tool, args)
+            assert not result.ok and result.error is not None, (tool, args)
+            assert result.error.code == code, (tool, args, result.error)
+            assert session.state_hash() == before
+    finally:
+        session.close()
+
+
+def test_a_buggy_tool_is_caught_and_dropped(parcel_candidate, parcel_seed, logistics_domain, sandbox) -> None:  # type: ignore[no-untyped-def]
+    spec, space = build_state_space(parcel_candidate, [parcel_seed], logistics_domain)
+    toolset = synthesize_toolset(spec, [parcel_seed], space.tool_entities, ToolsetConfig(max_tools=20))
+    spec = with_tools(spec, toolset.tools)
+    s0 = generate_state(spec)
+    source = generate_source(spec)
+    # sabotage update_shipment: it stores a value other than the one it was given
+    marker = "    def update_shipment("
+    assert marker in source
+    head, tail = source.split(marker, 1)
+    tail = tail.replace("updated['declared_value'] = copy.deepcopy(declared_value)", "updated['declared_value'] = 0.0", 1)
+    sabotaged = head + marker + tail
+    clean, _ = verify(sandbox, bundle_for(spec, source, s0), spec, s0)
+    report, _ = verify(sandbox, bundle_for(spec, sabotaged, s0), spec, s0)
+    failing = {t.name for t in report.failing_tools()} - {t.name for t in clean.failing_tools()}
+    assert failing == {"update_shipment"}
+    session = sandbox.open(bundle_for(spec, sabotaged, s0), s0)
+    try:
+        base = session.state()
+        check = check_tool(session, spec, spec.tool("update_shipment"), s0, base, session.state_hash(), random.Random(0))
+        assert not check.passed and "was not stored" in check.failures[0]
+    finally:
+        session.close()
+    # the normal build path drops a failing tool and keeps the rest verified
+    result = verify_stage(spec, space, toolset.table, sandbox)
+    assert isinstance(result, BuiltEnv) and result.report.passed
+
+
+def test_generated_code_passes_the_sandbox_policy(built: BuiltEnv) -> None:
+    assert validate_source(built.source) == []
+    assert built.source.count("    def ") > len(built.spec.tools)  # tools plus helpers, each a method
+
+
+def test_too_few_tools_is_a_recorded_failure(parcel_candidate, parcel_seed, logistics_domain, sandbox) -> None:  # type: ignore[no-untyped-def]
+    from agentomnia.envs.build import BuildConfig
+
+    cfg = BuildConfig(toolset=ToolsetConfig(min_tools=500, max_tools=600))
+    result = build_environment(parcel_candidate, [parcel_seed], logistics_domain, sandbox, config=cfg)
+    assert isinstance(result, BuildFailure) and result.stage == "toolset" and "minimum 500" in result.reason
