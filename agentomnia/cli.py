@@ -77,9 +77,13 @@ def cmd_status(args: argparse.Namespace) -> Result:
 
     assets = latest_materializations(storage)
     lines = [f"platform home {storage.root}", "", "records (kind / round / status: count)"]
-    lines += [f"  {c['kind']:<22} {c['round']:<6} {c['status']:<10} {c['count']}" for c in counts] or ["  none yet"]
+    lines += [f"  {c['kind']:<22} {c['round']:<6} {c['status']:<10} {c['count']}" for c in counts] or [
+        "  none yet"
+    ]
     lines += ["", "assets (latest materialization)"]
-    lines += [f"  {a['asset']:<34} {a['status']:<9} {a['partition'] or '-':<6} {a['when'] or ''}" for a in assets]
+    lines += [
+        f"  {a['asset']:<34} {a['status']:<9} {a['partition'] or '-':<6} {a['when'] or ''}" for a in assets
+    ]
     return {"home": str(storage.root), "records": counts, "assets": assets}, "\n".join(lines)
 
 
@@ -94,7 +98,9 @@ def cmd_lineage_trace(args: argparse.Namespace) -> Result:
     data = {
         "root": trace.root.model_dump(mode="json"),
         "direction": trace.direction,
-        "records": [r.model_dump(mode="json") if r else {"id": i, "missing": True} for i, r in trace.rows.items()],
+        "records": [
+            r.model_dump(mode="json") if r else {"id": i, "missing": True} for i, r in trace.rows.items()
+        ],
         "edges": [e.model_dump() for e in trace.edges],
     }
     return data, trace.render()
@@ -102,11 +108,18 @@ def cmd_lineage_trace(args: argparse.Namespace) -> Result:
 
 def _seed_summary(result: Any) -> Result:
     data = {
-        "accepted": [{"id": s.id, "kind": s.kind, "name": s.name, "source": s.source, "tools": len(s.tools)} for s in result.accepted],
-        "rejected": [{"source": r.source, "place": r.place, "reason": r.reason, "fix": r.fix} for r in result.rejected],
+        "accepted": [
+            {"id": s.id, "kind": s.kind, "name": s.name, "source": s.source, "tools": len(s.tools)}
+            for s in result.accepted
+        ],
+        "rejected": [
+            {"source": r.source, "place": r.place, "reason": r.reason, "fix": r.fix} for r in result.rejected
+        ],
     }
     lines = [f"accepted {len(result.accepted)}, rejected {len(result.rejected)}"]
-    lines += [f"  + {s.kind:<5} {s.id}  {s.name} ({len(s.tools)} tools)  <- {s.source}" for s in result.accepted]
+    lines += [
+        f"  + {s.kind:<5} {s.id}  {s.name} ({len(s.tools)} tools)  <- {s.source}" for s in result.accepted
+    ]
     lines += [f"  - {r.message}" for r in result.rejected]
     return data, "\n".join(lines)
 
@@ -117,7 +130,9 @@ def cmd_seeds_ingest(args: argparse.Namespace) -> Result:
     from agentomnia.seeds.ingest import ingest
 
     columns = {"query": args.query_column, "id": args.id_column}
-    result = ingest([Path(p) for p in args.paths], query_columns=columns, max_bytes=int(args.max_mb * 1024 * 1024))
+    result = ingest(
+        [Path(p) for p in args.paths], query_columns=columns, max_bytes=int(args.max_mb * 1024 * 1024)
+    )
     if args.add:
         inbox = Storage().root / "seeds"
         for p in {Path(s.source.split("#")[0]) for s in result.accepted}:
@@ -136,12 +151,16 @@ def cmd_seeds_from_mcp(args: argparse.Namespace) -> Result:
 
     command = [c for c in args.command if c != "--"]
     if not command:
-        raise CLIError("give the server command after --, e.g. agentomnia seeds from-mcp -- python my_server.py")
+        raise CLIError(
+            "give the server command after --, e.g. agentomnia seeds from-mcp -- python my_server.py"
+        )
     try:
         listing = tools_list_from_server(command[0], command[1:], timeout_s=args.timeout)
     except SeedInputError as exc:
         raise CLIError(f"{exc.reason}; {exc.fix}") from exc
-    name = args.name or "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in str(listing["server"]["name"]))
+    name = args.name or "".join(
+        ch if ch.isalnum() or ch in "-_" else "-" for ch in str(listing["server"]["name"])
+    )
     out = Path(args.out) if args.out else Storage().root / "seeds" / "mcp" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(listing, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -191,7 +210,7 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
         raise CLIError(f"environment not built ({built.stage}): {built.reason}")
     folder = write_bundle(built, Path(args.out))
     spec = built.spec
-    data = {
+    data: dict[str, Any] = {
         "env_id": built.env_id,
         "path": str(folder),
         "domain": spec.coordinate.l1 + " > " + spec.coordinate.l2,
@@ -199,7 +218,11 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
         "attributes": spec.attribute_count,
         "tools": [t.name for t in spec.tools],
         "verified": built.report.passed,
-        "levels": {"init": built.report.init.passed, "tool": built.report.tool.passed, "env": built.report.env.passed},
+        "levels": {
+            "init": built.report.init.passed,
+            "tool": built.report.tool.passed,
+            "env": built.report.env.passed,
+        },
         "dropped_tools": [d.model_dump() for d in built.dropped_tools],
         "seed_tools_kept": sum(1 for t in seed.tools if t.name in {x.name for x in spec.tools}),
         "seed_tools": len(seed.tools),
@@ -229,7 +252,13 @@ def _state_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str,
                 continue
             for field in sorted(set(b[key]) | set(a[key])):
                 if b[key].get(field) != a[key].get(field):
-                    diff.append({"path": f"{table}.{key}.{field}", "before": b[key].get(field), "after": a[key].get(field)})
+                    diff.append(
+                        {
+                            "path": f"{table}.{key}.{field}",
+                            "before": b[key].get(field),
+                            "after": a[key].get(field),
+                        }
+                    )
     return diff
 
 
@@ -240,7 +269,9 @@ def cmd_env_call(args: argparse.Namespace) -> Result:
     try:
         call_args = json.loads(args.args)
     except json.JSONDecodeError as exc:
-        raise CLIError(f"--args is not JSON ({exc.msg} at char {exc.pos}); quote it, e.g. --args '{{\"id\": \"X-1\"}}'") from exc
+        raise CLIError(
+            f'--args is not JSON ({exc.msg} at char {exc.pos}); quote it, e.g. --args \'{{"id": "X-1"}}\''
+        ) from exc
     state = json.loads(Path(args.state).read_text()) if args.state else None
     box = _sandbox()
     try:
@@ -275,7 +306,7 @@ def cmd_env_check(args: argparse.Namespace) -> Result:
         report, _ = verify(box, bundle, spec, bundle.s0)
     finally:
         box.close()
-    data = {
+    data: dict[str, Any] = {
         "verified": report.passed,
         "levels": {"init": report.init.passed, "tool": report.tool.passed, "env": report.env.passed},
         "checks": report.init.checks + report.tool.checks + report.env.checks,
@@ -284,6 +315,45 @@ def cmd_env_check(args: argparse.Namespace) -> Result:
     if not report.passed:
         raise CLIError(f"{folder} fails verification: " + "; ".join(data["failures"][:5]))
     return data, f"{folder}: verified ({data['checks']} checks, levels {data['levels']})"
+
+
+def cmd_taxonomy_show(args: argparse.Namespace) -> Result:
+    from agentomnia.taxonomy import load_taxonomy, show_rows
+
+    taxonomy = load_taxonomy()
+    rows = show_rows(taxonomy, split=args.split, l1=args.l1)
+    if not rows:
+        raise CLIError(
+            f"no level-2 domains for split={args.split!r} l1={args.l1!r}; see `agentomnia taxonomy show` for names"
+        )
+    lines = [
+        f"{r['id']}  {r['split']}  {r['l1']} > {r['l2']}  ({r['entities']} entities, {r.get('attributes', '?')} attributes)"
+        for r in rows
+    ]
+    return rows, "\n".join(lines)
+
+
+def cmd_taxonomy_find(args: argparse.Namespace) -> Result:
+    from agentomnia.taxonomy.search import find_rows
+
+    rows = find_rows(args.text, k=args.k, split=args.split)
+    return rows, "\n".join(
+        f"{r['rank']}. {r['id']}  {r['split']}  {r['l1']} > {r['l2']}  ({r['score']:.3f})" for r in rows
+    )
+
+
+def cmd_bench_sandbox(args: argparse.Namespace) -> Result:
+    from agentomnia.sandbox.bench import format_table, run_bench
+
+    result = run_bench(calls=args.calls, sessions=args.sessions, workers=args.workers)
+    return result, format_table(result)
+
+
+def cmd_bench_envs(args: argparse.Namespace) -> Result:
+    from agentomnia.envs.bench import format_envs_bench, run_envs_bench
+
+    result = run_envs_bench(limit=args.n, workers=args.workers)
+    return result, format_envs_bench(result)
 
 
 # -- parser --------------------------------------------------------------------------------
@@ -301,39 +371,102 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     verb(verbs, "init", cmd_init, "create the platform home and its Dagster instance configuration")
-    p = verb(verbs, "run", cmd_run, "materialize the whole default pipeline for one round and print a summary")
+    p = verb(
+        verbs, "run", cmd_run, "materialize the whole default pipeline for one round and print a summary"
+    )
     p.add_argument("--round", default="r0", help="round partition to materialize (default r0)")
     p.add_argument("--scale", default="default", choices=["default", "full", "paper"], help="corpus size")
     verb(verbs, "status", cmd_status, "records by kind and round, and each asset's latest materialization")
 
-    lineage = verbs.add_parser("lineage", help="row-level lineage").add_subparsers(dest="lineage_verb", required=True)
-    p = verb(lineage, "trace", cmd_lineage_trace, "a record's ancestors (or descendants with --down) as a tree")
+    lineage = verbs.add_parser("lineage", help="row-level lineage").add_subparsers(
+        dest="lineage_verb", required=True
+    )
+    p = verb(
+        lineage, "trace", cmd_lineage_trace, "a record's ancestors (or descendants with --down) as a tree"
+    )
     p.add_argument("id", help="record id (content hash)")
     p.add_argument("--down", action="store_true", help="show descendants instead of ancestors")
     seeds = verbs.add_parser("seeds", help="seed files").add_subparsers(dest="seeds_verb", required=True)
-    p = verb(seeds, "ingest", cmd_seeds_ingest, "parse seed files and folders; print accepted and rejected with reasons")
+    p = verb(
+        seeds,
+        "ingest",
+        cmd_seeds_ingest,
+        "parse seed files and folders; print accepted and rejected with reasons",
+    )
     p.add_argument("paths", nargs="+", help="files or folders (walked recursively)")
-    p.add_argument("--query-column", default="query", help="column holding the query text (JSONL/CSV/Parquet/HF)")
+    p.add_argument(
+        "--query-column", default="query", help="column holding the query text (JSONL/CSV/Parquet/HF)"
+    )
     p.add_argument("--id-column", default="id", help="column holding a query id")
     p.add_argument("--max-mb", type=float, default=10.0, help="size limit per file")
-    p.add_argument("--add", action="store_true", help="copy accepted inputs into $AGENTOMNIA_HOME/seeds for the next run")
-    p = verb(seeds, "from-mcp", cmd_seeds_from_mcp, "launch an MCP server over stdio, save its tools/list as a seed")
+    p.add_argument(
+        "--add", action="store_true", help="copy accepted inputs into $AGENTOMNIA_HOME/seeds for the next run"
+    )
+    p = verb(
+        seeds,
+        "from-mcp",
+        cmd_seeds_from_mcp,
+        "launch an MCP server over stdio, save its tools/list as a seed",
+    )
     p.add_argument("--out", help="where to save (default $AGENTOMNIA_HOME/seeds/mcp/<server>.json)")
     p.add_argument("--name", help="file name stem (default: the server's name)")
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
-    env = verbs.add_parser("env", help="synthesized environments").add_subparsers(dest="env_verb", required=True)
+    tax = verbs.add_parser(
+        "taxonomy", help="the Domain x Capability x Atomic Difficulty taxonomy"
+    ).add_subparsers(dest="taxonomy_verb", required=True)
+    p = verb(tax, "show", cmd_taxonomy_show, "level-2 domains with their knowledge-base sizes")
+    p.add_argument("--split", choices=["toc", "tob", "toe"])
+    p.add_argument("--l1", help="a level-1 domain name, e.g. Logistics")
+    p = verb(tax, "find", cmd_taxonomy_find, "nearest level-2 domains to free text (by embedding)")
+    p.add_argument("text")
+    p.add_argument("-k", type=int, default=3)
+    p.add_argument("--split", choices=["toc", "tob", "toe"])
+
+    bench = verbs.add_parser(
+        "bench", help="benchmarks (medians and ratios, measured side by side)"
+    ).add_subparsers(dest="bench_verb", required=True)
+    p = verb(
+        bench,
+        "sandbox",
+        cmd_bench_sandbox,
+        "sandbox calls/s, reset and open latency, memory; isolation overhead vs in-process",
+    )
+    p.add_argument("--calls", type=int, default=20000)
+    p.add_argument("--sessions", type=int, default=8)
+    p.add_argument("--workers", type=int, default=2)
+    p = verb(
+        bench, "envs", cmd_bench_envs, "environments built and verified per minute on the shipped corpus"
+    )
+    p.add_argument("-n", type=int, default=40, help="how many selected candidates to build")
+    p.add_argument("--workers", type=int, default=2)
+
+    env = verbs.add_parser("env", help="synthesized environments").add_subparsers(
+        dest="env_verb", required=True
+    )
     p = verb(env, "build", cmd_env_build, "one seed file of any kind -> one verified environment bundle")
-    p.add_argument("--seed", required=True, help="a seed file (MCP tool list, OpenAPI spec, SKILL.md, queries)")
+    p.add_argument(
+        "--seed", required=True, help="a seed file (MCP tool list, OpenAPI spec, SKILL.md, queries)"
+    )
     p.add_argument("--out", required=True, help="bundle folder to write")
     p.add_argument("--domain", type=int, help="taxonomy id to build for (default: inferred from the seed)")
-    p = verb(env, "call", cmd_env_call, "call one tool of a bundle in the sandbox; print the ToolResult and the state diff")
+    p = verb(
+        env,
+        "call",
+        cmd_env_call,
+        "call one tool of a bundle in the sandbox; print the ToolResult and the state diff",
+    )
     p.add_argument("dir", help="bundle folder")
     p.add_argument("tool")
     p.add_argument("--args", default="{}", help="JSON object of arguments")
     p.add_argument("--state", help="JSON file with the state to start from (default: the bundle's s0)")
     p.add_argument("--save-state", help="write the state after the call to this JSON file")
-    p = verb(env, "check", cmd_env_check, "re-run the three-level verification of a bundle; exit non-zero on failure")
+    p = verb(
+        env,
+        "check",
+        cmd_env_check,
+        "re-run the three-level verification of a bundle; exit non-zero on failure",
+    )
     p.add_argument("dir", help="bundle folder")
     return parser
 

@@ -23,11 +23,11 @@ class LLMSettings(BaseModel):
 
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "qwen3-8b"
-    api_key_env: str = Field("OPENAI_API_KEY", description="name of the variable holding the key")
-    concurrency: int = Field(8, ge=1)
-    max_retries: int = Field(4, ge=0)
-    timeout_s: float = Field(120.0, gt=0)
-    backoff_s: float = Field(1.0, ge=0)
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="name of the variable holding the key")
+    concurrency: int = Field(default=8, ge=1)
+    max_retries: int = Field(default=4, ge=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+    backoff_s: float = Field(default=1.0, ge=0)
 
     @classmethod
     def from_env(cls) -> LLMSettings:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -55,7 +55,7 @@ class Record(BaseModel):
         """The hashed part: everything but id, round and schema_version."""
         return self.model_dump(mode="json", exclude=set(_NOT_HASHED | self.unhashed))
 
-    def in_round(self, round_key: str) -> Record:
+    def in_round(self, round_key: str) -> Self:
         return self.model_copy(update={"round": round_key})
 
 

@@ -11,7 +11,9 @@ from typing import Any
 from dagster import MetadataValue
 
 
-def md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, limit: int = 60) -> MetadataValue:
+def md_table(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, limit: int = 60
+) -> MetadataValue:
     """A Markdown table (the UI renders it), truncated to `limit` rows with a note."""
     if not rows:
         return MetadataValue.md("_none_")
@@ -27,7 +29,9 @@ def md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = 
 
 def count_table(values: Iterable[Any], label: str) -> MetadataValue:
     counts = Counter(values)
-    return md_table([{label: k, "count": v} for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))])
+    return md_table(
+        [{label: k, "count": v} for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))]
+    )
 
 
 def png(path: Path, title: str = "plot") -> MetadataValue:

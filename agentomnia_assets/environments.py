@@ -56,11 +56,22 @@ class StagedSpec(BaseModel):
     normalization: list[Normalization] = []
 
 
-def _failure_rows(failures: list[BuildFailure], round_key: str, run_id: str) -> tuple[list[LineageRow], list[Edge]]:
+def _failure_rows(
+    failures: list[BuildFailure], round_key: str, run_id: str
+) -> tuple[list[LineageRow], list[Edge]]:
     rows, edges = [], []
     for f in failures:
         rid = f"fail-{f.stage}-{f.candidate_id}"
-        rows.append(LineageRow(id=rid, kind="environment", round=round_key, status="rejected", reason=f"{f.stage}: {f.reason}"[:2000], run_id=run_id))
+        rows.append(
+            LineageRow(
+                id=rid,
+                kind="environment",
+                round=round_key,
+                status="rejected",
+                reason=f"{f.stage}: {f.reason}"[:2000],
+                run_id=run_id,
+            )
+        )
         edges.append(Edge(child=rid, parent=f.candidate_id, relation="built_from"))
     return rows, edges
 
@@ -76,7 +87,12 @@ def _failure_rows(failures: list[BuildFailure], round_key: str, run_id: str) -> 
         "with what the seed's schemas imply (id parameters become entities, properties attributes, enums stay enums)."
     ),
 )
-def state_specs(context: AssetExecutionContext, config: EnvironmentsConfig, storage: StorageResource, lineage: LineageResource) -> MaterializeResult:
+def state_specs(
+    context: AssetExecutionContext,
+    config: EnvironmentsConfig,
+    storage: StorageResource,
+    lineage: LineageResource,
+) -> MaterializeResult:
     round_key = context.partition_key
     store = storage.get()
     candidates = load_records(store.artifact("selected_environment_seeds", round_key), EnvCandidate)
@@ -87,13 +103,17 @@ def state_specs(context: AssetExecutionContext, config: EnvironmentsConfig, stor
     staged: list[StagedSpec] = []
     failures: list[BuildFailure] = []
     for c in candidates:
-        result = state_stage(c, [seeds[i] for i in c.seed_ids if i in seeds], taxonomy.by_id(c.coordinate.taxonomy_id))
+        result = state_stage(
+            c, [seeds[i] for i in c.seed_ids if i in seeds], taxonomy.by_id(c.coordinate.taxonomy_id)
+        )
         if isinstance(result, BuildFailure):
             failures.append(result)
         else:
             staged.append(StagedSpec(spec=result[0].in_round(round_key), space=result[1]))  # type: ignore[arg-type]
     path = store.artifact("state_specs", round_key)
-    write_parquet(path, [{"id": s.spec.id, "record": s.model_dump_json()} for s in staged], columns=["id", "record"])
+    write_parquet(
+        path, [{"id": s.spec.id, "record": s.model_dump_json()} for s in staged], columns=["id", "record"]
+    )
     rows = [lineage_row(s.spec, run_id=context.run_id, location=str(path)) for s in staged]
     edges = [Edge(child=s.spec.id, parent=s.spec.candidate_id, relation="state_space_of") for s in staged]
     frows, fedges = _failure_rows(failures, round_key, context.run_id)
@@ -123,10 +143,18 @@ def state_specs(context: AssetExecutionContext, config: EnvironmentsConfig, stor
         "outputs, confusable near-twins). Tools in OpenAI function format."
     ),
 )
-def toolsets(context: AssetExecutionContext, config: EnvironmentsConfig, storage: StorageResource, lineage: LineageResource) -> MaterializeResult:
+def toolsets(
+    context: AssetExecutionContext,
+    config: EnvironmentsConfig,
+    storage: StorageResource,
+    lineage: LineageResource,
+) -> MaterializeResult:
     round_key = context.partition_key
     store = storage.get()
-    staged = [StagedSpec.model_validate_json(r["record"]) for r in read_parquet(store.artifact("state_specs", round_key))]
+    staged = [
+        StagedSpec.model_validate_json(r["record"])
+        for r in read_parquet(store.artifact("state_specs", round_key))
+    ]
     seeds = {s.id: s for s in load_records(store.artifact("raw_seeds", round_key), Seed)}
     cfg = ToolsetConfig(min_tools=config.min_tools, max_tools=config.max_tools)
     out: list[StagedSpec] = []
@@ -143,10 +171,19 @@ def toolsets(context: AssetExecutionContext, config: EnvironmentsConfig, storage
         parents.append(s.spec.id)
         table += [{"env": spec.name, **n.model_dump()} for n in norm]
     path = store.artifact("toolsets", round_key)
-    write_parquet(path, [{"id": s.spec.id, "record": s.model_dump_json()} for s in out], columns=["id", "record"])
-    write_parquet(store.artifact("toolsets", round_key, "normalization.parquet"), table, columns=["env", "candidate", "origin", "fate", "tool", "reason"])
+    write_parquet(
+        path, [{"id": s.spec.id, "record": s.model_dump_json()} for s in out], columns=["id", "record"]
+    )
+    write_parquet(
+        store.artifact("toolsets", round_key, "normalization.parquet"),
+        table,
+        columns=["env", "candidate", "origin", "fate", "tool", "reason"],
+    )
     rows = [lineage_row(s.spec, kind="toolset", run_id=context.run_id, location=str(path)) for s in out]
-    edges = [Edge(child=s.spec.id, parent=parent, relation="tools_for") for s, parent in zip(out, parents, strict=True)]
+    edges = [
+        Edge(child=s.spec.id, parent=parent, relation="tools_for")
+        for s, parent in zip(out, parents, strict=True)
+    ]
     frows, fedges = _failure_rows(failures, round_key, context.run_id)
     lineage.get().record(rows + frows, edges + fedges)
     tools = [len(s.spec.tools) for s in out]
@@ -157,8 +194,12 @@ def toolsets(context: AssetExecutionContext, config: EnvironmentsConfig, storage
             "tools_total": sum(tools),
             "tools_mean": round(sum(tools) / max(1, len(tools)), 2),
             "normalization_by_fate": count_table([r["fate"] for r in table], "fate"),
-            "normalization_by_origin": count_table([f"{r['origin']}:{r['fate']}" for r in table], "origin:fate"),
-            "normalization_sample": md_table(table, ["env", "candidate", "origin", "fate", "tool", "reason"], limit=40),
+            "normalization_by_origin": count_table(
+                [f"{r['origin']}:{r['fate']}" for r in table], "origin:fate"
+            ),
+            "normalization_sample": md_table(
+                table, ["env", "candidate", "origin", "fate", "tool", "reason"], limit=40
+            ),
             "by_op": count_table([t.op for s in out for t in s.spec.tools], "op"),
         }
     )
@@ -186,7 +227,10 @@ def environments(
 ) -> MaterializeResult:
     round_key = context.partition_key
     store = storage.get()
-    staged = [StagedSpec.model_validate_json(r["record"]) for r in read_parquet(store.artifact("toolsets", round_key))]
+    staged = [
+        StagedSpec.model_validate_json(r["record"])
+        for r in read_parquet(store.artifact("toolsets", round_key))
+    ]
     cfg = BuildConfig(
         toolset=ToolsetConfig(min_tools=config.min_tools, max_tools=config.max_tools),
         rollouts=config.rollouts, steps=config.rollout_steps, repair_rounds=config.repair_rounds,
@@ -218,10 +262,17 @@ def environments(
                       "split": b.spec.coordinate.split, "l1": b.spec.coordinate.l1, "l2": b.spec.coordinate.l2,
                       "tools": len(b.spec.tools), "entities": len(b.spec.entities), "attributes": b.spec.attribute_count,
                       "dropped_tools": len(b.dropped_tools), "verify_seconds": b.report.seconds})  # fmt: skip
-    save_records(store.artifact("environments", round_key, "specs.parquet"), [b.spec.in_round(round_key) for b in built], flat=["name", "class_name"])
+    save_records(
+        store.artifact("environments", round_key, "specs.parquet"),
+        [b.spec.in_round(round_key) for b in built],
+        flat=["name", "class_name"],
+    )
     write_parquet(store.artifact("environments", round_key), index,
                   columns=["env_id", "name", "path", "taxonomy_id", "split", "l1", "l2", "tools", "entities", "attributes", "dropped_tools", "verify_seconds"])  # fmt: skip
-    write_parquet(store.artifact("environments", round_key, "verification.parquet"), [verification_record(b) for b in built])
+    write_parquet(
+        store.artifact("environments", round_key, "verification.parquet"),
+        [verification_record(b) for b in built],
+    )
     frows, fedges = _failure_rows(failures, round_key, context.run_id)
     lineage.get().record(rows + frows, edges + fedges)
     kept = len(built) / max(1, len(staged))
@@ -232,28 +283,50 @@ def environments(
             "kept_share": round(kept, 3),
             "tools_total": sum(len(b.spec.tools) for b in built),
             "dropped_tools": sum(len(b.dropped_tools) for b in built),
-            "verification_checks": sum(b.report.init.checks + b.report.tool.checks + b.report.env.checks for b in built),
+            "verification_checks": sum(
+                b.report.init.checks + b.report.tool.checks + b.report.env.checks for b in built
+            ),
             "discard_reasons": md_table([f.model_dump() for f in failures]),
-            "dropped_tool_reasons": md_table([{"env": b.spec.name, **d.model_dump()} for b in built for d in b.dropped_tools], limit=40),
-            "environments_table": md_table(index, ["name", "l2", "tools", "entities", "attributes", "dropped_tools"], limit=40),
+            "dropped_tool_reasons": md_table(
+                [{"env": b.spec.name, **d.model_dump()} for b in built for d in b.dropped_tools], limit=40
+            ),
+            "environments_table": md_table(
+                index, ["name", "l2", "tools", "entities", "attributes", "dropped_tools"], limit=40
+            ),
             "envs_dir": MetadataValue.path(str(store.root / "envs")),
         }
     )
 
 
-@asset_check(asset=environments, partitions_def=rounds, blocking=True, description="Every kept environment passed all three verification levels.")
+@asset_check(
+    asset=environments,
+    partitions_def=rounds,
+    blocking=True,
+    description="Every kept environment passed all three verification levels.",
+)
 def environments_fully_verified(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
-    rows = read_parquet(storage.get().artifact("environments", context.partition_key, "verification.parquet"), json_columns=["levels"])
+    rows = read_parquet(
+        storage.get().artifact("environments", context.partition_key, "verification.parquet"),
+        json_columns=["levels"],
+    )
     bad = [r["env_id"] for r in rows if not (r["verified"] and all(r["levels"].values()))]
-    return AssetCheckResult(passed=not bad, metadata={"environments": len(rows), "not_fully_verified": len(bad)})
+    return AssetCheckResult(
+        passed=not bad, metadata={"environments": len(rows), "not_fully_verified": len(bad)}
+    )
 
 
-@asset_check(asset=environments, partitions_def=rounds, description="Tools per environment within the configured bounds.")
+@asset_check(
+    asset=environments,
+    partitions_def=rounds,
+    description="Tools per environment within the configured bounds.",
+)
 def tools_per_environment_in_bounds(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
     rows = read_parquet(storage.get().artifact("environments", context.partition_key))
     cfg = EnvironmentsConfig()
     out = [r for r in rows if not cfg.min_tools <= r["tools"] <= cfg.max_tools + 16]
-    return AssetCheckResult(passed=not out, metadata={"out_of_bounds": len(out), "min": cfg.min_tools, "max": cfg.max_tools + 16})
+    return AssetCheckResult(
+        passed=not out, metadata={"out_of_bounds": len(out), "min": cfg.min_tools, "max": cfg.max_tools + 16}
+    )
 
 
 @asset(
@@ -266,7 +339,14 @@ def environment_stats(context: AssetExecutionContext, storage: StorageResource) 
     store = storage.get()
     specs = load_records(store.artifact("environments", context.partition_key, "specs.parquet"), EnvSpec)
     stats = table5_stats(specs)
-    out = stats_histogram_png(specs, store.artifact("environment_stats", context.partition_key, "histogram.png"))
+    out = stats_histogram_png(
+        specs, store.artifact("environment_stats", context.partition_key, "histogram.png")
+    )
     write_parquet(store.artifact("environment_stats", context.partition_key), [stats])
-    return MaterializeResult(metadata={**{k: v for k, v in stats.items() if isinstance(v, (int, float))}, "table": md_table([stats]), "histogram": png(out)})
-
+    return MaterializeResult(
+        metadata={
+            **{k: v for k, v in stats.items() if isinstance(v, (int, float))},
+            "table": md_table([stats]),
+            "histogram": png(out),
+        }
+    )

@@ -157,7 +157,9 @@ def latest_materializations(storage: Storage) -> list[dict[str, Any]]:
                     "asset": key.to_user_string(),
                     "status": "materialized" if mat else "never",
                     "partition": mat.partition if mat else None,
-                    "when": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.timestamp)) if record else None,
+                    "when": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.timestamp))
+                    if record
+                    else None,
                 }
             )
     return out

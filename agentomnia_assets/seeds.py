@@ -1,6 +1,5 @@
 """Stage one of environment synthesis: seeds in, selected environment candidates out (paper §4.2.1)."""
 
-
 from collections import Counter
 
 from dagster import (
@@ -43,7 +42,9 @@ class SeedsConfig(Config, SelectionConfig):  # type: ignore[misc]
         "$AGENTOMNIA_HOME/seeds/. Unreadable inputs become rejected records with the file, place and fix."
     ),
 )
-def raw_seeds(context: AssetExecutionContext, storage: StorageResource, lineage: LineageResource) -> MaterializeResult:
+def raw_seeds(
+    context: AssetExecutionContext, storage: StorageResource, lineage: LineageResource
+) -> MaterializeResult:
     round_key = context.partition_key
     store = storage.get()
     inbox = store.root / "seeds"
@@ -53,8 +54,12 @@ def raw_seeds(context: AssetExecutionContext, storage: StorageResource, lineage:
     seeds = [s.in_round(round_key) for s in result.accepted]
     seeds = list({s.id: s for s in seeds}.values())  # the same seed in two places is one seed
     rejected = [r.in_round(round_key) for r in result.rejected]
-    path = save_records(store.artifact("raw_seeds", round_key), seeds, flat=["kind", "name", "source", "title"])
-    save_records(store.artifact("raw_seeds", round_key, "rejected.parquet"), rejected, flat=["source", "reason"])
+    path = save_records(
+        store.artifact("raw_seeds", round_key), seeds, flat=["kind", "name", "source", "title"]
+    )
+    save_records(
+        store.artifact("raw_seeds", round_key, "rejected.parquet"), rejected, flat=["source", "reason"]
+    )
     rows = [lineage_row(s, run_id=context.run_id, location=str(path)) for s in seeds]
     rows += [lineage_row(r, status="rejected", reason=r.message, run_id=context.run_id) for r in rejected]
     lineage.get().record(rows)
@@ -64,7 +69,9 @@ def raw_seeds(context: AssetExecutionContext, storage: StorageResource, lineage:
             "rejected": len(rejected),
             "tools": sum(len(s.tools) for s in seeds),
             "by_kind": count_table([s.kind for s in seeds], "kind"),
-            "rejections": md_table([{"source": r.source, "place": r.place, "reason": r.reason} for r in rejected]),
+            "rejections": md_table(
+                [{"source": r.source, "place": r.place, "reason": r.reason} for r in rejected]
+            ),
             "path": MetadataValue.path(str(path)),
         }
     )
@@ -94,12 +101,19 @@ def environment_candidates(
     matcher = DomainMatcher(load_taxonomy(), embedder.get())
     candidates, failed = infer_candidates(seeds, matcher, llm.get())
     candidates = [c.in_round(round_key) for c in candidates]
-    path = save_records(store.artifact("environment_candidates", round_key), candidates, flat=["name", "summary", "utility", "realism"])
+    path = save_records(
+        store.artifact("environment_candidates", round_key),
+        candidates,
+        flat=["name", "summary", "utility", "realism"],
+    )
     rows = [lineage_row(c, run_id=context.run_id, location=str(path)) for c in candidates]
     edges = [Edge(child=c.id, parent=sid, relation="inferred_from") for c in candidates for sid in c.seed_ids]
     rejects = [SeedRejection(source=s.source, kind=s.kind, reason=why, round=round_key) for s, why in failed]
     rows += [lineage_row(r, status="rejected", reason=r.reason, run_id=context.run_id) for r in rejects]
-    edges += [Edge(child=r.id, parent=s.id, relation="rejection_of") for r, (s, _) in zip(rejects, failed, strict=True)]
+    edges += [
+        Edge(child=r.id, parent=s.id, relation="rejection_of")
+        for r, (s, _) in zip(rejects, failed, strict=True)
+    ]
     lineage.get().record(rows, edges)
     expected = [
         (c, s.metadata.get("taxonomy_id"))
@@ -150,12 +164,17 @@ def selected_environment_seeds(
     candidates = load_records(store.artifact("environment_candidates", round_key), EnvCandidate)
     vectors = embedder.get().embed([candidate_text(c) for c in candidates])
     selection = select(candidates, vectors, SelectionConfig(**config.model_dump()))
-    path = save_records(store.artifact("selected_environment_seeds", round_key), selection.selected, flat=["name", "summary"])
+    path = save_records(
+        store.artifact("selected_environment_seeds", round_key), selection.selected, flat=["name", "summary"]
+    )
     rejected_rows = [r.model_dump() for r in selection.rejected]
     write_parquet(store.artifact("selected_environment_seeds", round_key, "rejected.parquet"), rejected_rows,
                   columns=["candidate_id", "seed_ids", "rule", "reason"])  # fmt: skip
     by_id = {c.id: c for c in candidates}
-    rows = [lineage_row(c, kind="selected_candidate", run_id=context.run_id, location=str(path)) for c in selection.selected]
+    rows = [
+        lineage_row(c, kind="selected_candidate", run_id=context.run_id, location=str(path))
+        for c in selection.selected
+    ]
     # a selection decision is a record of its own: the candidate row stays as inference wrote it
     rows = [r.model_copy(update={"id": f"sel-{round_key}-{r.id}"}) for r in rows]
     rows += [
@@ -180,20 +199,31 @@ def selected_environment_seeds(
 
 
 @asset_check(
-    asset=selected_environment_seeds, partitions_def=rounds, blocking=True, description="No two selected candidates share a summary."
+    asset=selected_environment_seeds,
+    partitions_def=rounds,
+    blocking=True,
+    description="No two selected candidates share a summary.",
 )
 def selected_summaries_unique(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
-    selected = load_records(storage.get().artifact("selected_environment_seeds", context.partition_key), EnvCandidate)
+    selected = load_records(
+        storage.get().artifact("selected_environment_seeds", context.partition_key), EnvCandidate
+    )
     counts = Counter(" ".join(c.summary.lower().split()) for c in selected)
     dupes = [s for s, n in counts.items() if n > 1]
-    return AssetCheckResult(passed=not dupes, metadata={"duplicate_summaries": len(dupes), "selected": len(selected)})
+    return AssetCheckResult(
+        passed=not dupes, metadata={"duplicate_summaries": len(dupes), "selected": len(selected)}
+    )
 
 
 @asset_check(
-    asset=selected_environment_seeds, partitions_def=rounds, description="Every selected candidate has a valid taxonomy coordinate."
+    asset=selected_environment_seeds,
+    partitions_def=rounds,
+    description="Every selected candidate has a valid taxonomy coordinate.",
 )
 def selected_coordinates_valid(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
-    selected = load_records(storage.get().artifact("selected_environment_seeds", context.partition_key), EnvCandidate)
+    selected = load_records(
+        storage.get().artifact("selected_environment_seeds", context.partition_key), EnvCandidate
+    )
     bad = []
     for c in selected:
         try:
@@ -201,5 +231,7 @@ def selected_coordinates_valid(context, storage: StorageResource) -> AssetCheckR
         except ValueError as exc:
             bad.append({"candidate": c.id, "problem": str(exc)[:200]})
     return AssetCheckResult(
-        passed=not bad, severity=AssetCheckSeverity.ERROR, metadata={"invalid": len(bad), "problems": md_table(bad)}
+        passed=not bad,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={"invalid": len(bad), "problems": md_table(bad)},
     )

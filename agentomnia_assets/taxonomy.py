@@ -1,6 +1,5 @@
 """The `taxonomy` asset: load and validate Domain x Capability x Atomic Difficulty, draw its map."""
 
-
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from agentomnia.embeddings import default_embedder

@@ -22,7 +22,6 @@ SYNTHESIS_GROUPS = ("seeds", "environments", "tasks", "trajectories")
 synthesis_job = define_asset_job(
     "synthesis_job",
     selection=AssetSelection.groups(*SYNTHESIS_GROUPS) - AssetSelection.assets("taxonomy"),
-    partitions_def=rounds,
     description="One round of synthesis: seeds -> environment candidates -> selected seeds (and later stages).",
 )
 
@@ -38,7 +37,9 @@ def nightly_synthesis(context: ScheduleEvaluationContext) -> RunRequest:
     existing = context.instance.get_dynamic_partitions(rounds.name)  # type: ignore[arg-type]
     round_key = next_round(list(existing))
     context.instance.add_dynamic_partitions(rounds.name, [round_key])  # type: ignore[arg-type]
-    stamp = context.scheduled_execution_time.strftime("%Y%m%d") if context.scheduled_execution_time else "manual"
+    stamp = (
+        context.scheduled_execution_time.strftime("%Y%m%d") if context.scheduled_execution_time else "manual"
+    )
     return RunRequest(
         run_key=f"nightly-{stamp}",
         partition_key=round_key,

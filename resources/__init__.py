@@ -24,7 +24,7 @@ from agentomnia.storage import Storage
 class StorageResource(ConfigurableResource):
     """Paths of one platform home (`$AGENTOMNIA_HOME` unless `home` is set)."""
 
-    home: str = Field("", description="platform home; empty means $AGENTOMNIA_HOME or ./.agentomnia")
+    home: str = Field(default="", description="platform home; empty means $AGENTOMNIA_HOME or ./.agentomnia")
 
     def get(self) -> Storage:
         return Storage(Path(self.home) if self.home else None)
@@ -33,8 +33,8 @@ class StorageResource(ConfigurableResource):
 class LineageResource(ConfigurableResource):
     """The DuckDB lineage store of the platform home."""
 
-    home: str = Field("", description="platform home; empty means $AGENTOMNIA_HOME or ./.agentomnia")
-    timeout_s: float = Field(60.0, description="how long a write waits for the file lock")
+    home: str = Field(default="", description="platform home; empty means $AGENTOMNIA_HOME or ./.agentomnia")
+    timeout_s: float = Field(default=60.0, description="how long a write waits for the file lock")
 
     def get(self) -> LineageStore:
         storage = Storage(Path(self.home) if self.home else None)
@@ -44,13 +44,13 @@ class LineageResource(ConfigurableResource):
 class LLMResource(ConfigurableResource):
     """An OpenAI-compatible endpoint in `llm` mode; None (deterministic proposers) in `offline` mode."""
 
-    mode: str = Field("", description="offline | llm; empty means $AGENTOMNIA_MODE (default offline)")
-    base_url: str = Field("", description="empty means $AGENTOMNIA_LLM_BASE_URL")
-    model: str = Field("", description="empty means $AGENTOMNIA_LLM_MODEL")
-    api_key_env: str = Field("OPENAI_API_KEY", description="name of the variable that holds the API key")
-    concurrency: int = Field(8, ge=1)
-    max_retries: int = Field(4, ge=0)
-    home: str = Field("", description="where the response cache lives; empty means $AGENTOMNIA_HOME")
+    mode: str = Field(default="", description="offline | llm; empty means $AGENTOMNIA_MODE (default offline)")
+    base_url: str = Field(default="", description="empty means $AGENTOMNIA_LLM_BASE_URL")
+    model: str = Field(default="", description="empty means $AGENTOMNIA_LLM_MODEL")
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="name of the variable that holds the API key")
+    concurrency: int = Field(default=8, ge=1)
+    max_retries: int = Field(default=4, ge=0)
+    home: str = Field(default="", description="where the response cache lives; empty means $AGENTOMNIA_HOME")
 
     def resolved_mode(self) -> config.Mode:
         if not self.mode:
@@ -80,8 +80,10 @@ _EMBEDDERS: dict[str, MiniLMEmbedder] = {}
 class EmbedderResource(ConfigurableResource):
     """The packaged MiniLM sentence embedder (offline), with a vector cache under the platform home."""
 
-    home: str = Field("", description="platform home; empty means $AGENTOMNIA_HOME or ./.agentomnia")
-    model_path: str = Field("", description="a local sentence-transformers folder; empty means the packaged MiniLM")
+    home: str = Field(default="", description="platform home; empty means $AGENTOMNIA_HOME or ./.agentomnia")
+    model_path: str = Field(
+        default="", description="a local sentence-transformers folder; empty means the packaged MiniLM"
+    )
 
     def get(self) -> Embedder:
         cache = Storage(Path(self.home) if self.home else None).root / "cache" / "embeddings"
@@ -94,10 +96,12 @@ class EmbedderResource(ConfigurableResource):
 class SandboxResource(ConfigurableResource):
     """The worker pool every piece of generated code runs in; started per run, closed when it ends."""
 
-    workers: int = Field(2, ge=1, description="worker processes (one per core is a good start)")
-    call_timeout_s: float = Field(5.0, gt=0, description="wall-clock budget of one tool call")
-    cpu_seconds: int = Field(10, ge=1, description="CPU budget of one request; the worker is replaced past it")
-    memory_mb: int = Field(1024, ge=256, description="address-space limit per worker")
+    workers: int = Field(default=2, ge=1, description="worker processes (one per core is a good start)")
+    call_timeout_s: float = Field(default=5.0, gt=0, description="wall-clock budget of one tool call")
+    cpu_seconds: int = Field(
+        default=10, ge=1, description="CPU budget of one request; the worker is replaced past it"
+    )
+    memory_mb: int = Field(default=1024, ge=256, description="address-space limit per worker")
 
     _sandbox: Sandbox | None = PrivateAttr(default=None)
 
@@ -107,7 +111,10 @@ class SandboxResource(ConfigurableResource):
     def get(self) -> Sandbox:
         if self._sandbox is None:
             self._sandbox = Sandbox(
-                self.workers, call_timeout_s=self.call_timeout_s, cpu_seconds=self.cpu_seconds, memory_mb=self.memory_mb
+                self.workers,
+                call_timeout_s=self.call_timeout_s,
+                cpu_seconds=self.cpu_seconds,
+                memory_mb=self.memory_mb,
             )
         return self._sandbox
 

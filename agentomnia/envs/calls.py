@@ -100,7 +100,7 @@ def _precondition_ok(spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec, re
             ref = next((a for a in e.attributes if a.type == "ref" and a.ref == r.entity), None)
             target = spec.entity(r.entity or "") if ref else None
             subject = (state.get(target.table) or {}).get(rec.get(ref.name)) if ref and target else None
-        if subject is None or subject.get(r.attr) not in r.values:
+        if subject is None or subject.get(r.attr or "") not in r.values:
             return False
     return True
 
@@ -137,7 +137,7 @@ def valid_calls(
 
         def fits(rec: dict[str, Any]) -> bool:
             cur = rec.get(b["attr"])
-            return cur != b["value"] and (allowed is None or b["value"] in allowed.get(cur, ()))
+            return cur != b["value"] and (allowed is None or b["value"] in allowed.get(str(cur), ()))
 
         records = [r for r in records if fits(r)] + [r for r in records if not fits(r)]
     else:
@@ -151,7 +151,7 @@ def valid_calls(
         ]
     for attempt in range(tries):
         args: dict[str, Any] = {}
-        key_param = b.get("key")
+        key_param: str = b.get("key") or ""
         if tool.op == "lookup":
             rec = records[attempt % len(records)] if records else None
             if rec is None:
@@ -194,7 +194,11 @@ def valid_calls(
         if tool.op == "assign" and key_param in args:
             current = next((r for r in records if r[e.key] == args[key_param]), {})
             target_attr = e.attribute(b["attr"])
-            pool = [r for r in _records(state, spec, target_attr.ref or "")] if target_attr and target_attr.ref else []
+            pool = (
+                [r for r in _records(state, spec, target_attr.ref or "")]
+                if target_attr and target_attr.ref
+                else []
+            )
             target_key = spec.entity(target_attr.ref).key if target_attr and target_attr.ref else ""
             others = [r[target_key] for r in pool if r[target_key] != current.get(b["attr"])]
             if others:  # pointing at the record it already points at changes nothing

@@ -328,7 +328,10 @@ def _signature(tool: ToolSpec) -> tuple[str, str, list[str]]:
     args = "{" + ", ".join(f'"{p}": {local(p)}' for p in props) + "}"
     prologue = [f"{local(p)} = extra.pop({p!r}, None)" for p in reserved]
     if reserved:
-        prologue += ["if extra:", f"    return self._fail('invalid_arguments', f'{tool.name}: unknown argument `{{sorted(extra)[0]}}`')"]
+        prologue += [
+            "if extra:",
+            f"    return self._fail('invalid_arguments', f'{tool.name}: unknown argument `{{sorted(extra)[0]}}`')",
+        ]
     return (f"self, {params}" if params else "self"), args, prologue
 
 

@@ -258,12 +258,12 @@ def repair_rules(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], pas
                         rec[rule.attr] = _coerce(entity.attribute(rule.attr), min(max(v, lo), hi))
             elif rule.kind == "compare" and isinstance(rule.left, str) and "->" not in rule.left:
                 ent_name, _, rest = rule.left.partition(".")
-                entity = next((e for e in spec.entities if e.name == ent_name), None)
-                if entity is None:
+                owner = next((e for e in spec.entities if e.name == ent_name), None)
+                if owner is None:
                     continue
-                for rec in state.get(entity.table, {}).values():
+                for rec in state.get(owner.table, {}).values():
                     left = rec.get(rest)
-                    right = _resolve_side(spec, state, entity, rec, rule.right)
+                    right = _resolve_side(spec, state, owner, rec, rule.right)
                     if left is None or right is None:
                         continue
                     try:
@@ -272,7 +272,7 @@ def repair_rules(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], pas
                     except TypeError:
                         continue
                     fixed = _satisfying(left, right, rule.op)  # type: ignore[arg-type]
-                    attr = entity.attribute(rest)
+                    attr = owner.attribute(rest)
                     if fixed is None and attr is not None and attr.type == "ref":
                         others = [k for k in state.get(_table(spec, attr.ref), {}) if k != right]
                         fixed = others[0] if others else None
@@ -312,10 +312,22 @@ def _coerce(attr: AttributeSpec | None, value: Any) -> Any:
     return value
 
 
-def state_violations(spec: EnvSpec, state: Mapping[str, Any]) -> list[str]:
-    """Every broken invariant: missing tables, keys, types, enums, references and domain rules."""
+def state_violations(spec: EnvSpec, state: Mapping[str, Any], *, tables: set[str] | None = None) -> list[str]:
+    """Every broken invariant: missing tables, keys, types, enums, references and domain rules.
+
+    With `tables` (the tables a call changed), only what those changes can break is checked: their
+    own records and rules, and references into them from other tables.
+    """
     out: list[str] = []
-    for entity in spec.entities:
+    if tables is not None:
+        changed = {e.name for e in spec.entities if e.table in tables}
+        touched = changed | {
+            e.name for e in spec.entities for a in e.attributes if a.type == "ref" and a.ref in changed
+        }
+        scope = [e for e in spec.entities if e.name in touched]
+    else:
+        touched, scope = {e.name for e in spec.entities}, list(spec.entities)
+    for entity in scope:
         table = state.get(entity.table)
         if not isinstance(table, dict):
             out.append(f"state has no table {entity.table!r} (a dict of {entity.name} records)")
@@ -331,7 +343,7 @@ def state_violations(spec: EnvSpec, state: Mapping[str, Any]) -> list[str]:
                 problem = value_problem(spec, state, a, rec.get(a.name), present=a.name in rec)
                 if problem:
                     out.append(f"{where}.{a.name} {problem}")
-    out += rule_violations(spec, state)
+    out += [m for entity, _, m in _rule_breaks(spec, state) if entity in touched]
     return out
 
 
@@ -389,15 +401,17 @@ def _rule_breaks(spec: EnvSpec, state: Mapping[str, Any]) -> list[tuple[str, str
         if rule.kind == "range" and rule.entity and rule.attr:
             for key, rec in (state.get(_table(spec, rule.entity)) or {}).items():
                 v = rec.get(rule.attr)
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    if (rule.min is not None and v < rule.min) or (rule.max is not None and v > rule.max):
-                        out.append(
-                            (
-                                rule.entity,
-                                key,
-                                f"rule {rule.id}: {rule.entity} {key} has {rule.attr}={v} outside [{rule.min}, {rule.max}]",
-                            )
+                numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
+                if numeric and (
+                    (rule.min is not None and v < rule.min) or (rule.max is not None and v > rule.max)
+                ):
+                    out.append(
+                        (
+                            rule.entity,
+                            key,
+                            f"rule {rule.id}: {rule.entity} {key} has {rule.attr}={v} outside [{rule.min}, {rule.max}]",
                         )
+                    )
         elif rule.kind == "compare" and isinstance(rule.left, str) and "->" not in rule.left:
             ent_name = rule.left.split(".")[0]
             entity = next((e for e in spec.entities if e.name == ent_name), None)

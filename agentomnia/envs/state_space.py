@@ -246,20 +246,22 @@ def build_state_space(
                     report.seed_attributes_added += 1
                 elif new.type == "enum" and current.type == "enum" and not set(new.enum) <= set(current.enum):
                     # both vocabularies stay legal: the knowledge base's and the one the seed's tools send
-                    attrs[entity][pname] = current.model_copy(update={"enum": tuple(dict.fromkeys((*current.enum, *new.enum)))})
+                    attrs[entity][pname] = current.model_copy(
+                        update={"enum": tuple(dict.fromkeys((*current.enum, *new.enum)))}
+                    )
                 elif new.type == "enum" and current.type in ("str", "text"):
                     attrs[entity][pname] = new.model_copy(update={"nullable": current.nullable})
 
     # lifecycle moves the seed's verbs imply (cancel_reservation => a reservation can be cancelled)
     implied: list[tuple[str, str, str]] = []
     for tool in tools:
-        entity = report.tool_entities.get(tool.name)
+        acted = report.tool_entities.get(tool.name)
         words = snake(tool.name).split("_")
         verb = next((v for v in ("_".join(words[:2]), words[0]) if naming.TRANSITION_VERBS.get(v)), None)
-        if entity is None or verb is None or entity not in attrs:
+        if acted is None or verb is None or acted not in attrs:
             continue
         target = naming.TRANSITION_VERBS[verb][0]
-        table = attrs[entity]
+        table = attrs[acted]
         status = next(
             (a for a in table.values() if a.type == "enum" and a.name in ("status", "state", "stage")), None
         )
@@ -269,7 +271,7 @@ def build_state_space(
             )
         elif target not in status.enum and not any(t in status.enum for t in naming.TRANSITION_VERBS[verb]):
             table[status.name] = status.model_copy(update={"enum": (*status.enum, target)})
-            implied.append((entity, status.name, target))
+            implied.append((acted, status.name, target))
 
     # implausible components: a seed-only entity with nothing but its key that no tool acts on
     acted_on = set(report.tool_entities.values())
@@ -301,10 +303,10 @@ def build_state_space(
     )
     by_name = {e.name: e for e in entities}
     relations: list[Relation] = []
-    for e in entities:
-        for a in e.attributes:
+    for spec_entity in entities:
+        for a in spec_entity.attributes:
             if a.type == "ref" and a.ref in by_name:
-                relations.append(Relation(source=e.name, attr=a.name, target=a.ref))
+                relations.append(Relation(source=spec_entity.name, attr=a.name, target=a.ref))
     rules = [_with_implied_moves(r, implied) for r in (kb.rules if kb else ()) if _rule_fits(r, by_name)]
     spec = EnvSpec(
         round=candidate.round,

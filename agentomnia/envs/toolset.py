@@ -358,8 +358,8 @@ def from_seed_tool(
     other_refs = [
         p
         for p in props
-        if p != key_param and e.attribute(snake(p)) is not None and e.attribute(snake(p)).type == "ref"
-    ]  # type: ignore[union-attr]
+        if p != key_param and getattr(e.attribute(snake(p)), "type", None) == "ref"
+    ]
     op, target = _op_for(t.name, "read" if t.read_only else None, key_param is not None, bool(other_refs), e)
     if op == "transition" and (
         target is None or e.status_attribute is None or target not in e.status_attribute.enum
@@ -558,8 +558,8 @@ def synthesize_toolset(
         )
 
     for seed in seeds:
-        for t in seed.tools:
-            offer(*from_seed_tool(t, spec, tool_entities))
+        for seed_tool in seed.tools:
+            offer(*from_seed_tool(seed_tool, spec, tool_entities))
     kb = load_knowledge().get(spec.coordinate.taxonomy_id)
     for op in kb.operations if kb else ():
         offer(*from_kb_operation(op.name, op.entity, op.kind, op.description, spec))
@@ -609,16 +609,16 @@ def synthesize_toolset(
             search = gen_search(e)
             offer(search.model_copy(update={"origin": "diversified"}) if search else None, None)
 
-    tools = list(chosen.values())
-    if len(tools) > cfg.max_tools:
+    kept_tools = list(chosen.values())
+    if len(kept_tools) > cfg.max_tools:
         priority = {"seed": 0, "kb": 1, "diversified": 2, "generated": 3}
-        ordered = sorted(tools, key=lambda t: (priority[t.origin], t.kind == "write", t.name))
+        ordered = sorted(kept_tools, key=lambda t: (priority[t.origin], t.kind == "write", t.name))
         keep = {t.name for t in ordered[: cfg.max_tools]}
         # reads that writes depend on stay: every entity keeps its get_ and list_ tool
-        for t in tools:
+        for t in kept_tools:
             if t.name in (f"get_{t.entity}", f"list_{plural(t.entity)}"):
                 keep.add(t.name)
-        for t in tools:
+        for t in kept_tools:
             if t.name not in keep:
                 table.append(
                     Normalization(
@@ -628,6 +628,6 @@ def synthesize_toolset(
                         reason=f"over the {cfg.max_tools}-tool bound",
                     )
                 )
-        tools = [t for t in tools if t.name in keep]
+        kept_tools = [t for t in kept_tools if t.name in keep]
         table = [n for n in table if not (n.fate == "kept" and n.tool not in keep)]
-    return Toolset(tools=sorted(tools, key=lambda t: t.name), table=table)
+    return Toolset(tools=sorted(kept_tools, key=lambda t: t.name), table=table)

@@ -120,7 +120,7 @@ def check_tool(
                 failures.append(
                     f"{param}={args[param]!r} was not stored in {attr} (found {record.get(attr)!r})"
                 )
-        problems = state_violations(spec, after)
+        problems = state_violations(spec, after, tables=changed)
         if problems:
             failures.append(f"valid call left a broken state: {problems[0]}")
         session.reset(s0)

@@ -27,18 +27,122 @@ from agentomnia.llm import LLM
 from agentomnia.records import Record
 from agentomnia.seeds.models import Seed, SeedTool
 from agentomnia.taxonomy import CAPABILITY_IDS, Coordinate, Domain, Taxonomy, guess_capabilities
-from agentomnia.taxonomy.search import domain_text, domain_vectors
+from agentomnia.taxonomy.search import domain_vectors
 
 WRITE_VERBS = frozenset(
-    "create add new insert update edit set change modify patch delete remove cancel archive assign approve reject "
-    "submit book reserve schedule reschedule send post transfer pay refund close open mark complete start stop "
-    "enable disable register enroll upload move merge split issue void publish invite confirm record log make respond "
-    "report dispatch restore grant revoke lift release decide activate deactivate freeze unfreeze defer sign fill "
-    "escalate acknowledge resolve silence suspend pin unpin mute block unblock reopen return redeem apply adjust "
-    "allocate release reassign tag flag rate review dismiss snooze".split()
+    [
+        "create",
+        "add",
+        "new",
+        "insert",
+        "update",
+        "edit",
+        "set",
+        "change",
+        "modify",
+        "patch",
+        "delete",
+        "remove",
+        "cancel",
+        "archive",
+        "assign",
+        "approve",
+        "reject",
+        "submit",
+        "book",
+        "reserve",
+        "schedule",
+        "reschedule",
+        "send",
+        "post",
+        "transfer",
+        "pay",
+        "refund",
+        "close",
+        "open",
+        "mark",
+        "complete",
+        "start",
+        "stop",
+        "enable",
+        "disable",
+        "register",
+        "enroll",
+        "upload",
+        "move",
+        "merge",
+        "split",
+        "issue",
+        "void",
+        "publish",
+        "invite",
+        "confirm",
+        "record",
+        "log",
+        "make",
+        "respond",
+        "report",
+        "dispatch",
+        "restore",
+        "grant",
+        "revoke",
+        "lift",
+        "release",
+        "decide",
+        "activate",
+        "deactivate",
+        "freeze",
+        "unfreeze",
+        "defer",
+        "sign",
+        "fill",
+        "escalate",
+        "acknowledge",
+        "resolve",
+        "silence",
+        "suspend",
+        "pin",
+        "unpin",
+        "mute",
+        "block",
+        "unblock",
+        "reopen",
+        "return",
+        "redeem",
+        "apply",
+        "adjust",
+        "allocate",
+        "release",
+        "reassign",
+        "tag",
+        "flag",
+        "rate",
+        "review",
+        "dismiss",
+        "snooze",
+    ]
 )
-ASSIGN_VERBS = frozenset("assign reassign transfer move link attach allocate route delegate".split())
-READ_VERBS = frozenset("get list search find query fetch read show view lookup check count export describe".split())
+ASSIGN_VERBS = frozenset(
+    ["assign", "reassign", "transfer", "move", "link", "attach", "allocate", "route", "delegate"]
+)
+READ_VERBS = frozenset(
+    [
+        "get",
+        "list",
+        "search",
+        "find",
+        "query",
+        "fetch",
+        "read",
+        "show",
+        "view",
+        "lookup",
+        "check",
+        "count",
+        "export",
+        "describe",
+    ]
+)
 _WORD = re.compile(r"[a-z][a-z0-9]*")
 
 
@@ -93,13 +197,67 @@ def singular(word: str) -> str:
 
 # Words that name a role or a direction, not a thing: `origin_depot_id` is a depot.
 ROLE_PREFIXES = frozenset(
-    "from to origin destination source target new old parent child reply primary secondary assigned "
-    "requested current previous next default linked related original replacement".split()
+    [
+        "from",
+        "to",
+        "origin",
+        "destination",
+        "source",
+        "target",
+        "new",
+        "old",
+        "parent",
+        "child",
+        "reply",
+        "primary",
+        "secondary",
+        "assigned",
+        "requested",
+        "current",
+        "previous",
+        "next",
+        "default",
+        "linked",
+        "related",
+        "original",
+        "replacement",
+    ]
 )
 # Nouns that are attributes or plumbing, never state components of their own.
 NOT_ENTITIES = frozenset(
-    "status state type kind summary details detail info information data result results count total id ids "
-    "page limit offset query filter sort date time name value amount field fields item_count report".split()
+    [
+        "status",
+        "state",
+        "type",
+        "kind",
+        "summary",
+        "details",
+        "detail",
+        "info",
+        "information",
+        "data",
+        "result",
+        "results",
+        "count",
+        "total",
+        "id",
+        "ids",
+        "page",
+        "limit",
+        "offset",
+        "query",
+        "filter",
+        "sort",
+        "date",
+        "time",
+        "name",
+        "value",
+        "amount",
+        "field",
+        "fields",
+        "item_count",
+        "report",
+    ]
 )
 
 
@@ -157,7 +315,9 @@ def tool_entity(tool: SeedTool, known: set[str] | None = None) -> str | None:
     nouns = _name_nouns(tool.name)
     spans = ["_".join(nouns[i:j]) for i in range(len(nouns)) for j in range(len(nouns), i, -1)]
     named = [span for span in sorted(spans, key=lambda x: -x.count("_")) if span in known]
-    id_entities = [e for p in tool.input_schema.get("properties") or {} if (e := _entity_from_id_param(p, known))]
+    id_entities = [
+        e for p in tool.input_schema.get("properties") or {} if (e := _entity_from_id_param(p, known))
+    ]
     verb = re.split(r"_|(?<=[a-z])(?=[A-Z])", tool.name)[0].lower()
     if named and verb in ASSIGN_VERBS and len(id_entities) >= 2:
         # assign_adjuster(claim_id, adjuster_id) changes the claim: the named thing is what gets pointed at
@@ -174,7 +334,9 @@ def tool_entity(tool: SeedTool, known: set[str] | None = None) -> str | None:
         segments = [s for s in tool.path.split("/") if s and not s.startswith("{")]
         for seg in reversed(segments):
             name = singular(re.sub(r"[^a-z0-9]+", "_", seg.lower()).strip("_"))
-            if name in known or (name and name not in NOT_ENTITIES and not re.fullmatch(r"v\d+(_\d+)*", name)):
+            if name in known or (
+                name and name not in NOT_ENTITIES and not re.fullmatch(r"v\d+(_\d+)*", name)
+            ):
                 return name
     nouns = [n for n in nouns if n not in NOT_ENTITIES]
     return nouns[-1] if nouns else None
@@ -222,7 +384,9 @@ def domain_overlap(seed_words: set[str], domain: Domain) -> float:
 class DomainMatcher:
     """Nearest L2 domains by embedding, re-ranked by how well each domain's knowledge fits the seed."""
 
-    def __init__(self, taxonomy: Taxonomy, embedder: Embedder, *, shortlist: int = 8, overlap_weight: float = 0.5) -> None:
+    def __init__(
+        self, taxonomy: Taxonomy, embedder: Embedder, *, shortlist: int = 8, overlap_weight: float = 0.5
+    ) -> None:
         self.taxonomy = taxonomy
         self.embedder = embedder
         self.domains = list(taxonomy.domains)
@@ -230,7 +394,9 @@ class DomainMatcher:
         self.shortlist = shortlist
         self.overlap_weight = overlap_weight
 
-    def match(self, texts: Sequence[str], seed_words: Sequence[set[str]]) -> list[tuple[Domain, float, float, list[float]]]:
+    def match(
+        self, texts: Sequence[str], seed_words: Sequence[set[str]]
+    ) -> list[tuple[Domain, float, float, list[float]]]:
         """(domain, similarity, overlap, top similarities) per text."""
         if not texts:
             return []
@@ -260,7 +426,9 @@ def _clip(x: float) -> float:
 
 def _schema_richness(tools: Sequence[SeedTool]) -> float:
     """Share of parameters that carry a type, plus a bonus for enums and formats."""
-    params = [p for t in tools for p in (t.input_schema.get("properties") or {}).values() if isinstance(p, dict)]
+    params = [
+        p for t in tools for p in (t.input_schema.get("properties") or {}).values() if isinstance(p, dict)
+    ]
     if not params:
         return 0.0
     typed = sum(1 for p in params if "type" in p or "$ref" in p or "enum" in p)
@@ -268,19 +436,25 @@ def _schema_richness(tools: Sequence[SeedTool]) -> float:
     return _clip(typed / len(params) * 0.7 + min(1.0, extra / max(1, len(params)) * 2) * 0.3)
 
 
-def propose_offline(seed: Seed, domain: Domain, similarity: float, overlap: float, top_sims: list[float]) -> EnvCandidate:
+def propose_offline(
+    seed: Seed, domain: Domain, similarity: float, overlap: float, top_sims: list[float]
+) -> EnvCandidate:
     kb = domain.knowledge
     sw = words(seed_text(seed))
     kb_entities = {e.name for e in kb.entities} if kb is not None else set()
     components = seed_components(seed, kb_entities)
     known = set(components) | kb_entities
     if seed.tools:
-        operations = [Operation(name=t.name, kind=tool_kind(t), entity=tool_entity(t, known)) for t in seed.tools]
+        operations = [
+            Operation(name=t.name, kind=tool_kind(t), entity=tool_entity(t, known)) for t in seed.tools
+        ]
     else:
         operations = []
     if kb is not None:
         # Entities the seed mentions come first; the domain's knowledge fills the state out (high recall).
-        mentioned = [e.name for e in kb.entities if {singular(w) for w in words(e.name)} & {singular(w) for w in sw}]
+        mentioned = [
+            e.name for e in kb.entities if {singular(w) for w in words(e.name)} & {singular(w) for w in sw}
+        ]
         for name in mentioned + [e.name for e in kb.entities]:
             if name not in components and len(components) < max(12, len(components)):
                 components.append(name)
@@ -331,7 +505,9 @@ def propose_offline(seed: Seed, domain: Domain, similarity: float, overlap: floa
         + 0.20 * min(1.0, features["text_length"] / 200)
     )
     caps = guess_capabilities(seed_text(seed)) or ("tool_use",)
-    caps = tuple(dict.fromkeys((*caps, "tool_use", "state_management" if writes else "information_gathering")))
+    caps = tuple(
+        dict.fromkeys((*caps, "tool_use", "state_management" if writes else "information_gathering"))
+    )
     atoms = ["tool_parameter_grounding"]
     if len(seed.tools) >= 12 or len(components) >= 8:
         atoms.append("structured_information")
@@ -347,7 +523,9 @@ def propose_offline(seed: Seed, domain: Domain, similarity: float, overlap: floa
         seed_ids=(seed.id,),
         name=seed.name,
         summary=summary,
-        overview=Overview(state_components=tuple(components), operations=tuple(operations), objectives=tuple(objectives)),
+        overview=Overview(
+            state_components=tuple(components), operations=tuple(operations), objectives=tuple(objectives)
+        ),
         utility=round(utility, 4),
         realism=round(realism, 4),
         features=features,
@@ -361,7 +539,15 @@ def propose_offline(seed: Seed, domain: Domain, similarity: float, overlap: floa
 LLM_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["summary", "state_components", "operations", "objectives", "utility", "realism", "capabilities"],
+    "required": [
+        "summary",
+        "state_components",
+        "operations",
+        "objectives",
+        "utility",
+        "realism",
+        "capabilities",
+    ],
     "properties": {
         "summary": {"type": "string"},
         "state_components": {"type": "array", "items": {"type": "string"}},
@@ -371,7 +557,11 @@ LLM_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["name", "kind", "entity"],
-                "properties": {"name": {"type": "string"}, "kind": {"enum": ["read", "write"]}, "entity": {"type": "string"}},
+                "properties": {
+                    "name": {"type": "string"},
+                    "kind": {"enum": ["read", "write"]},
+                    "entity": {"type": "string"},
+                },
             },
         },
         "objectives": {"type": "array", "items": {"type": "string"}},
@@ -382,7 +572,9 @@ LLM_SCHEMA: dict[str, Any] = {
 }
 
 
-def propose_llm(seed: Seed, llm: LLM, domain: Domain, similarity: float, overlap: float, top_sims: list[float]) -> EnvCandidate:
+def propose_llm(
+    seed: Seed, llm: LLM, domain: Domain, similarity: float, overlap: float, top_sims: list[float]
+) -> EnvCandidate:
     """Ask the model for the overview and scores; the domain stays the matcher's (it is checked, not guessed)."""
     base = propose_offline(seed, domain, similarity, overlap, top_sims)
     prompt = (
@@ -392,7 +584,9 @@ def propose_llm(seed: Seed, llm: LLM, domain: Domain, similarity: float, overlap
         "typical operations (snake_case verb_noun, read or write, the entity acted on), 2-4 functional objectives, "
         "utility and realism in [0,1], and the capabilities exercised."
     )
-    out = llm.complete([{"role": "user", "content": prompt}], schema=LLM_SCHEMA, schema_name="env_candidate").data
+    out = llm.complete(
+        [{"role": "user", "content": prompt}], schema=LLM_SCHEMA, schema_name="env_candidate"
+    ).data
     caps = tuple(out["capabilities"]) or base.coordinate.capabilities
     return EnvCandidate(
         round=seed.round,
@@ -441,7 +635,11 @@ def infer_candidates(
     failed: list[tuple[Seed, str]] = []
     for seed, (domain, sim, ov, top) in zip(seeds, matches, strict=True):
         try:
-            cand = propose_llm(seed, llm, domain, sim, ov, top) if llm is not None else propose_offline(seed, domain, sim, ov, top)
+            cand = (
+                propose_llm(seed, llm, domain, sim, ov, top)
+                if llm is not None
+                else propose_offline(seed, domain, sim, ov, top)
+            )
             validate_candidate(cand, seed)
         except (CandidateInvalid, ValueError, KeyError) as exc:
             failed.append((seed, f"inference failed: {exc}"))
@@ -453,4 +651,6 @@ def infer_candidates(
 def candidate_text(c: EnvCandidate) -> str:
     """The text clustered in selection: what the environment holds and does."""
     ops = ", ".join(o.name for o in c.overview.operations[:30])
-    return json.dumps({"summary": c.summary, "state": c.overview.state_components, "ops": ops}, sort_keys=True)
+    return json.dumps(
+        {"summary": c.summary, "state": c.overview.state_components, "ops": ops}, sort_keys=True
+    )

@@ -44,9 +44,7 @@ def _files(paths: Iterable[Path]) -> Iterable[Path]:
             yield p
         elif p.is_dir():
             for child in sorted(p.rglob("*")):
-                if child.is_file() and not child.name.lower().startswith(_SKIPPED):
-                    yield child
-                elif _is_hf_dataset(child):
+                if child.is_file() and not child.name.lower().startswith(_SKIPPED) or _is_hf_dataset(child):
                     yield child
         else:
             yield p
@@ -86,11 +84,21 @@ def ingest(
             result.extend(_ingest_one(path, source, columns, max_bytes))
         except SeedInputError as exc:
             result.rejected.append(
-                SeedRejection(source=source, kind=_kind_of(path) or "unknown", place=exc.place, reason=exc.reason, fix=exc.fix)
+                SeedRejection(
+                    source=source,
+                    kind=_kind_of(path) or "unknown",
+                    place=exc.place,
+                    reason=exc.reason,
+                    fix=exc.fix,
+                )
             )
         except OSError as exc:
             result.rejected.append(
-                SeedRejection(source=source, reason=f"cannot read: {exc.strerror or exc}", fix="check the path and permissions")
+                SeedRejection(
+                    source=source,
+                    reason=f"cannot read: {exc.strerror or exc}",
+                    fix="check the path and permissions",
+                )
             )
     return result
 
@@ -130,10 +138,14 @@ def _ingest_queries(path: Path, source: str, columns: QueryColumns, max_bytes: i
         try:
             if isinstance(row, SeedInputError):
                 raise row
-            out.accepted.append(query_seed(row, columns=columns, source=source, place=place, default_name=f"{path.stem}-{i}"))
+            out.accepted.append(
+                query_seed(row, columns=columns, source=source, place=place, default_name=f"{path.stem}-{i}")
+            )
         except SeedInputError as exc:
             out.rejected.append(
-                SeedRejection(source=source, kind="query", place=exc.place or place, reason=exc.reason, fix=exc.fix)
+                SeedRejection(
+                    source=source, kind="query", place=exc.place or place, reason=exc.reason, fix=exc.fix
+                )
             )
     if not out.accepted and not out.rejected:
         raise SeedInputError("no query rows", fix="add one query per row")
@@ -150,7 +162,9 @@ def _dataset_rows(path: Path) -> Iterable[tuple[str, dict[str, Any]]]:
         else:
             ds = datasets.Dataset.from_parquet(str(path))
     except Exception as exc:  # datasets raises many unrelated types for an unreadable file
-        raise SeedInputError(f"cannot load as a dataset: {exc}", fix="give a save_to_disk folder or a Parquet file") from None
+        raise SeedInputError(
+            f"cannot load as a dataset: {exc}", fix="give a save_to_disk folder or a Parquet file"
+        ) from None
     for i, row in enumerate(ds):  # type: ignore[arg-type]
         yield f"row {i}", dict(row)
 

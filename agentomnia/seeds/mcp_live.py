@@ -28,7 +28,11 @@ async def _list_tools(command: str, args: Sequence[str], env: dict[str, str] | N
             if not cursor:
                 break
         info = getattr(client, "server_info", None)
-    server = {"name": getattr(info, "name", command), "version": getattr(info, "version", "")} if info else {"name": command}
+    server = (
+        {"name": getattr(info, "name", command), "version": getattr(info, "version", "")}
+        if info
+        else {"name": command}
+    )
     return {"server": server, "tools": tools}
 
 
@@ -44,4 +48,6 @@ def tools_list_from_server(
             fix="check the command starts an MCP server on stdio",
         ) from None
     except (OSError, RuntimeError, ValueError) as exc:
-        raise SeedInputError(f"MCP server `{command}` failed: {exc}", fix="run the command by hand to see its error") from None
+        raise SeedInputError(
+            f"MCP server `{command}` failed: {exc}", fix="run the command by hand to see its error"
+        ) from None

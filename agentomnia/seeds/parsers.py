@@ -58,7 +58,9 @@ def load_structured(text: str, path: Path) -> Any:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise SeedInputError(
-                f"invalid JSON: {exc.msg}", place=f"line {exc.lineno}, column {exc.colno}", fix="fix the JSON syntax"
+                f"invalid JSON: {exc.msg}",
+                place=f"line {exc.lineno}, column {exc.colno}",
+                fix="fix the JSON syntax",
             ) from None
     try:
         return yaml.safe_load(text)
@@ -90,7 +92,9 @@ def parse_mcp(doc: Any, *, source: str, name: str) -> Seed:
     seen: set[str] = set()
     for i, t in enumerate(tools_raw):
         if not isinstance(t, Mapping):
-            raise SeedInputError("a tool must be an object", place=f"tools[{i}]", fix="give {name, description, inputSchema}")
+            raise SeedInputError(
+                "a tool must be an object", place=f"tools[{i}]", fix="give {name, description, inputSchema}"
+            )
         tname = t.get("name")
         if not isinstance(tname, str) or not _TOOL_NAME.match(tname):
             raise SeedInputError(
@@ -99,7 +103,9 @@ def parse_mcp(doc: Any, *, source: str, name: str) -> Seed:
                 fix="give every tool a valid name",
             )
         if tname in seen:
-            raise SeedInputError(f"tool `{tname}` is listed twice", place=f"tools[{i}]", fix="rename or drop one")
+            raise SeedInputError(
+                f"tool `{tname}` is listed twice", place=f"tools[{i}]", fix="rename or drop one"
+            )
         seen.add(tname)
         schema = t.get("inputSchema", {"type": "object", "properties": {}})
         if not _is_object_schema(schema):
@@ -111,7 +117,8 @@ def parse_mcp(doc: Any, *, source: str, name: str) -> Seed:
         output = t.get("outputSchema")
         if output is not None and not isinstance(output, Mapping):
             raise SeedInputError(
-                f"outputSchema of tool `{tname}` is not a JSON schema object", place=f"tools[{i}].outputSchema"
+                f"outputSchema of tool `{tname}` is not a JSON schema object",
+                place=f"tools[{i}].outputSchema",
             )
         notes = t.get("annotations") or {}
         tools.append(
@@ -129,7 +136,14 @@ def parse_mcp(doc: Any, *, source: str, name: str) -> Seed:
     description = (doc.get("description") if isinstance(doc, Mapping) else None) or (
         f"MCP server with {len(tools)} tools: " + ", ".join(t.name for t in tools[:12])
     )
-    return Seed(kind="mcp", source=source, name=name, title=str(title), description=str(description), tools=tuple(tools))
+    return Seed(
+        kind="mcp",
+        source=source,
+        name=name,
+        title=str(title),
+        description=str(description),
+        tools=tuple(tools),
+    )
 
 
 def _is_object_schema(schema: Any) -> bool:
@@ -146,11 +160,15 @@ def _is_object_schema(schema: Any) -> bool:
 def parse_openapi(doc: Any, *, text: str, source: str, name: str) -> Seed:
     """OpenAPI 3.0/3.1 or Swagger 2.0; `$ref`s are resolved by prance, validated by openapi-spec-validator."""
     if not isinstance(doc, Mapping):
-        raise SeedInputError("an OpenAPI document must be a mapping", fix="start with `openapi: 3.x` or `swagger: '2.0'`")
+        raise SeedInputError(
+            "an OpenAPI document must be a mapping", fix="start with `openapi: 3.x` or `swagger: '2.0'`"
+        )
     version = str(doc.get("openapi") or doc.get("swagger") or "")
     if not (version.startswith("3.0") or version.startswith("3.1") or version == "2.0"):
         raise SeedInputError(
-            f"unsupported OpenAPI version {version!r}", place="openapi", fix="use OpenAPI 3.0, 3.1 or Swagger 2.0"
+            f"unsupported OpenAPI version {version!r}",
+            place="openapi",
+            fix="use OpenAPI 3.0, 3.1 or Swagger 2.0",
         )
     external = next(_external_refs(doc), None)
     if external is not None:
@@ -171,11 +189,15 @@ def parse_openapi(doc: Any, *, text: str, source: str, name: str) -> Seed:
             if isinstance(op, Mapping):
                 tools.append(_operation_tool(path, method, op, shared, swagger=version == "2.0"))
     if not tools:
-        raise SeedInputError("the document defines no operations", place="paths", fix="add at least one path operation")
+        raise SeedInputError(
+            "the document defines no operations", place="paths", fix="add at least one path operation"
+        )
     names = [t.name for t in tools]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise SeedInputError(f"operationIds repeat: {', '.join(dupes)}", place="paths", fix="make every operationId unique")
+        raise SeedInputError(
+            f"operationIds repeat: {', '.join(dupes)}", place="paths", fix="make every operationId unique"
+        )
     info = spec.get("info") or {}
     return Seed(
         kind="api",
@@ -232,11 +254,17 @@ def _resolve(text: str) -> dict[str, Any]:
     return dict(parser.specification or {})
 
 
-def _operation_tool(path: str, method: str, op: Mapping[str, Any], shared: list[Any], *, swagger: bool) -> SeedTool:
+def _operation_tool(
+    path: str, method: str, op: Mapping[str, Any], shared: list[Any], *, swagger: bool
+) -> SeedTool:
     name = op.get("operationId") or f"{method}_" + (re.sub(r"[^A-Za-z0-9]+", "_", path).strip("_") or "root")
     props: dict[str, Any] = {}
     required: list[str] = []
-    params = {(p.get("in"), p.get("name")): p for p in [*shared, *(op.get("parameters") or [])] if isinstance(p, Mapping)}
+    params = {
+        (p.get("in"), p.get("name")): p
+        for p in [*shared, *(op.get("parameters") or [])]
+        if isinstance(p, Mapping)
+    }
     body_schema: Any = None
     for (where, pname), p in params.items():
         if where == "body":
@@ -245,7 +273,11 @@ def _operation_tool(path: str, method: str, op: Mapping[str, Any], shared: list[
         if where not in ("path", "query", "header", "formData") or not pname or where == "header":
             continue
         if swagger:
-            schema = {k: v for k, v in p.items() if k not in ("in", "name", "required", "description", "collectionFormat")}
+            schema = {
+                k: v
+                for k, v in p.items()
+                if k not in ("in", "name", "required", "description", "collectionFormat")
+            }
         else:
             schema = dict(p.get("schema") or {"type": "string"})
         if p.get("description") and "description" not in schema:
@@ -255,10 +287,12 @@ def _operation_tool(path: str, method: str, op: Mapping[str, Any], shared: list[
             required.append(pname)
     if not swagger and isinstance(op.get("requestBody"), Mapping):
         content = op["requestBody"].get("content") or {}
-        media = content.get("application/json") or next(iter(content.values()), {})
+        media: Any = content.get("application/json") or next(iter(content.values()), {})
         body_schema = media.get("schema") if isinstance(media, Mapping) else None
     if isinstance(body_schema, Mapping):
-        if body_schema.get("type", "object") == "object" and isinstance(body_schema.get("properties"), Mapping):
+        if body_schema.get("type", "object") == "object" and isinstance(
+            body_schema.get("properties"), Mapping
+        ):
             for k, v in body_schema["properties"].items():
                 props[k if k not in props else f"body_{k}"] = v
             required += [k for k in body_schema.get("required", []) if k in props]
@@ -285,7 +319,7 @@ def _success_schema(op: Mapping[str, Any], *, swagger: bool) -> dict[str, Any] |
             schema = resp.get("schema")
         else:
             content = resp.get("content") or {}
-            media = content.get("application/json") or next(iter(content.values()), {})
+            media: Any = content.get("application/json") or next(iter(content.values()), {})
             schema = media.get("schema") if isinstance(media, Mapping) else None
         if isinstance(schema, Mapping):
             return dict(schema)
@@ -302,22 +336,32 @@ def parse_skill(text: str, *, source: str, name: str) -> Seed:
     match = re.match(r"^\ufeff?---\s*\n(.*?)\n---\s*(?:\n|$)(.*)$", text, re.DOTALL)
     if match is None:
         raise SeedInputError(
-            "no YAML front matter", place="line 1", fix="start the file with '---', name: ..., description: ..., '---'"
+            "no YAML front matter",
+            place="line 1",
+            fix="start the file with '---', name: ..., description: ..., '---'",
         )
     try:
         front = yaml.safe_load(match.group(1))
     except yaml.YAMLError as exc:
         raise SeedInputError(f"front matter is not valid YAML: {exc}", place="front matter") from None
     if not isinstance(front, Mapping):
-        raise SeedInputError("front matter must be a mapping", place="front matter", fix="write name: and description:")
-    missing = [k for k in ("name", "description") if not isinstance(front.get(k), str) or not front[k].strip()]
+        raise SeedInputError(
+            "front matter must be a mapping", place="front matter", fix="write name: and description:"
+        )
+    missing = [
+        k for k in ("name", "description") if not isinstance(front.get(k), str) or not front[k].strip()
+    ]
     if missing:
         raise SeedInputError(
-            f"front matter lacks {' and '.join(missing)}", place="front matter", fix="add them as non-empty strings"
+            f"front matter lacks {' and '.join(missing)}",
+            place="front matter",
+            fix="add them as non-empty strings",
         )
     body = match.group(2).strip()
     if not body:
-        raise SeedInputError("the skill has no body", place="after the front matter", fix="describe the procedure")
+        raise SeedInputError(
+            "the skill has no body", place="after the front matter", fix="describe the procedure"
+        )
     extra = {k: v for k, v in front.items() if k not in ("name", "description")}
     return Seed(
         kind="skill",
@@ -346,7 +390,9 @@ def query_rows_from_text(text: str, path: Path) -> Iterator[tuple[str, dict[str,
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text))
         if not reader.fieldnames:
-            raise SeedInputError("the CSV has no header row", place="line 1", fix="add a header with a query column")
+            raise SeedInputError(
+                "the CSV has no header row", place="line 1", fix="add a header with a query column"
+            )
         for i, row in enumerate(reader, start=2):
             yield f"line {i}", dict(row)
         return
@@ -356,7 +402,10 @@ def query_rows_from_text(text: str, path: Path) -> Iterator[tuple[str, dict[str,
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            yield f"line {i}", SeedInputError(f"invalid JSON: {exc.msg}", place=f"line {i}", fix="one JSON object per line")
+            yield (
+                f"line {i}",
+                SeedInputError(f"invalid JSON: {exc.msg}", place=f"line {i}", fix="one JSON object per line"),
+            )
             continue
         if not isinstance(row, dict):
             yield f"line {i}", SeedInputError("a JSONL row must be an object", place=f"line {i}")
@@ -364,7 +413,9 @@ def query_rows_from_text(text: str, path: Path) -> Iterator[tuple[str, dict[str,
         yield f"line {i}", row
 
 
-def query_seed(row: Mapping[str, Any], *, columns: Mapping[str, str], source: str, place: str, default_name: str) -> Seed:
+def query_seed(
+    row: Mapping[str, Any], *, columns: Mapping[str, str], source: str, place: str, default_name: str
+) -> Seed:
     qcol = columns.get("query", "query")
     text = row.get(qcol)
     if not isinstance(text, str) or not text.strip():

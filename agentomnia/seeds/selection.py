@@ -20,15 +20,21 @@ from agentomnia.seeds.inference import EnvCandidate
 class SelectionConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    min_utility: float = Field(0.35, ge=0, le=1)
-    min_realism: float = Field(0.35, ge=0, le=1)
-    min_operations: int = Field(3, description="fewer operations than this is too narrow")
-    min_state_components: int = Field(2, description="fewer state components than this is too narrow")
-    max_seed_tools: int = Field(80, description="a seed with more tools than this is a suite: too broad")
-    max_state_components: int = Field(24, description="more state components than this is too broad")
-    broad_min_tools: int = Field(25, description="a flat domain match only counts as broad above this many tools")
-    broad_margin: float = Field(0.02, description="top-1 minus top-3 domain similarity below this = no clear domain")
-    cluster_distance: float = Field(0.08, ge=0, le=2, description="cosine distance under which candidates are near-duplicates")
+    min_utility: float = Field(default=0.35, ge=0, le=1)
+    min_realism: float = Field(default=0.35, ge=0, le=1)
+    min_operations: int = Field(default=3, description="fewer operations than this is too narrow")
+    min_state_components: int = Field(default=2, description="fewer state components than this is too narrow")
+    max_seed_tools: int = Field(default=80, description="a seed with more tools than this is a suite: too broad")
+    max_state_components: int = Field(default=24, description="more state components than this is too broad")
+    broad_min_tools: int = Field(
+        25, description="a flat domain match only counts as broad above this many tools"
+    )
+    broad_margin: float = Field(
+        0.02, description="top-1 minus top-3 domain similarity below this = no clear domain"
+    )
+    cluster_distance: float = Field(
+        0.08, ge=0, le=2, description="cosine distance under which candidates are near-duplicates"
+    )
 
 
 class Rejection(BaseModel):
@@ -48,13 +54,19 @@ class Selection(BaseModel):
 def granularity(c: EnvCandidate, cfg: SelectionConfig) -> tuple[str, str] | None:
     f = c.features
     ops = len(c.overview.operations)
-    if f.get("seed_tools", 0) > cfg.max_seed_tools or len(c.overview.state_components) > cfg.max_state_components:
+    if (
+        f.get("seed_tools", 0) > cfg.max_seed_tools
+        or len(c.overview.state_components) > cfg.max_state_components
+    ):
         return "too_broad", (
             f"{int(f.get('seed_tools', 0))} tools over {len(c.overview.state_components)} state components: "
             "a suite, not one environment; split the seed by product area"
         )
     if f.get("seed_tools", 0) > cfg.broad_min_tools and f.get("domain_margin", 1.0) < cfg.broad_margin:
-        return "too_broad", "no level-2 domain stands out (flat similarity over the top 3): a generic multi-domain suite"
+        return (
+            "too_broad",
+            "no level-2 domain stands out (flat similarity over the top 3): a generic multi-domain suite",
+        )
     if ops < cfg.min_operations:
         return "too_narrow", f"only {ops} operation(s): a single isolated operation is not an environment"
     if len(c.overview.state_components) < cfg.min_state_components:
@@ -64,11 +76,15 @@ def granularity(c: EnvCandidate, cfg: SelectionConfig) -> tuple[str, str] | None
     return None
 
 
-def select(candidates: Sequence[EnvCandidate], vectors: np.ndarray, cfg: SelectionConfig | None = None) -> Selection:
+def select(
+    candidates: Sequence[EnvCandidate], vectors: np.ndarray, cfg: SelectionConfig | None = None
+) -> Selection:
     """`vectors[i]` is the unit-length embedding of `candidates[i]` (see `candidate_text`)."""
     cfg = cfg or SelectionConfig()
     if len(candidates) != len(vectors):
-        raise ValueError(f"{len(candidates)} candidates but {len(vectors)} vectors; embed each candidate once")
+        raise ValueError(
+            f"{len(candidates)} candidates but {len(vectors)} vectors; embed each candidate once"
+        )
     order = sorted(range(len(candidates)), key=lambda i: candidates[i].id)  # input order must not matter
     rejected: list[Rejection] = []
 
@@ -95,9 +111,17 @@ def select(candidates: Sequence[EnvCandidate], vectors: np.ndarray, cfg: Selecti
         if j is None:
             best_by_summary[key] = i
             continue
-        keep, drop = (i, j) if (candidates[i].realism, candidates[j].id) > (candidates[j].realism, candidates[i].id) else (j, i)
+        keep, drop = (
+            (i, j)
+            if (candidates[i].realism, candidates[j].id) > (candidates[j].realism, candidates[i].id)
+            else (j, i)
+        )
         best_by_summary[key] = keep
-        reject(candidates[drop], "duplicate_summary", f"same summary as {candidates[keep].id}, which has higher realism")
+        reject(
+            candidates[drop],
+            "duplicate_summary",
+            f"same summary as {candidates[keep].id}, which has higher realism",
+        )
     alive = sorted(best_by_summary.values(), key=lambda i: candidates[i].id)
 
     keep_idx: list[int] = []
@@ -108,7 +132,11 @@ def select(candidates: Sequence[EnvCandidate], vectors: np.ndarray, cfg: Selecti
         keep_idx.append(medoid)
         for m in members:
             if m != medoid:
-                reject(candidates[m], "near_duplicate", f"in a cluster represented by its medoid {candidates[medoid].id}")
+                reject(
+                    candidates[m],
+                    "near_duplicate",
+                    f"in a cluster represented by its medoid {candidates[medoid].id}",
+                )
     selected = [candidates[i] for i in sorted(keep_idx, key=lambda i: candidates[i].id)]
     return Selection(selected=selected, rejected=sorted(rejected, key=lambda r: r.candidate_id))
 

@@ -1,0 +1,89 @@
+"""`agentomnia bench envs`: environments built and verified per minute on the shipped corpus.
+
+Seeds are ingested, inferred and selected first (not timed as environment building); then each
+selected candidate goes through state space -> toolset -> code -> s0 -> three-level verification
+with builds running concurrently on the sandbox's workers. Reported: environments per minute,
+median build seconds, verification's share of the time, kept share, tools per environment.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from agentomnia.embeddings import default_embedder
+from agentomnia.envs.build import BuildFailure, BuiltEnv, state_stage, toolset_stage, verify_stage
+from agentomnia.envs.toolset import ToolsetConfig
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.seeds.inference import DomainMatcher, candidate_text, infer_candidates
+from agentomnia.seeds.ingest import shipped_corpus
+from agentomnia.seeds.selection import select
+from agentomnia.taxonomy import load_taxonomy
+
+
+def run_envs_bench(limit: int = 40, workers: int = 2) -> dict[str, Any]:
+    prep_started = time.perf_counter()
+    seeds = shipped_corpus().accepted
+    taxonomy = load_taxonomy()
+    matcher = DomainMatcher(taxonomy, default_embedder())
+    candidates, _ = infer_candidates(seeds, matcher)
+    selection = select(candidates, matcher.text_vectors([candidate_text(c) for c in candidates]))
+    chosen = selection.selected[:limit]
+    by_id = {s.id: s for s in seeds}
+    prep = time.perf_counter() - prep_started
+
+    box = Sandbox(workers, idle_timeout_s=0)
+    durations: list[float] = []
+    verify_seconds: list[float] = []
+
+    def one(c: Any) -> BuiltEnv | BuildFailure:
+        started = time.perf_counter()
+        own = [by_id[i] for i in c.seed_ids if i in by_id]
+        state = state_stage(c, own, taxonomy.by_id(c.coordinate.taxonomy_id))
+        if isinstance(state, BuildFailure):
+            return state
+        tooled = toolset_stage(state[0], own, state[1], ToolsetConfig())
+        if isinstance(tooled, BuildFailure):
+            return tooled
+        result = verify_stage(tooled[0], state[1], tooled[1], box)
+        durations.append(time.perf_counter() - started)
+        if isinstance(result, BuiltEnv):
+            verify_seconds.append(result.report.seconds)
+        return result
+
+    started = time.perf_counter()
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(one, chosen))
+    finally:
+        box.close()
+    wall = time.perf_counter() - started
+    built = [r for r in results if isinstance(r, BuiltEnv)]
+    return {
+        "candidates": len(chosen),
+        "environments": len(built),
+        "kept_share": round(len(built) / max(1, len(chosen)), 3),
+        "wall_seconds": round(wall, 2),
+        "environments_per_min": round(len(built) / wall * 60, 1) if wall else 0.0,
+        "median_build_seconds": round(statistics.median(durations), 3) if durations else None,
+        "verification_share": round(sum(verify_seconds) / max(1e-9, sum(durations)), 3),
+        "tools_mean": round(statistics.fmean(len(b.spec.tools) for b in built), 1) if built else 0.0,
+        "entities_mean": round(statistics.fmean(len(b.spec.entities) for b in built), 1) if built else 0.0,
+        "attributes_mean": round(statistics.fmean(b.spec.attribute_count for b in built), 1)
+        if built
+        else 0.0,
+        "preparation_seconds": round(prep, 1),
+        "workers": workers,
+        "target_environments_per_min": 60.0,
+    }
+
+
+def format_envs_bench(r: dict[str, Any]) -> str:
+    lines = [f"{k:<28} {v}" for k, v in r.items()]
+    verdict = "meets" if r["environments_per_min"] >= r["target_environments_per_min"] else "misses"
+    lines.append(
+        f"{'verdict':<28} {verdict} the target of {r['target_environments_per_min']:.0f} environments/min"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""The Dagster code location loads, and its graph is what the design says."""
+
+from __future__ import annotations
+
+from dagster import AssetKey
+
+from agentomnia_assets.definitions import defs
+
+EXPECTED_GROUPS = {
+    "taxonomy": "seeds",
+    "raw_seeds": "seeds",
+    "environment_candidates": "seeds",
+    "selected_environment_seeds": "seeds",
+    "state_specs": "environments",
+    "toolsets": "environments",
+    "environments": "environments",
+    "environment_stats": "environments",
+}
+
+
+def test_definitions_load_with_the_expected_assets_and_groups() -> None:
+    graph = defs.resolve_asset_graph()
+    groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
+    missing = {k: v for k, v in EXPECTED_GROUPS.items() if groups.get(k) != v}
+    assert not missing, f"assets missing or in the wrong group: {missing}"
+    assert set(groups.values()) <= {
+        "seeds",
+        "environments",
+        "tasks",
+        "trajectories",
+        "training",
+        "omniabench",
+        "evolution",
+    }
+
+
+def test_every_asset_has_a_description_and_round_partitions_where_it_should() -> None:
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        assert node.description and len(node.description) > 30, f"{key.to_user_string()} needs a description"
+        partitioned = node.partitions_def is not None
+        assert partitioned == (key != AssetKey("taxonomy")), key
+
+
+def test_lineage_order_of_the_synthesis_stages() -> None:
+    graph = defs.resolve_asset_graph()
+
+    def parents(name: str) -> set[str]:
+        return {k.to_user_string() for k in graph.get(AssetKey(name)).parent_keys}
+
+    assert parents("environment_candidates") == {"raw_seeds"}
+    assert parents("selected_environment_seeds") == {"environment_candidates"}
+    assert parents("state_specs") == {"selected_environment_seeds"}
+    assert parents("environments") == {"toolsets"}
+
+
+def test_jobs_schedules_and_checks() -> None:
+    assert defs.resolve_job_def("synthesis_job").partitions_def is not None
+    assert {s.name for s in defs.schedules or []} == {"nightly_synthesis"}
+    checks = {c.name for spec in defs.resolve_asset_graph().asset_check_keys for c in [spec]}
+    assert {
+        "selected_summaries_unique",
+        "selected_coordinates_valid",
+        "environments_fully_verified",
+    } <= checks
+
+
+def test_duckdb_writers_share_one_pool() -> None:
+    graph = defs.resolve_asset_graph()
+    for name in (
+        "raw_seeds",
+        "environment_candidates",
+        "selected_environment_seeds",
+        "state_specs",
+        "toolsets",
+        "environments",
+    ):
+        assert graph.get(AssetKey(name)).pools == {"duckdb"}, name

@@ -1,0 +1,66 @@
+"""The `agentomnia` command: JSON output, clear errors, non-zero exits."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from agentomnia.lineage import Edge, LineageRow, LineageStore
+
+
+def _cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        "AGENTOMNIA_HOME": str(home),
+        "PATH": "/usr/bin:/bin",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "agentomnia.cli", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def test_trace_unknown_id_fails_clearly(home: Path) -> None:
+    proc = _cli("lineage", "trace", "deadbeef", home=home)
+    assert proc.returncode == 1
+    assert "no record with id 'deadbeef'" in proc.stderr and proc.stdout == ""
+
+
+def test_trace_prints_the_chain(home: Path) -> None:
+    store = LineageStore(home / "lineage.duckdb")
+    store.record(
+        [
+            LineageRow(id="s1", kind="seed"),
+            LineageRow(id="e1", kind="environment"),
+            LineageRow(id="t1", kind="task"),
+        ],
+        [
+            Edge(child="e1", parent="s1", relation="built_from"),
+            Edge(child="t1", parent="e1", relation="task_of"),
+        ],
+    )
+    proc = _cli("lineage", "trace", "t1", "--json", home=home)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert {r["id"] for r in data["records"]} == {"t1", "e1", "s1"}
+    down = _cli("lineage", "trace", "s1", "--down", home=home)
+    assert "task_of" in down.stdout and "built_from" in down.stdout
+
+
+def test_taxonomy_show_and_errors(home: Path) -> None:
+    proc = _cli("taxonomy", "show", "--split", "toe", "--json", home=home)
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)) == 67
+    bad = _cli("taxonomy", "show", "--l1", "No Such Domain", home=home)
+    assert bad.returncode == 1 and "no L1 domain named 'No Such Domain'" in bad.stderr
+
+
+def test_seeds_ingest_reports_rejections(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text('{"tools": [')
+    (tmp_path / "ok.jsonl").write_text('{"id": "q1", "query": "Cancel my order 42"}\n')
+    proc = _cli("seeds", "ingest", str(tmp_path), "--json", home=home)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert len(data["accepted"]) == 1 and "invalid JSON" in data["rejected"][0]["reason"]
