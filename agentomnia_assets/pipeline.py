@@ -40,6 +40,7 @@ class PipelineSummary(BaseModel):
     seconds: float
     stages: list[StageReport]
     records: list[dict[str, Any]]
+    rejections: list[dict[str, Any]] = Field(default_factory=list)
     where: dict[str, str]
 
     def render(self) -> str:
@@ -50,6 +51,9 @@ class PipelineSummary(BaseModel):
             lines.append(f"  {s.asset:<{width}}  {s.seconds:7.1f}s  {counts}")
         lines += ["", "records in the lineage store (kind / round / status: count)"]
         lines += [f"  {r['kind']:<22} {r['round']:<6} {r['status']:<10} {r['count']}" for r in self.records]
+        if self.rejections:
+            lines += ["", "rejected, by reason"]
+            lines += [f"  {r['kind']:<22} {r['count']:>5}  {r['reason'][:90]}" for r in self.rejections[:15]]
         lines += ["", "where to look"] + [f"  {k:<9} {v}" for k, v in self.where.items()]
         return "\n".join(lines)
 
@@ -123,7 +127,8 @@ def run_pipeline(round_key: str = "r0", scale: str = "default", *, quiet: bool =
                         metadata=_scalar_metadata(result, key),
                     )
                 )
-    records = LineageStore(storage.lineage_path).counts()
+    store = LineageStore(storage.lineage_path)
+    records = store.counts()
     return PipelineSummary(
         home=str(storage.root),
         round=round_key,
@@ -131,6 +136,7 @@ def run_pipeline(round_key: str = "r0", scale: str = "default", *, quiet: bool =
         seconds=time.perf_counter() - started,
         stages=stages,
         records=[r for r in records if r["round"] in (round_key, "static")],
+        rejections=store.rejection_reasons(round_key),
         where={
             "lineage": str(storage.lineage_path),
             "artifacts": str(storage.root / "artifacts"),

@@ -146,7 +146,9 @@ class Trace(BaseModel):
 
 class UnknownRecord(KeyError):
     def __str__(self) -> str:
-        return f"no record with id {self.args[0]!r} in the lineage store; check the id with `agentomnia status`"
+        return (
+            f"no record with id {self.args[0]!r} in the lineage store; check the id with `agentomnia status`"
+        )
 
 
 class LineageStore:
@@ -224,7 +226,11 @@ class LineageStore:
             if value is not None:
                 where.append(f"{col} = ?")
                 params.append(value)
-        sql = "SELECT * FROM records" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY created_at, id"
+        sql = (
+            "SELECT * FROM records"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY created_at, id"
+        )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return self._rows(sql, params)
@@ -235,6 +241,16 @@ class LineageStore:
             "SELECT kind, round, status, count(*) FROM records GROUP BY ALL ORDER BY kind, round, status"
         )
         return [{"kind": k, "round": r, "status": s, "count": n} for k, r, s, n in rows]
+
+    def rejection_reasons(self, round: str | None = None) -> list[dict[str, Any]]:
+        """Rejected records by kind and reason (the reason's first clause), most frequent first."""
+        where = "status = 'rejected'" + (" AND round = ?" if round is not None else "")
+        rows = self.file.query(
+            f"SELECT kind, split_part(coalesce(reason, ''), ':', 1) AS why, count(*) AS n FROM records WHERE {where} "
+            "GROUP BY ALL ORDER BY n DESC, kind, why",
+            [round] if round is not None else [],
+        )
+        return [{"kind": k, "reason": r, "count": n} for k, r, n in rows]
 
     def trace(
         self, record_id: str, direction: Literal["up", "down"] = "up", max_depth: int | None = None
@@ -254,13 +270,19 @@ class LineageStore:
             while frontier and (max_depth is None or depth < max_depth):
                 depth += 1
                 found = con.execute(
-                    f"SELECT child, parent, relation FROM edges WHERE {near} IN (SELECT unnest(?))", [frontier]
+                    f"SELECT child, parent, relation FROM edges WHERE {near} IN (SELECT unnest(?))",
+                    [frontier],
                 ).fetchall()
                 edges.extend(Edge(child=c, parent=p, relation=r) for c, p, r in found)
                 nxt = {p if direction == "up" else c for c, p, _ in found} - seen
                 seen |= nxt
                 frontier = sorted(nxt)
-            rows = {r.id: r for r in _fetch_rows(con, "SELECT * FROM records WHERE id IN (SELECT unnest(?))", [sorted(seen)])}
+            rows = {
+                r.id: r
+                for r in _fetch_rows(
+                    con, "SELECT * FROM records WHERE id IN (SELECT unnest(?))", [sorted(seen)]
+                )
+            }
         return Trace(
             root=root[0], direction=direction, rows={i: rows.get(i) for i in sorted(seen)}, edges=edges
         )

@@ -1,0 +1,527 @@
+"""Static policy: what machine-written Python may say before it is allowed to run.
+
+Every piece of generated code (environment classes, check functions, task programs) passes through
+`validate_source` and then `prepare`, which rewrites the few constructs that can only be judged at
+run time into calls to the sandbox's guards and compiles the result. The policy is an allow-list for
+imports and a deny-list for the known roads out of a Python sandbox: the `exec`/`eval`/`open` family,
+double-underscore attributes (`__subclasses__`, `__globals__`, `__builtins__`, ...), frame and
+generator internals, metaclasses and special methods that run at uncontrolled moments.
+
+The rewriting (see `_Guarder`): attribute *stores* and *deletes* go through a guard that permits them
+only on objects whose class the code itself defined (so a tool cannot patch `json.JSONEncoder` or the
+shared decimal context for every other session in the worker), and loads of private attributes,
+`__dict__` and `str.format` go through a guard that refuses to leave the code's own objects.
+
+Static checks are the first layer, not the only one: see `agentomnia.sandbox` for the process-level
+containment that catches what they miss.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import hashlib
+import marshal
+import threading
+import types
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agentomnia.sandbox import rules
+from agentomnia.sandbox.errors import PolicyError
+
+MAX_SOURCE_CHARS = 2_000_000
+MAX_AST_NODES = 400_000
+
+CodeKind = Literal["env", "check", "program"]
+
+
+class PolicyViolation(BaseModel):
+    """One refused construct: where it is, what kind of construct, and what to do instead."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    line: int
+    col: int
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+class PreparedCode(BaseModel):
+    """Source that passed the policy, rewritten and compiled; `payload` is what a worker receives."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    kind: CodeKind
+    filename: str
+    payload: str  # base64 of marshal(code object); same interpreter on both ends
+
+    def code(self) -> types.CodeType:
+        code = marshal.loads(base64.b64decode(self.payload))
+        assert isinstance(code, types.CodeType)
+        return code
+
+
+def validate_source(
+    source: str, *, allowed_modules: frozenset[str] = rules.ALLOWED_MODULES
+) -> list[PolicyViolation]:
+    """Check source against the static policy without running it; an empty list means it passes."""
+    tree, violations = _parse(source)
+    if tree is None:
+        return violations
+    checker = _Checker(allowed_modules, _bound_names(tree))
+    checker.visit(tree)
+    return checker.violations
+
+
+def prepare(source: str, kind: CodeKind, *, label: str | None = None) -> PreparedCode:
+    """Validate, rewrite and compile; raises PolicyError naming every refused construct."""
+    key = hashlib.sha256(f"{kind}\0{source}".encode()).hexdigest()[:32]
+    with _CACHE_LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None:
+            _CACHE.move_to_end(key)
+            return cached
+    violations = validate_source(source)
+    what = label or f"{kind} code"
+    if violations:
+        raise PolicyError(what, violations)
+    tree = ast.parse(source)
+    tree = _Guarder().visit(tree)
+    ast.fix_missing_locations(tree)
+    filename = f"<{kind}:{key[:12]}>"
+    code = compile(tree, filename, "exec", dont_inherit=True)
+    prepared = PreparedCode(
+        key=key, kind=kind, filename=filename, payload=base64.b64encode(marshal.dumps(code)).decode("ascii")
+    )
+    with _CACHE_LOCK:
+        _CACHE[key] = prepared
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return prepared
+
+
+_CACHE: OrderedDict[str, PreparedCode] = OrderedDict()
+_CACHE_SIZE = 512
+_CACHE_LOCK = threading.Lock()
+
+
+def _parse(source: str) -> tuple[ast.Module | None, list[PolicyViolation]]:
+    if len(source) > MAX_SOURCE_CHARS:
+        return None, [
+            PolicyViolation(
+                line=1,
+                col=0,
+                rule="size",
+                message=f"source is {len(source)} characters; the limit is {MAX_SOURCE_CHARS}",
+            )
+        ]
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return None, [
+            PolicyViolation(
+                line=exc.lineno or 1, col=exc.offset or 0, rule="syntax", message=f"syntax error: {exc.msg}"
+            )
+        ]
+    except (RecursionError, MemoryError, ValueError) as exc:
+        return None, [
+            PolicyViolation(
+                line=1, col=0, rule="syntax", message=f"source cannot be parsed: {type(exc).__name__}"
+            )
+        ]
+    count = sum(1 for _ in ast.walk(tree))
+    if count > MAX_AST_NODES:
+        return None, [
+            PolicyViolation(
+                line=1,
+                col=0,
+                rule="size",
+                message=f"source has {count} syntax nodes; the limit is {MAX_AST_NODES}",
+            )
+        ]
+    return tree, []
+
+
+def _bound_names(tree: ast.AST) -> frozenset[str]:
+    """Every name the code binds anywhere; a forbidden builtin it shadows is just a local name."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            names.add(node.name)
+    return frozenset(names)
+
+
+def _attribute_targets(target: ast.AST) -> Iterator[ast.Attribute]:
+    if isinstance(target, ast.Attribute):
+        yield target
+    elif isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _attribute_targets(element)
+    elif isinstance(target, ast.Starred):
+        yield from _attribute_targets(target.value)
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, allowed_modules: frozenset[str], bound: frozenset[str]) -> None:
+        self.allowed = allowed_modules
+        self.bound = bound
+        self.violations: list[PolicyViolation] = []
+
+    def _refuse(self, node: ast.AST, rule: str, message: str) -> None:
+        self.violations.append(
+            PolicyViolation(
+                line=getattr(node, "lineno", 1),
+                col=getattr(node, "col_offset", 0),
+                rule=rule,
+                message=message,
+            )
+        )
+
+    def _allowed_list(self) -> str:
+        return ", ".join(sorted(m for m in self.allowed if m != "__future__"))
+
+    # imports
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.name not in self.allowed:
+                self._refuse(
+                    node,
+                    "import",
+                    f"`import {alias.name}`: module `{alias.name}` is not on the allow-list ({self._allowed_list()})",
+                )
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self._refuse(
+                node, "import", "relative imports are not available; generated code is a single module"
+            )
+            return
+        if module not in self.allowed:
+            self._refuse(
+                node,
+                "import",
+                f"`from {module} import ...`: module `{module}` is not on the allow-list ({self._allowed_list()})",
+            )
+            return
+        for alias in node.names:
+            if alias.name != "*" and alias.name.startswith("_"):
+                self._refuse(
+                    node, "import", f"`from {module} import {alias.name}`: private names cannot be imported"
+                )
+            withheld = rules.WITHHELD_MEMBERS.get(module, {}).get(alias.name)
+            if withheld:
+                self._refuse(
+                    node, "import", f"`{module}.{alias.name}` is not available in the sandbox: {withheld}"
+                )
+
+    # names
+    def visit_Name(self, node: ast.Name) -> None:
+        name = node.id
+        if name.startswith("__") and not name.startswith(rules.TEMP_PREFIX):
+            if isinstance(node.ctx, ast.Load) and name in rules.READABLE_DUNDER_NAMES:
+                return
+            if isinstance(node.ctx, ast.Store) and name in rules.ASSIGNABLE_DUNDER_NAMES:
+                return
+            self._refuse(node, "name", f"`{name}`: double-underscore names reach the interpreter's internals")
+        elif name.startswith(rules.TEMP_PREFIX):
+            self._refuse(node, "name", f"`{name}` is reserved for the sandbox's rewriting")
+        elif isinstance(node.ctx, ast.Load) and name in rules.FORBIDDEN_BUILTINS and name not in self.bound:
+            self._refuse(
+                node,
+                "name",
+                f"`{name}` is not available in the sandbox (no code evaluation, files or introspection)",
+            )
+
+    # attributes
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        attr = node.attr
+        if attr in rules.FRAME_ATTRS:
+            self._refuse(
+                node, "attribute", f"`.{attr}`: frame, generator and code internals are not accessible"
+            )
+        elif rules.is_dunder(attr):
+            if not isinstance(node.ctx, ast.Load):
+                self._refuse(node, "attribute", f"`.{attr}` cannot be assigned or deleted")
+            elif attr not in rules.SAFE_DUNDER_ATTRS and attr not in rules.GUARDED_DUNDER_ATTRS:
+                self._refuse(
+                    node,
+                    "attribute",
+                    f"`.{attr}`: this double-underscore attribute reaches the interpreter's internals",
+                )
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 3:
+            # A class built from a dict can carry any special method the `def` rules refuse.
+            self._refuse(
+                node,
+                "call",
+                "`type(name, bases, namespace)` is not allowed; define classes with a class statement",
+            )
+        self.generic_visit(node)
+
+    # definitions and statements
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name in rules.DENIED_DEFINITIONS:
+            self._refuse(
+                node,
+                "definition",
+                f"`def {node.name}`: this special method runs at moments the sandbox does not control",
+            )
+        self.generic_visit(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._refuse(
+            node, "statement", "async functions are not supported; tools are plain synchronous methods"
+        )
+
+    def visit_Await(self, node: ast.Await) -> None:
+        self._refuse(node, "statement", "`await` is not supported")
+
+    def visit_AsyncFor(self, node: ast.AsyncFor) -> None:
+        self._refuse(node, "statement", "`async for` is not supported")
+
+    def visit_AsyncWith(self, node: ast.AsyncWith) -> None:
+        self._refuse(node, "statement", "`async with` is not supported")
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for keyword in node.keywords:
+            if keyword.arg == "metaclass":
+                self._refuse(node, "definition", f"class `{node.name}`: custom metaclasses are not supported")
+        self.generic_visit(node)
+
+    def _no_attribute_target(self, node: ast.AST, target: ast.AST, where: str) -> None:
+        for attr in _attribute_targets(target):
+            self._refuse(
+                attr,
+                "statement",
+                f"{where} cannot assign to an attribute (`.{attr.attr}`); bind a local name first",
+            )
+
+    def visit_For(self, node: ast.For) -> None:
+        self._no_attribute_target(node, node.target, "a `for` target")
+        self.generic_visit(node)
+
+    def visit_With(self, node: ast.With) -> None:
+        for item in node.items:
+            if item.optional_vars is not None:
+                self._no_attribute_target(node, item.optional_vars, "a `with ... as` target")
+        self.generic_visit(node)
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        self._no_attribute_target(node, node.target, "a comprehension target")
+        self.generic_visit(node)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        for attr in node.kwd_attrs:
+            if attr.startswith("_") or attr in rules.FRAME_ATTRS:
+                self._refuse(node, "attribute", f"class pattern attribute `{attr}` is not accessible")
+        self.generic_visit(node)
+
+
+class _Guarder(ast.NodeTransformer):
+    """Rewrite attribute stores/deletes and sensitive loads into calls to the runtime guards.
+
+    Statement order and evaluation order are kept (value first, then target objects, left to right);
+    `__private` names are mangled here because the guards receive them as strings.
+    """
+
+    def __init__(self) -> None:
+        self._classes: list[str] = []
+        self._counter = 0
+        self._in_class_body: list[bool] = [False]
+
+    def _temp(self) -> str:
+        self._counter += 1
+        return f"{rules.TEMP_PREFIX}{self._counter}__"
+
+    def _mangle(self, attr: str) -> str:
+        if attr.startswith("__") and not attr.endswith("__") and self._classes:
+            owner = self._classes[-1].lstrip("_")
+            if owner:
+                return f"_{owner}{attr}"
+        return attr
+
+    @staticmethod
+    def _call(name: str, *args: ast.expr) -> ast.Call:
+        return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=list(args), keywords=[])
+
+    def _store(self, target: ast.Attribute, value: ast.expr) -> ast.stmt:
+        call = self._call(
+            rules.GUARD_SETATTR, self.visit(target.value), ast.Constant(self._mangle(target.attr)), value
+        )
+        return ast.copy_location(ast.Expr(value=call), target)
+
+    def _cleanup(self, names: list[str], anchor: ast.AST) -> list[ast.stmt]:
+        # Temporaries in a class body would otherwise become class attributes.
+        if not self._in_class_body[-1] or not names:
+            return []
+        return [ast.copy_location(ast.Delete(targets=[ast.Name(id=n, ctx=ast.Del()) for n in names]), anchor)]
+
+    # scopes
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        node.bases = [self.visit(b) for b in node.bases]
+        node.keywords = [self.visit(k) for k in node.keywords]
+        node.decorator_list = [self.visit(d) for d in node.decorator_list]
+        self._classes.append(node.name)
+        self._in_class_body.append(True)
+        node.body = self._visit_body(node.body)
+        self._in_class_body.pop()
+        self._classes.pop()
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.args = self.visit(node.args)
+        node.decorator_list = [self.visit(d) for d in node.decorator_list]
+        if node.returns is not None:
+            node.returns = self.visit(node.returns)
+        self._in_class_body.append(False)
+        node.body = self._visit_body(node.body)
+        self._in_class_body.pop()
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        self._in_class_body.append(False)
+        self.generic_visit(node)
+        self._in_class_body.pop()
+        return node
+
+    def _visit_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in body:
+            result = self.visit(stmt)
+            if isinstance(result, list):
+                out.extend(result)
+            elif result is not None:
+                out.append(result)
+        return out
+
+    # stores
+    def visit_Assign(self, node: ast.Assign) -> ast.AST | list[ast.stmt]:
+        if not any(True for t in node.targets for _ in _attribute_targets(t)):
+            self.generic_visit(node)
+            return node
+        value = self.visit(node.value)
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute):
+            if isinstance(node.targets[0].value, ast.Name):
+                # Loading a plain name has no side effects, so the value can be evaluated inside the call.
+                return self._store(node.targets[0], value)
+            holder = self._temp()
+            first = ast.copy_location(
+                ast.Assign(targets=[ast.Name(id=holder, ctx=ast.Store())], value=value), node
+            )
+            store = self._store(node.targets[0], ast.Name(id=holder, ctx=ast.Load()))
+            return [first, store, *self._cleanup([holder], node)]
+        holder = self._temp()
+        temps = [holder]
+        stmts: list[ast.stmt] = [
+            ast.copy_location(ast.Assign(targets=[ast.Name(id=holder, ctx=ast.Store())], value=value), node)
+        ]
+        for target in node.targets:
+            if isinstance(target, ast.Attribute):
+                stmts.append(self._store(target, ast.Name(id=holder, ctx=ast.Load())))
+                continue
+            pending: list[tuple[ast.Attribute, str]] = []
+            pattern = self._replace_attributes(target, pending, temps)
+            stmts.append(
+                ast.copy_location(
+                    ast.Assign(targets=[pattern], value=ast.Name(id=holder, ctx=ast.Load())), node
+                )
+            )
+            for attr, name in pending:
+                stmts.append(self._store(attr, ast.Name(id=name, ctx=ast.Load())))
+        return stmts + self._cleanup(temps, node)
+
+    def _replace_attributes(
+        self, target: ast.expr, pending: list[tuple[ast.Attribute, str]], temps: list[str]
+    ) -> ast.expr:
+        if isinstance(target, ast.Attribute):
+            name = self._temp()
+            temps.append(name)
+            pending.append((target, name))
+            return ast.copy_location(ast.Name(id=name, ctx=ast.Store()), target)
+        if isinstance(target, ast.Tuple | ast.List):
+            target.elts = [self._replace_attributes(e, pending, temps) for e in target.elts]
+            return target
+        if isinstance(target, ast.Starred):
+            target.value = self._replace_attributes(target.value, pending, temps)
+            return target
+        return self.visit(target)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST | list[ast.stmt]:
+        if not isinstance(node.target, ast.Attribute):
+            self.generic_visit(node)
+            return node
+        if node.value is None:
+            return ast.copy_location(ast.Expr(value=self.visit(node.target.value)), node)
+        holder = self._temp()
+        first = ast.copy_location(
+            ast.Assign(targets=[ast.Name(id=holder, ctx=ast.Store())], value=self.visit(node.value)), node
+        )
+        return [
+            first,
+            self._store(node.target, ast.Name(id=holder, ctx=ast.Load())),
+            *self._cleanup([holder], node),
+        ]
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST | list[ast.stmt]:
+        if not isinstance(node.target, ast.Attribute):
+            self.generic_visit(node)
+            return node
+        target = node.target
+        holder = self._temp()
+        attr = self._mangle(target.attr)
+        first = ast.copy_location(
+            ast.Assign(targets=[ast.Name(id=holder, ctx=ast.Store())], value=self.visit(target.value)), node
+        )
+        current = self._call(rules.GUARD_GETATTR, ast.Name(id=holder, ctx=ast.Load()), ast.Constant(attr))
+        combined = self._call(
+            rules.GUARD_INPLACE, ast.Constant(type(node.op).__name__), current, self.visit(node.value)
+        )
+        store = self._call(
+            rules.GUARD_SETATTR, ast.Name(id=holder, ctx=ast.Load()), ast.Constant(attr), combined
+        )
+        return [first, ast.copy_location(ast.Expr(value=store), node), *self._cleanup([holder], node)]
+
+    def visit_Delete(self, node: ast.Delete) -> ast.AST | list[ast.stmt]:
+        if not any(isinstance(t, ast.Attribute) for t in node.targets):
+            self.generic_visit(node)
+            return node
+        stmts: list[ast.stmt] = []
+        for target in node.targets:
+            if isinstance(target, ast.Attribute):
+                call = self._call(
+                    rules.GUARD_DELATTR, self.visit(target.value), ast.Constant(self._mangle(target.attr))
+                )
+                stmts.append(ast.copy_location(ast.Expr(value=call), node))
+            else:
+                stmts.append(ast.copy_location(ast.Delete(targets=[self.visit(target)]), node))
+        return stmts
+
+    # loads
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        node.value = self.visit(node.value)
+        attr = node.attr
+        if isinstance(node.ctx, ast.Load) and (
+            rules.is_private(attr) or attr in rules.GUARDED_DUNDER_ATTRS or attr in rules.FORMAT_ATTRS
+        ):
+            call = self._call(rules.GUARD_GETATTR, node.value, ast.Constant(self._mangle(attr)))
+            return ast.copy_location(call, node)
+        return node

@@ -1,0 +1,284 @@
+"""Sessions: one live environment in a worker, driven through the small environment protocol.
+
+`Environment` is the protocol every part of the project programs against (rollouts, verifiers,
+replay grading, the conformance checker): `call`, `call_many`, `state`, `state_hash`, `reset`,
+`snapshot`/`restore`, `tools` and `close`. `Session` implements it over a worker; `LocalSession`
+(in `local`) implements it in-process for reference measurements.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import ValidationError
+
+from agentomnia.records import ToolResult
+from agentomnia.sandbox import errors
+from agentomnia.sandbox.bundle import Bundle, config_key, config_seed
+from agentomnia.sandbox.errors import SandboxBusy, SandboxError, SessionClosed, SessionLost, WorkerFailure
+from agentomnia.sandbox.results import Snapshot
+
+if TYPE_CHECKING:
+    from agentomnia.sandbox.pool import SessionRecord
+    from agentomnia.sandbox.sandbox import Sandbox
+
+Call = tuple[str, Mapping[str, Any]]
+
+# Errors about the session or the pool itself stay exceptions; any other trouble serving a call
+# becomes a failed ToolResult, because a tool call never raises to its caller.
+_PASS_THROUGH = (SessionClosed, SessionLost, SandboxBusy)
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """The environment protocol: a stateful tool provider with deterministic resets."""
+
+    def tools(self) -> list[dict[str, Any]]: ...
+
+    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> ToolResult: ...
+
+    def call_many(self, calls: Sequence[Call]) -> list[ToolResult]: ...
+
+    def state(self) -> dict[str, Any]: ...
+
+    def state_hash(self, *, fresh: bool = False) -> str: ...
+
+    def reset(self, init_config: Mapping[str, Any] | None = None) -> None: ...
+
+    def snapshot(self) -> Snapshot: ...
+
+    def restore(self, snapshot: Snapshot) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def parse_result(raw: Any) -> ToolResult:
+    """A ToolResult from a worker's reply; anything malformed becomes a failure, never an exception."""
+    try:
+        return ToolResult.model_validate(raw)
+    except ValidationError as exc:
+        return ToolResult.failure(
+            errors.WORKER_CRASHED, f"the worker returned a malformed result: {exc.errors()[0]['msg']}"
+        )
+
+
+def encode_args(args: Mapping[str, Any] | None) -> str | None:
+    """Arguments as JSON text (what travels and what history records); None if they are not JSON."""
+    try:
+        return json.dumps(dict(args or {}), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+
+
+class Session:
+    """One environment instance in a sandbox worker. Not thread-safe per session; use one per rollout."""
+
+    def __init__(self, sandbox: Sandbox, record: SessionRecord) -> None:
+        self._sandbox = sandbox
+        self._record = record
+
+    # identity
+    @property
+    def id(self) -> str:
+        return self._record.sid
+
+    @property
+    def bundle(self) -> Bundle:
+        return self._record.bundle
+
+    @property
+    def init_config(self) -> Mapping[str, Any]:
+        return self._record.current_config
+
+    @property
+    def closed(self) -> bool:
+        return self._record.closed is not None
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [dict(tool) for tool in self._record.bundle.tools]
+
+    def _usable(self) -> SessionRecord:
+        record = self._record
+        if record.closed is not None:
+            raise SessionClosed(f"session {record.sid} is closed ({record.closed}); open a new session")
+        if record.lost is not None:
+            raise SessionLost(
+                f"session {record.sid} was lost after a worker failure: {record.lost}; open a new session"
+            )
+        return record
+
+    # calls
+    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> ToolResult:
+        record = self._usable()
+        args_text = encode_args(args)
+        if args_text is None:
+            return ToolResult.failure(
+                errors.INVALID_ARGUMENTS, f"tool `{tool}`: arguments are not JSON-serializable"
+            )
+        message = (
+            f'{{"op":"call","sid":{json.dumps(record.sid)},"tool":{json.dumps(tool)},"args":{args_text}}}'
+        )
+
+        def remember(reply: dict[str, Any]) -> None:
+            result = reply.get("result")
+            if reply.get("ok") and isinstance(result, dict) and result.get("ok") is True:
+                self._sandbox._remember(record, ["call", tool, args_text])
+
+        try:
+            reply = self._sandbox._request(
+                record, message, timeout=self._sandbox._call_budget(1), on_reply=remember
+            )
+        except _PASS_THROUGH:
+            raise
+        except SandboxError as failure:
+            return ToolResult.failure(failure.code, self._failure_text(failure))
+        return parse_result(reply.get("result"))
+
+    def call_many(self, calls: Sequence[Call]) -> list[ToolResult]:
+        """Run calls in order in one round trip; each is independent (a failure does not stop the rest)."""
+        record = self._usable()
+        if not calls:
+            return []
+        encoded: list[tuple[str, str | None]] = [(str(tool), encode_args(args)) for tool, args in calls]
+        sendable = [(tool, text) for tool, text in encoded if text is not None]
+        body = ",".join(f"[{json.dumps(tool)},{text}]" for tool, text in sendable)
+        message = f'{{"op":"call_many","sid":{json.dumps(record.sid)},"calls":[{body}]}}'
+
+        def remember(reply: dict[str, Any]) -> None:
+            results = reply.get("results")
+            if not reply.get("ok") or not isinstance(results, list):
+                return
+            for (tool, text), result in zip(sendable, results, strict=False):
+                if isinstance(result, dict) and result.get("ok") is True:
+                    self._sandbox._remember(record, ["call", tool, text])
+
+        failure: SandboxError | None = None
+        worker_results: list[Any] = []
+        if sendable:
+            try:
+                reply = self._sandbox._request(
+                    record, message, timeout=self._sandbox._call_budget(len(sendable)), on_reply=remember
+                )
+                worker_results = list(reply.get("results") or [])
+            except _PASS_THROUGH:
+                raise
+            except SandboxError as exc:
+                failure = exc
+        out: list[ToolResult] = []
+        position = 0
+        for tool, text in encoded:
+            if text is None:
+                out.append(
+                    ToolResult.failure(
+                        errors.INVALID_ARGUMENTS, f"tool `{tool}`: arguments are not JSON-serializable"
+                    )
+                )
+            elif failure is not None:
+                out.append(ToolResult.failure(failure.code, self._failure_text(failure)))
+            else:
+                out.append(parse_result(worker_results[position] if position < len(worker_results) else None))
+                position += 1
+        return out
+
+    def _failure_text(self, failure: SandboxError) -> str:
+        if not isinstance(failure, WorkerFailure):
+            return failure.message
+        if self._record.lost:
+            return f"{failure.message}; this session could not be restored: {self._record.lost}"
+        return f"{failure.message}; this session was restored to its state before the request"
+
+    # state
+    def state(self) -> dict[str, Any]:
+        record = self._usable()
+        reply = self._sandbox._request(
+            record, {"op": "state", "sid": record.sid}, timeout=self._sandbox._call_budget(1)
+        )
+        state = reply.get("state")
+        if not isinstance(state, dict):
+            raise SandboxError(f"session {record.sid}: the worker returned no state")
+        return state
+
+    def state_hash(self, *, fresh: bool = False) -> str:
+        """SHA-256 of the canonical state. Cached in the worker until a write succeeds; `fresh`
+        recomputes it (to catch a tool declared read-only that writes anyway)."""
+        record = self._usable()
+        message = {"op": "hash", "sid": record.sid, "fresh": fresh}
+        reply = self._sandbox._request(record, message, timeout=self._sandbox._call_budget(1))
+        return str(reply["hash"])
+
+    def describe(self) -> dict[str, Any]:
+        """The class's public methods and signatures, and any invalid tool schemas (for check_env)."""
+        record = self._usable()
+        return self._sandbox._request(
+            record, {"op": "describe", "sid": record.sid}, timeout=self._sandbox._call_budget(1)
+        )
+
+    def reset(self, init_config: Mapping[str, Any] | None = None) -> None:
+        """Rebuild the environment from `init_config` (default: the config it was last reset to)."""
+        record = self._usable()
+        config = dict(record.current_config if init_config is None else init_config)
+        key = record.current_key if init_config is None else config_key(config)
+        seed = config_seed(key)
+        message = {"op": "reset", "sid": record.sid, "config_key": key, "seed": seed}
+
+        def remember(reply: dict[str, Any]) -> None:
+            if reply.get("ok"):
+                self._sandbox._remember_reset(record, config, key, seed)
+
+        self._sandbox._request(
+            record,
+            message,
+            timeout=self._sandbox._call_budget(1),
+            payloads={"config": config},
+            on_reply=remember,
+        )
+
+    def snapshot(self) -> Snapshot:
+        record = self._usable()
+
+        def remember(reply: dict[str, Any]) -> None:
+            if reply.get("ok"):
+                record.snapshots += 1
+                self._sandbox._remember(record, ["snapshot"])
+
+        reply = self._sandbox._request(
+            record,
+            {"op": "snapshot", "sid": record.sid},
+            timeout=self._sandbox._call_budget(1),
+            on_reply=remember,
+        )
+        return Snapshot(session_id=record.sid, index=int(reply["index"]))
+
+    def restore(self, snapshot: Snapshot) -> None:
+        record = self._usable()
+        if snapshot.session_id != record.sid:
+            raise SandboxError(
+                f"snapshot belongs to session {snapshot.session_id}, not {record.sid}; restore it in its own session"
+            )
+
+        def remember(reply: dict[str, Any]) -> None:
+            if reply.get("ok"):
+                self._sandbox._remember(record, ["restore", snapshot.index])
+
+        self._sandbox._request(
+            record,
+            {"op": "restore", "sid": record.sid, "index": snapshot.index},
+            timeout=self._sandbox._call_budget(1),
+            on_reply=remember,
+        )
+
+    def close(self) -> None:
+        """Release the environment; safe to call more than once."""
+        self._sandbox._close_session(self._record, reason="closed by its owner")
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        status = "closed" if self.closed else "open"
+        return f"Session({self.id}, {self._record.bundle.class_name}, {status})"
