@@ -1,0 +1,830 @@
+"""The six problem families of solver-anchored tasks, each with its input contract and blueprint.
+
+budgeted selection (knapsack), assignment, shift scheduling with conflicts, supplier/facility
+selection, multi-constraint procurement mix and small-route planning. Each draws instances as
+environment states, states them as a MILP over binary decisions, and offers a greedy baseline so
+the size of the comparison space (how much better the optimum is) can be measured.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from datetime import date, timedelta
+from typing import Any
+
+from agentomnia.tasks.solver import evaluators
+from agentomnia.tasks.solver.contract import Blueprint, ContractField, InputContract, Trace
+from agentomnia.tasks.solver.family import Decision, Family, Plan, State, attr, entity
+from agentomnia.tasks.solver.milp import Milp, Row
+
+NAMES = ["Ava Chen", "Liam Patel", "Mia Garcia", "Noah Novak", "Zoe Kim", "Ethan Silva", "Lena Okafor", "Omar Rossi", "Iris Haddad", "Leo Tanaka", "Nora Larsen", "Kai Dubois"]  # fmt: skip
+CITIES = ["Lisbon", "Austin", "Osaka", "Lyon", "Denver", "Porto", "Seoul", "Leeds", "Turin", "Calgary"]
+
+
+def _key(prefix: str, i: int) -> str:
+    return f"{prefix}-{i:03d}"
+
+
+def _f(*spec: tuple[str, str, str, str]) -> tuple[ContractField, ...]:
+    return tuple(ContractField(field=f, meaning=m, scale=s, range=r) for f, m, s, r in spec)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class Knapsack(Family):
+    name = "knapsack"
+    title = "Budgeted project selection"
+    taxonomy_id = 20158  # Research / Project Manager
+    class_name = "GrantPortfolio"
+    description = "A research program's funding round: proposals with cost, theme and expected impact, and the program's budget and funding rules."
+    sense = "max"
+    objective_field = "total_impact"
+    evaluator = staticmethod(evaluators.evaluate_knapsack)
+    entities = (
+        entity("program", "programs", "PRG", "The funding program and its rules.", [
+            attr("name", "str"), attr("budget", "money", "total money available this round"),
+            attr("max_per_theme", "int", "at most this many proposals may be funded per theme"),
+        ]),
+        entity("proposal", "proposals", "PRP", "A project proposal seeking funding.", [
+            attr("title", "str"), attr("theme", "enum", enum=("climate", "health", "materials", "computing")),
+            attr("cost", "money", "requested funding"), attr("impact", "int", "expected impact score"),
+            attr("status", "enum", enum=("proposed", "funded"), default="proposed"),
+        ]),
+    )  # fmt: skip
+    decisions = (Decision("proposal", "funded", "proposed", "fund_proposal", "unfund_proposal",
+                          "Mark a proposal as funded in this round.", "Withdraw funding from a proposal (back to proposed)."),)  # fmt: skip
+    contract = InputContract(
+        family=name, summary="choose a subset of proposals maximizing total impact under a budget and a per-theme cap",
+        fields=_f(("proposals.cost", "money a proposal needs if funded", "currency units", "20000-120000"),
+                  ("proposals.impact", "expected benefit of funding it", "score", "10-95"),
+                  ("proposals.theme", "research theme, for the per-theme cap", "category", "4 themes"),
+                  ("programs.budget", "money available", "currency units", "about 40% of the total asked"),
+                  ("programs.max_per_theme", "funding cap per theme", "count", "2-3")),
+        feasibility=("funding nothing is always feasible", "degenerate when everything fits in the budget and caps"),
+        size="one program, 8-12 proposals",
+    )  # fmt: skip
+    blueprint = Blueprint(
+        family=name, sense="max", decisions={"proposals": "funded"},
+        objective=Trace(id="impact", role="objective", text="maximize the total impact of funded proposals", fields=("proposals.impact",)),
+        constraints=(
+            Trace(id="budget", role="explicit", text="funded costs stay within the budget", fields=("proposals.cost", "programs.budget")),
+            Trace(id="theme_cap", role="implicit", text="no more funded proposals per theme than the program allows", fields=("proposals.theme", "programs.max_per_theme")),
+            Trace(id="data_fixed", role="implicit", text="costs, impacts and rules are not edited", fields=("proposals.*", "programs.*")),
+        ),
+    )  # fmt: skip
+
+    def generate(self, rng: random.Random, *, ties: bool = False) -> State:
+        n = rng.randint(8, 12)
+        themes = self.entities[1].attribute("theme").enum  # type: ignore[union-attr]
+        words = [
+            "Coastal",
+            "Neural",
+            "Solar",
+            "Protein",
+            "Graphene",
+            "Quantum",
+            "Soil",
+            "Vaccine",
+            "Battery",
+            "Sensor",
+            "Polymer",
+            "Ocean",
+        ]
+        proposals = {}
+        for i in range(1, n + 1):
+            cost = rng.choice((40000, 60000, 80000)) if ties else rng.randrange(20000, 120001, 1000)
+            impact = rng.choice((30, 45, 60)) if ties else rng.randint(10, 95)
+            k = _key("PRP", i)
+            proposals[k] = {"proposal_id": k, "title": f"{words[i - 1]} study {i}", "theme": rng.choice(themes),
+                            "cost": float(cost), "impact": impact, "status": "proposed"}  # fmt: skip
+        budget = float(round(0.4 * sum(p["cost"] for p in proposals.values()), -3))
+        program = {"program_id": "PRG-001", "name": rng.choice(["Horizon", "Frontier", "Catalyst"]) + " Fund",
+                   "budget": budget, "max_per_theme": rng.choice((2, 3))}  # fmt: skip
+        return {"programs": {"PRG-001": program}, "proposals": proposals}
+
+    def model(self, state: Mapping[str, Any]) -> Milp:
+        keys = sorted(state["proposals"])
+        recs = [state["proposals"][k] for k in keys]
+        program = next(iter(state["programs"].values()))
+        rows = [Row(name="budget", coefs={i: r["cost"] for i, r in enumerate(recs)}, upper=program["budget"])]
+        for theme in sorted({r["theme"] for r in recs}):
+            idx = {i: 1.0 for i, r in enumerate(recs) if r["theme"] == theme}
+            rows.append(Row(name=f"theme_cap:{theme}", coefs=idx, upper=program["max_per_theme"]))
+        return Milp(sense="max", objective=[float(r["impact"]) for r in recs], rows=rows,
+                    binaries=[("proposals", k) for k in keys])  # fmt: skip
+
+    def baseline(self, state: Mapping[str, Any]) -> Plan:
+        program = next(iter(state["programs"].values()))
+        spent, per_theme, picked = 0.0, dict[str, int](), []
+        for r in sorted(
+            state["proposals"].values(), key=lambda r: (-r["impact"] / r["cost"], r["proposal_id"])
+        ):
+            if (
+                spent + r["cost"] <= program["budget"]
+                and per_theme.get(r["theme"], 0) < program["max_per_theme"]
+            ):
+                spent += r["cost"]
+                per_theme[r["theme"]] = per_theme.get(r["theme"], 0) + 1
+                picked.append(r["proposal_id"])
+        return {"proposals": sorted(picked)}
+
+    def query(self, state: Mapping[str, Any]) -> str:
+        program = next(iter(state["programs"].values()))
+        return (
+            f"I run the {program['name']} and need the final funding decisions for this round. Someone started a draft "
+            "selection in the system, but I don't trust it. Decide which proposals to fund so that we get the highest "
+            "possible total expected impact without going over the program's budget, and follow the program's own "
+            "funding rules. Record the decisions in the system (only the funding decisions should change) and tell me "
+            "the total impact and total cost of the final selection."
+        )
+
+
+class Assignment(Family):
+    name = "assignment"
+    title = "Driver-to-delivery assignment"
+    taxonomy_id = 20098  # Logistics / Transport Dispatcher
+    class_name = "DispatchBoard"
+    description = "A dispatch board: drivers with job limits, deliveries with time windows, and per-driver price quotes for each delivery."
+    sense = "min"
+    objective_field = "total_cost"
+    evaluator = staticmethod(evaluators.evaluate_assignment)
+    entities = (
+        entity("driver", "drivers", "DRV", "A driver who can take deliveries.", [
+            attr("name", "str"), attr("home_depot", "str"), attr("max_jobs", "int", "deliveries this driver may take today"),
+        ]),
+        entity("delivery", "deliveries", "DEL", "A delivery that needs exactly one driver.", [
+            attr("reference", "str"), attr("window", "enum", "delivery time window", enum=("morning", "afternoon", "evening")),
+        ]),
+        entity("quote", "quotes", "QUO", "A driver's price for one delivery; accepting it assigns the driver.", [
+            attr("driver_id", "ref", ref="driver"), attr("delivery_id", "ref", ref="delivery"), attr("cost", "money"),
+            attr("status", "enum", enum=("open", "accepted"), default="open"),
+        ]),
+    )  # fmt: skip
+    decisions = (Decision("quote", "accepted", "open", "accept_quote", "withdraw_quote",
+                          "Accept a driver's quote, assigning that driver to the delivery.", "Withdraw an accepted quote (back to open)."),)  # fmt: skip
+    contract = InputContract(
+        family=name, summary="assign each delivery to one quoting driver at minimum total cost",
+        fields=_f(("quotes.cost", "price of a driver doing a delivery", "currency units", "40-220"),
+                  ("drivers.max_jobs", "deliveries a driver may take", "count", "1-2"),
+                  ("deliveries.window", "time window; a driver does one delivery per window", "category", "3 windows"),
+                  ("quotes.driver_id/delivery_id", "which pairs are possible at all", "pairs", "about 70% of pairs")),
+        feasibility=("every delivery has at least two quotes", "total driver capacity covers the deliveries"),
+        size="4-6 drivers, 3-8 deliveries, up to 48 quotes",
+    )  # fmt: skip
+    blueprint = Blueprint(
+        family=name, sense="min", decisions={"quotes": "accepted"},
+        objective=Trace(id="cost", role="objective", text="minimize the total cost of accepted quotes", fields=("quotes.cost",)),
+        constraints=(
+            Trace(id="cover", role="explicit", text="every delivery has exactly one accepted quote", fields=("quotes.delivery_id", "deliveries.delivery_id")),
+            Trace(id="capacity", role="implicit", text="a driver takes at most max_jobs deliveries", fields=("quotes.driver_id", "drivers.max_jobs")),
+            Trace(id="window", role="implicit", text="a driver does at most one delivery per time window", fields=("deliveries.window", "quotes.driver_id")),
+            Trace(id="quoted_only", role="implicit", text="only drivers who quoted a delivery can take it", fields=("quotes.*",)),
+        ),
+    )  # fmt: skip
+
+    def generate(self, rng: random.Random, *, ties: bool = False) -> State:
+        m = rng.randint(4, 6)
+        drivers: dict[str, dict[str, Any]] = {}
+        for i in range(1, m + 1):
+            k = _key("DRV", i)
+            drivers[k] = {
+                "driver_id": k,
+                "name": NAMES[i - 1],
+                "home_depot": rng.choice(CITIES),
+                "max_jobs": rng.choice((1, 2, 2)),
+            }
+        cap = sum(d["max_jobs"] for d in drivers.values())
+        n = min(cap, rng.randint(max(3, m - 1), m + 2))
+        deliveries = {}
+        for j in range(1, n + 1):
+            k = _key("DEL", j)
+            deliveries[k] = {
+                "delivery_id": k,
+                "reference": f"DL-{rng.randint(10000, 99999)}",
+                "window": rng.choice(("morning", "afternoon", "evening")),
+            }
+        quotes: dict[str, dict[str, Any]] = {}
+        for dk in sorted(deliveries):
+            pool = [d for d in sorted(drivers) if rng.random() < 0.7]
+            while len(pool) < 2:
+                pool = sorted(set(pool) | {rng.choice(sorted(drivers))})
+            for drv in pool:
+                k = _key("QUO", len(quotes) + 1)
+                cost = rng.choice((80, 100, 120)) if ties else rng.randint(40, 220)
+                quotes[k] = {
+                    "quote_id": k,
+                    "driver_id": drv,
+                    "delivery_id": dk,
+                    "cost": float(cost),
+                    "status": "open",
+                }
+        return {"drivers": drivers, "deliveries": deliveries, "quotes": quotes}
+
+    def model(self, state: Mapping[str, Any]) -> Milp:
+        keys = sorted(state["quotes"])
+        q = [state["quotes"][k] for k in keys]
+        rows = [Row(name=f"cover:{d}", coefs={i: 1.0 for i, r in enumerate(q) if r["delivery_id"] == d}, lower=1, upper=1)
+                for d in sorted(state["deliveries"])]  # fmt: skip
+        for drv, rec in sorted(state["drivers"].items()):
+            mine = {i: 1.0 for i, r in enumerate(q) if r["driver_id"] == drv}
+            if mine:
+                rows.append(Row(name=f"capacity:{drv}", coefs=mine, upper=rec["max_jobs"]))
+            for window in ("morning", "afternoon", "evening"):
+                same = {i: 1.0 for i in mine if state["deliveries"][q[i]["delivery_id"]]["window"] == window}
+                if len(same) > 1:
+                    rows.append(Row(name=f"window:{drv}:{window}", coefs=same, upper=1))
+        return Milp(
+            sense="min", objective=[r["cost"] for r in q], rows=rows, binaries=[("quotes", k) for k in keys]
+        )
+
+    def baseline(self, state: Mapping[str, Any]) -> Plan:
+        load: dict[str, int] = {}
+        windows: dict[str, set[str]] = {}
+        picked = []
+        for dk in sorted(state["deliveries"]):
+            window = state["deliveries"][dk]["window"]
+            offers = sorted(
+                (r for r in state["quotes"].values() if r["delivery_id"] == dk),
+                key=lambda r: (r["cost"], r["quote_id"]),
+            )
+            for r in offers:
+                drv = r["driver_id"]
+                if load.get(drv, 0) < state["drivers"][drv]["max_jobs"] and window not in windows.get(
+                    drv, set()
+                ):
+                    load[drv] = load.get(drv, 0) + 1
+                    windows.setdefault(drv, set()).add(window)
+                    picked.append(r["quote_id"])
+                    break
+        return {"quotes": sorted(picked)}
+
+    def query(self, state: Mapping[str, Any]) -> str:
+        return (
+            f"We have {len(state['deliveries'])} deliveries to hand out to our drivers today and each driver has sent "
+            "prices for the jobs they can do. Some quotes were already accepted by a colleague, possibly badly. Make sure "
+            "every delivery ends up with exactly one driver at the lowest total cost we can get, without overloading "
+            "anyone or giving a driver two jobs in the same time window. Update the accepted quotes in the system "
+            "and tell me the total cost."
+        )
+
+
+class Shifts(Family):
+    name = "shift_scheduling"
+    title = "Shift staffing with conflicts"
+    taxonomy_id = 30006  # Scheduling / Team Schedule Coordination
+    class_name = "ShiftRoster"
+    description = "A team roster: employees with hourly rates and shift limits, shifts over several days, and who is available for which shift."
+    sense = "min"
+    objective_field = "total_cost"
+    evaluator = staticmethod(evaluators.evaluate_shifts)
+    entities = (
+        entity("employee", "employees", "EMP", "A team member.", [
+            attr("name", "str"), attr("hourly_rate", "money"), attr("max_shifts", "int", "shifts this person may work this week"),
+        ]),
+        entity("shift", "shifts", "SHF", "A shift that needs a number of people.", [
+            attr("label", "str"), attr("day", "date"), attr("start_hour", "int"), attr("end_hour", "int"),
+            attr("headcount", "int", "people needed"),
+        ]),
+        entity("availability", "availabilities", "AVL", "An employee's availability for one shift; scheduling it staffs the shift.", [
+            attr("employee_id", "ref", ref="employee"), attr("shift_id", "ref", ref="shift"),
+            attr("status", "enum", enum=("available", "scheduled"), default="available"),
+        ]),
+    )  # fmt: skip
+    decisions = (Decision("availability", "scheduled", "available", "schedule_availability", "release_availability",
+                          "Schedule the employee for the shift of this availability.", "Take the employee off that shift (back to available)."),)  # fmt: skip
+    contract = InputContract(
+        family=name, summary="staff every shift with its headcount from available people at minimum wage cost",
+        fields=_f(("employees.hourly_rate", "wage per hour", "currency units per hour", "18-40"),
+                  ("employees.max_shifts", "weekly shift limit", "count", "2-3"),
+                  ("shifts.day/start_hour/end_hour", "when the shift runs; overlaps conflict", "hours", "6-22, 4-8 h long"),
+                  ("shifts.headcount", "people needed", "count", "1-2"),
+                  ("availabilities", "who can work which shift", "pairs", "about 60% of pairs")),
+        feasibility=("each shift has more available people than it needs", "overlapping shifts cannot share a person"),
+        size="5-7 employees, 6-9 shifts over 3 days",
+    )  # fmt: skip
+    blueprint = Blueprint(
+        family=name, sense="min", decisions={"availabilities": "scheduled"},
+        objective=Trace(id="wages", role="objective", text="minimize total wages (rate times shift hours)", fields=("employees.hourly_rate", "shifts.start_hour", "shifts.end_hour")),
+        constraints=(
+            Trace(id="headcount", role="explicit", text="every shift gets exactly its headcount", fields=("shifts.headcount", "availabilities.shift_id")),
+            Trace(id="max_shifts", role="explicit", text="nobody works more shifts than their limit", fields=("employees.max_shifts",)),
+            Trace(id="overlap", role="implicit", text="nobody works two shifts that overlap in time", fields=("shifts.day", "shifts.start_hour", "shifts.end_hour")),
+            Trace(id="available_only", role="implicit", text="only available people are scheduled", fields=("availabilities.*",)),
+        ),
+    )  # fmt: skip
+
+    def generate(self, rng: random.Random, *, ties: bool = False) -> State:
+        employees = {}
+        for i in range(1, rng.randint(5, 7) + 1):
+            k = _key("EMP", i)
+            rate = rng.choice((20, 25, 30)) if ties else rng.randint(18, 40)
+            employees[k] = {
+                "employee_id": k,
+                "name": NAMES[i - 1],
+                "hourly_rate": float(rate),
+                "max_shifts": rng.choice((2, 3)),
+            }
+        shifts: dict[str, dict[str, Any]] = {}
+        day0 = date(2026, 3, 9)
+        for j in range(1, rng.randint(6, 9) + 1):
+            k = _key("SHF", j)
+            start = rng.choice((6, 8, 12, 14, 16))
+            length = rng.choice((4, 6, 8))
+            day = (day0 + timedelta(days=rng.randint(0, 2))).isoformat()
+            shifts[k] = {"shift_id": k, "label": f"Shift {j}", "day": day, "start_hour": start,
+                         "end_hour": min(22, start + length), "headcount": rng.choice((1, 1, 2))}  # fmt: skip
+        avail: dict[str, dict[str, Any]] = {}
+        for sk in sorted(shifts):
+            pool = [e for e in sorted(employees) if rng.random() < 0.6]
+            while len(pool) < shifts[sk]["headcount"] + 1:
+                pool = sorted(set(pool) | {rng.choice(sorted(employees))})
+            for e in pool:
+                k = _key("AVL", len(avail) + 1)
+                avail[k] = {"availability_id": k, "employee_id": e, "shift_id": sk, "status": "available"}
+        return {"employees": employees, "shifts": shifts, "availabilities": avail}
+
+    @staticmethod
+    def _overlap(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+        return bool(
+            a["day"] == b["day"] and a["start_hour"] < b["end_hour"] and b["start_hour"] < a["end_hour"]
+        )
+
+    def model(self, state: Mapping[str, Any]) -> Milp:
+        keys = sorted(state["availabilities"])
+        av = [state["availabilities"][k] for k in keys]
+        shifts, employees = state["shifts"], state["employees"]
+        cost = [
+            employees[a["employee_id"]]["hourly_rate"]
+            * (shifts[a["shift_id"]]["end_hour"] - shifts[a["shift_id"]]["start_hour"])
+            for a in av
+        ]
+        rows = [Row(name=f"headcount:{s}", coefs={i: 1.0 for i, a in enumerate(av) if a["shift_id"] == s},
+                    lower=shifts[s]["headcount"], upper=shifts[s]["headcount"]) for s in sorted(shifts)]  # fmt: skip
+        for e, rec in sorted(employees.items()):
+            mine = [i for i, a in enumerate(av) if a["employee_id"] == e]
+            if mine:
+                rows.append(
+                    Row(name=f"max_shifts:{e}", coefs={i: 1.0 for i in mine}, upper=rec["max_shifts"])
+                )
+            for x, i in enumerate(mine):
+                for j in mine[x + 1 :]:
+                    if self._overlap(shifts[av[i]["shift_id"]], shifts[av[j]["shift_id"]]):
+                        rows.append(
+                            Row(name=f"overlap:{e}:{keys[i]}:{keys[j]}", coefs={i: 1.0, j: 1.0}, upper=1)
+                        )
+        return Milp(sense="min", objective=cost, rows=rows, binaries=[("availabilities", k) for k in keys])
+
+    def baseline(self, state: Mapping[str, Any]) -> Plan:
+        shifts, employees = state["shifts"], state["employees"]
+        taken: dict[str, list[str]] = {}
+        picked = []
+        for sk in sorted(shifts, key=lambda s: (shifts[s]["day"], shifts[s]["start_hour"], s)):
+            options = sorted((a for a in state["availabilities"].values() if a["shift_id"] == sk),
+                             key=lambda a: (employees[a["employee_id"]]["hourly_rate"], a["availability_id"]))  # fmt: skip
+            need = shifts[sk]["headcount"]
+            for a in options:
+                if need == 0:
+                    break
+                mine = taken.get(a["employee_id"], [])
+                if len(mine) < employees[a["employee_id"]]["max_shifts"] and not any(
+                    self._overlap(shifts[o], shifts[sk]) for o in mine
+                ):
+                    taken.setdefault(a["employee_id"], []).append(sk)
+                    picked.append(a["availability_id"])
+                    need -= 1
+        return {"availabilities": sorted(picked)}
+
+    def query(self, state: Mapping[str, Any]) -> str:
+        return (
+            "Please finish next week's roster. Every shift needs exactly the number of people it asks for, people "
+            "can only work shifts they said they are available for and never more shifts than their weekly limit. "
+            "Keep the wage bill as low as possible and make sure nobody is booked on two shifts at the same time. "
+            "A partial roster is already in the system; fix it there and tell me the total wage cost."
+        )
+
+
+class Facility(Family):
+    name = "facility_selection"
+    title = "Supplier selection with single sourcing"
+    taxonomy_id = 20065  # Manufacturing / Supply Chain Specialist
+    class_name = "SupplierNetwork"
+    description = "A supply network: candidate suppliers with a contract fee and capacity, stores with weekly demand, and shipping lanes with unit costs."
+    sense = "min"
+    objective_field = "total_cost"
+    evaluator = staticmethod(evaluators.evaluate_facility)
+    entities = (
+        entity("supplier", "suppliers", "SUP", "A candidate supplier.", [
+            attr("name", "str"), attr("fixed_fee", "money", "weekly contract fee if contracted"),
+            attr("capacity", "int", "units per week it can ship"),
+            attr("status", "enum", enum=("inactive", "contracted"), default="inactive"),
+        ]),
+        entity("store", "stores", "STO", "A store that must be supplied by exactly one supplier.", [
+            attr("name", "str"), attr("city", "str"), attr("demand", "int", "units per week"),
+        ]),
+        entity("lane", "lanes", "LAN", "A possible shipping lane from a supplier to a store.", [
+            attr("supplier_id", "ref", ref="supplier"), attr("store_id", "ref", ref="store"),
+            attr("unit_cost", "money", "cost per unit shipped"), attr("status", "enum", enum=("unused", "active"), default="unused"),
+        ]),
+    )  # fmt: skip
+    decisions = (
+        Decision("supplier", "contracted", "inactive", "contract_supplier", "end_supplier_contract",
+                 "Sign a weekly contract with a supplier.", "End a supplier's contract (back to inactive)."),
+        Decision("lane", "active", "unused", "activate_lane", "deactivate_lane",
+                 "Start shipping over this lane.", "Stop using this lane."),
+    )  # fmt: skip
+    contract = InputContract(
+        family=name, summary="contract suppliers and give each store one lane, minimizing fees plus shipping",
+        fields=_f(("suppliers.fixed_fee", "weekly fee of a contract", "currency units", "2000-9000"),
+                  ("suppliers.capacity", "weekly shipping capacity", "units", "60-200"),
+                  ("stores.demand", "weekly demand", "units", "10-60"),
+                  ("lanes.unit_cost", "shipping cost per unit", "currency units", "1-9")),
+        feasibility=("every store has two or more lanes", "total capacity exceeds total demand by 30%"),
+        size="3-5 suppliers, 4-7 stores, up to 35 lanes",
+    )  # fmt: skip
+    blueprint = Blueprint(
+        family=name, sense="min", decisions={"suppliers": "contracted", "lanes": "active"},
+        objective=Trace(id="cost", role="objective", text="minimize contract fees plus shipping cost (unit cost times demand)",
+                        fields=("suppliers.fixed_fee", "lanes.unit_cost", "stores.demand")),
+        constraints=(
+            Trace(id="single_source", role="explicit", text="every store is served by exactly one active lane", fields=("lanes.store_id",)),
+            Trace(id="contracted", role="implicit", text="an active lane's supplier must be contracted", fields=("lanes.supplier_id", "suppliers.status")),
+            Trace(id="capacity", role="explicit", text="a supplier ships no more than its capacity", fields=("suppliers.capacity", "stores.demand")),
+        ),
+    )  # fmt: skip
+
+    def generate(self, rng: random.Random, *, ties: bool = False) -> State:
+        stores: dict[str, dict[str, Any]] = {}
+        for j in range(1, rng.randint(4, 7) + 1):
+            k = _key("STO", j)
+            stores[k] = {
+                "store_id": k,
+                "name": f"Store {CITIES[j - 1]}",
+                "city": CITIES[j - 1],
+                "demand": rng.randrange(10, 61, 5),
+            }
+        total = sum(s["demand"] for s in stores.values())
+        m = rng.randint(3, 5)
+        suppliers = {}
+        for i in range(1, m + 1):
+            k = _key("SUP", i)
+            fee = rng.choice((3000, 5000)) if ties else rng.randrange(2000, 9001, 250)
+            suppliers[k] = {"supplier_id": k, "name": f"{rng.choice(['Nordic', 'Atlas', 'Pacific', 'Summit', 'Delta'])} Supply {i}",
+                            "fixed_fee": float(fee), "capacity": max(60, int(math.ceil(1.3 * total / m * rng.uniform(1.0, 2.0)))),
+                            "status": "inactive"}  # fmt: skip
+        lanes: dict[str, dict[str, Any]] = {}
+        for sk in sorted(stores):
+            pool = [s for s in sorted(suppliers) if rng.random() < 0.75]
+            while len(pool) < 2:
+                pool = sorted(set(pool) | {rng.choice(sorted(suppliers))})
+            for s in pool:
+                k = _key("LAN", len(lanes) + 1)
+                unit = rng.choice((2.0, 4.0)) if ties else rng.randrange(2, 19) / 2
+                lanes[k] = {
+                    "lane_id": k,
+                    "supplier_id": s,
+                    "store_id": sk,
+                    "unit_cost": float(unit),
+                    "status": "unused",
+                }
+        return {"suppliers": suppliers, "stores": stores, "lanes": lanes}
+
+    def model(self, state: Mapping[str, Any]) -> Milp:
+        sup = sorted(state["suppliers"])
+        lane_keys = sorted(state["lanes"])
+        lanes = [state["lanes"][k] for k in lane_keys]
+        nsup = len(sup)
+        objective = [state["suppliers"][s]["fixed_fee"] for s in sup]
+        objective += [ln["unit_cost"] * state["stores"][ln["store_id"]]["demand"] for ln in lanes]
+        rows = [Row(name=f"single_source:{st}", coefs={nsup + i: 1.0 for i, ln in enumerate(lanes) if ln["store_id"] == st}, lower=1, upper=1)
+                for st in sorted(state["stores"])]  # fmt: skip
+        for si, s in enumerate(sup):
+            coefs = {
+                nsup + i: float(state["stores"][ln["store_id"]]["demand"])
+                for i, ln in enumerate(lanes)
+                if ln["supplier_id"] == s
+            }
+            coefs[si] = -float(state["suppliers"][s]["capacity"])
+            rows.append(Row(name=f"capacity:{s}", coefs=coefs, upper=0))
+            for i, ln in enumerate(lanes):
+                if ln["supplier_id"] == s:
+                    rows.append(
+                        Row(name=f"contracted:{lane_keys[i]}", coefs={nsup + i: 1.0, si: -1.0}, upper=0)
+                    )
+        return Milp(sense="min", objective=objective, rows=rows,
+                    binaries=[("suppliers", s) for s in sup] + [("lanes", k) for k in lane_keys])  # fmt: skip
+
+    def baseline(self, state: Mapping[str, Any]) -> Plan:
+        load: dict[str, int] = {}
+        active = []
+        for sk in sorted(state["stores"], key=lambda s: -state["stores"][s]["demand"]):
+            demand = state["stores"][sk]["demand"]
+            options = sorted(
+                (ln for ln in state["lanes"].values() if ln["store_id"] == sk),
+                key=lambda ln: (ln["unit_cost"], ln["lane_id"]),
+            )
+            for ln in options:
+                if (
+                    load.get(ln["supplier_id"], 0) + demand
+                    <= state["suppliers"][ln["supplier_id"]]["capacity"]
+                ):
+                    load[ln["supplier_id"]] = load.get(ln["supplier_id"], 0) + demand
+                    active.append(ln["lane_id"])
+                    break
+        return {"suppliers": sorted(load), "lanes": sorted(active)}
+
+    def query(self, state: Mapping[str, Any]) -> str:
+        return (
+            "We are re-tendering supply for our stores. Each store must get all its weekly volume from a single "
+            "supplier over one of the available shipping lanes, and no supplier may ship more than it can handle. "
+            "Choose which suppliers to contract and which lanes to use so that contract fees plus shipping costs "
+            "are as low as possible. Some contracts and lanes are already switched on from last quarter; leave the "
+            "system reflecting only the new plan and report the total weekly cost."
+        )
+
+
+class Procurement(Family):
+    name = "procurement_mix"
+    title = "Multi-constraint procurement mix"
+    taxonomy_id = 20072  # Retail / Purchasing Specialist
+    class_name = "ProcurementDesk"
+    description = "A purchasing desk: equipment requirements with minimum quantities, vendor offers that bundle several items, and the purchasing policy."
+    sense = "min"
+    objective_field = "total_cost"
+    evaluator = staticmethod(evaluators.evaluate_procurement)
+    entities = (
+        entity("policy", "policies", "POL", "The purchasing policy.", [
+            attr("name", "str"), attr("max_offers_per_vendor", "int", "at most this many offers may be ordered from one vendor"),
+        ]),
+        entity("requirement", "requirements", "REQ", "An item the team needs, with the minimum quantity.", [
+            attr("name", "str"), attr("minimum", "int"),
+        ]),
+        entity("offer", "offers", "OFR", "A vendor's bundled offer at a fixed price.", [
+            attr("vendor", "str"), attr("title", "str"), attr("price", "money"),
+            attr("status", "enum", enum=("available", "ordered"), default="available"),
+        ]),
+        entity("offer_line", "offer_lines", "OLN", "How many units of one required item an offer contains.", [
+            attr("offer_id", "ref", ref="offer"), attr("requirement_id", "ref", ref="requirement"), attr("units", "int"),
+        ]),
+    )  # fmt: skip
+    decisions = (Decision("offer", "ordered", "available", "order_offer", "cancel_offer",
+                          "Place an order for a whole offer.", "Cancel an order for an offer (back to available)."),)  # fmt: skip
+    contract = InputContract(
+        family=name, summary="order a set of bundled offers covering every minimum quantity at minimum total price",
+        fields=_f(("requirements.minimum", "units needed of an item", "units", "10-40"),
+                  ("offer_lines.units", "units of an item inside an offer", "units", "5-25"),
+                  ("offers.price", "price of an offer", "currency units", "about unit value times units, +/-20%"),
+                  ("offers.vendor", "who sells it, for the per-vendor cap", "name", "3-4 vendors"),
+                  ("policies.max_offers_per_vendor", "per-vendor cap", "count", "2-3")),
+        feasibility=("ordering every allowed offer covers every minimum", "instances the solver finds infeasible are discarded"),
+        size="3-4 requirements, 8-12 offers",
+    )  # fmt: skip
+    blueprint = Blueprint(
+        family=name, sense="min", decisions={"offers": "ordered"},
+        objective=Trace(id="spend", role="objective", text="minimize the total price of ordered offers", fields=("offers.price",)),
+        constraints=(
+            Trace(id="coverage", role="explicit", text="ordered offers contain at least the minimum of every item", fields=("offer_lines.units", "requirements.minimum")),
+            Trace(id="vendor_cap", role="implicit", text="no more offers from one vendor than the policy allows", fields=("offers.vendor", "policies.max_offers_per_vendor")),
+        ),
+    )  # fmt: skip
+
+    def generate(self, rng: random.Random, *, ties: bool = False) -> State:
+        items = [("laptops", 900), ("monitors", 250), ("docking stations", 180), ("headsets", 90)]
+        reqs: dict[str, dict[str, Any]] = {}
+        for i, (name, _) in enumerate(items[: rng.randint(3, 4)], start=1):
+            k = _key("REQ", i)
+            reqs[k] = {"requirement_id": k, "name": name, "minimum": rng.randrange(10, 41, 5)}
+        vendors = ["Brightline", "Corvex", "Meridian", "Tallis"][: rng.randint(3, 4)]
+        offers: dict[str, dict[str, Any]] = {}
+        lines: dict[str, dict[str, Any]] = {}
+        for o in range(1, rng.randint(8, 12) + 1):
+            ok = _key("OFR", o)
+            covered = rng.sample(sorted(reqs), k=rng.randint(1, min(3, len(reqs))))
+            value = 0.0
+            for rk in covered:
+                units = rng.choice((10, 15, 20)) if ties else rng.randint(5, 25)
+                lk = _key("OLN", len(lines) + 1)
+                lines[lk] = {"offer_line_id": lk, "offer_id": ok, "requirement_id": rk, "units": units}
+                value += units * dict(items)[reqs[rk]["name"]]
+            price = round(value * (1.0 if ties else rng.uniform(0.8, 1.2)), -2)
+            offers[ok] = {
+                "offer_id": ok,
+                "vendor": rng.choice(vendors),
+                "title": f"Bundle {o}",
+                "price": float(price),
+                "status": "available",
+            }
+        policy = {
+            "policy_id": "POL-001",
+            "name": "Team equipment policy",
+            "max_offers_per_vendor": rng.choice((2, 3)),
+        }
+        return {"policies": {"POL-001": policy}, "requirements": reqs, "offers": offers, "offer_lines": lines}
+
+    def model(self, state: Mapping[str, Any]) -> Milp:
+        keys = sorted(state["offers"])
+        index = {k: i for i, k in enumerate(keys)}
+        rows = []
+        for rk, req in sorted(state["requirements"].items()):
+            coefs: dict[int, float] = {}
+            for ln in state["offer_lines"].values():
+                if ln["requirement_id"] == rk:
+                    coefs[index[ln["offer_id"]]] = coefs.get(index[ln["offer_id"]], 0.0) + ln["units"]
+            rows.append(Row(name=f"coverage:{rk}", coefs=coefs, lower=req["minimum"]))
+        cap = next(iter(state["policies"].values()))["max_offers_per_vendor"]
+        for vendor in sorted({o["vendor"] for o in state["offers"].values()}):
+            rows.append(
+                Row(
+                    name=f"vendor_cap:{vendor}",
+                    coefs={index[k]: 1.0 for k in keys if state["offers"][k]["vendor"] == vendor},
+                    upper=cap,
+                )
+            )
+        return Milp(
+            sense="min",
+            objective=[state["offers"][k]["price"] for k in keys],
+            rows=rows,
+            binaries=[("offers", k) for k in keys],
+        )
+
+    def baseline(self, state: Mapping[str, Any]) -> Plan:
+        cap = next(iter(state["policies"].values()))["max_offers_per_vendor"]
+        got: dict[str, int] = {}
+        per_vendor: dict[str, int] = {}
+        picked: list[str] = []
+        units = {
+            k: {
+                ln["requirement_id"]: ln["units"]
+                for ln in state["offer_lines"].values()
+                if ln["offer_id"] == k
+            }
+            for k in state["offers"]
+        }
+        while any(got.get(r, 0) < q["minimum"] for r, q in state["requirements"].items()):
+
+            def gain(k: str) -> float:
+                need = sum(
+                    min(u, max(0, state["requirements"][r]["minimum"] - got.get(r, 0)))
+                    for r, u in units[k].items()
+                )
+                return need / state["offers"][k]["price"]
+
+            options = [
+                k
+                for k in sorted(state["offers"])
+                if k not in picked and per_vendor.get(state["offers"][k]["vendor"], 0) < cap and gain(k) > 0
+            ]
+            if not options:
+                break
+            best = max(options, key=gain)
+            picked.append(best)
+            per_vendor[state["offers"][best]["vendor"]] = (
+                per_vendor.get(state["offers"][best]["vendor"], 0) + 1
+            )
+            for r, u in units[best].items():
+                got[r] = got.get(r, 0) + u
+        return {"offers": sorted(picked)}
+
+    def query(self, state: Mapping[str, Any]) -> str:
+        needs = ", ".join(
+            f"{r['minimum']} {r['name']}"
+            for r in sorted(state["requirements"].values(), key=lambda r: r["requirement_id"])
+        )
+        return (
+            f"Our new office needs at least {needs}. Vendors only sell fixed bundles, so pick which offers to order so "
+            "that we cover every quantity at the lowest total price, staying within our purchasing policy. A few offers "
+            "were put on order by mistake earlier. Make the order list in the system match your choice and tell me "
+            "the total price."
+        )
+
+
+class Route(Family):
+    name = "route_planning"
+    title = "Small delivery route"
+    taxonomy_id = 20100  # Logistics / Delivery Courier
+    class_name = "CourierRoute"
+    description = "A courier's day: a depot and drop-off stops, and driving legs between every pair of stops with their minutes."
+    sense = "min"
+    objective_field = "total_minutes"
+    evaluator = staticmethod(evaluators.evaluate_route)
+    entities = (
+        entity("stop", "stops", "STP", "The depot or a drop-off stop.", [
+            attr("name", "str"), attr("address", "str"), attr("is_depot", "bool"),
+        ]),
+        entity("leg", "legs", "LEG", "Driving from one stop to another.", [
+            attr("from_stop", "ref", ref="stop"), attr("to_stop", "ref", ref="stop"), attr("minutes", "int"),
+            attr("status", "enum", enum=("unplanned", "planned"), default="unplanned"),
+        ]),
+    )  # fmt: skip
+    decisions = (Decision("leg", "planned", "unplanned", "plan_leg", "unplan_leg",
+                          "Put a leg on today's route.", "Take a leg off today's route."),)  # fmt: skip
+    contract = InputContract(
+        family=name, summary="one round trip from the depot through every stop with the fewest driving minutes",
+        fields=_f(("legs.minutes", "driving time of a leg (may differ by direction)", "minutes", "4-60"),
+                  ("stops.is_depot", "where the route starts and ends", "flag", "one depot"),
+                  ("legs.from_stop/to_stop", "direction of a leg", "pairs", "every ordered pair")),
+        feasibility=("a leg exists between every ordered pair of stops",),
+        size="5-7 stops, 20-42 legs",
+    )  # fmt: skip
+    blueprint = Blueprint(
+        family=name, sense="min", decisions={"legs": "planned"},
+        objective=Trace(id="minutes", role="objective", text="minimize the total driving minutes of planned legs", fields=("legs.minutes",)),
+        constraints=(
+            Trace(id="degree", role="explicit", text="every stop is entered and left exactly once", fields=("legs.from_stop", "legs.to_stop")),
+            Trace(id="one_loop", role="implicit", text="the planned legs form one loop from the depot (no separate sub-loops)", fields=("stops.is_depot", "legs.*")),
+        ),
+    )  # fmt: skip
+
+    def generate(self, rng: random.Random, *, ties: bool = False) -> State:
+        n = rng.randint(5, 7)
+        streets = ["Harbor", "Cedar", "Maple", "Summit", "River", "Willow", "Quartz"]
+        points = {}
+        stops = {}
+        for i in range(1, n + 1):
+            k = _key("STP", i)
+            points[k] = (rng.randint(0, 10), rng.randint(0, 10))
+            stops[k] = {"stop_id": k, "name": "Depot" if i == 1 else f"Drop-off {i - 1}",
+                        "address": f"{rng.randint(1, 400)} {streets[i - 1]} St", "is_depot": i == 1}  # fmt: skip
+        legs: dict[str, dict[str, Any]] = {}
+        for a in sorted(stops):
+            for b in sorted(stops):
+                if a == b:
+                    continue
+                dist = math.dist(points[a], points[b])
+                minutes = int(round(4 + 4 * dist)) if ties else int(round(4 + 4 * dist + rng.randint(0, 6)))
+                k = _key("LEG", len(legs) + 1)
+                legs[k] = {
+                    "leg_id": k,
+                    "from_stop": a,
+                    "to_stop": b,
+                    "minutes": minutes,
+                    "status": "unplanned",
+                }
+        return {"stops": stops, "legs": legs}
+
+    def model(self, state: Mapping[str, Any]) -> Milp:
+        keys = sorted(state["legs"])
+        legs = [state["legs"][k] for k in keys]
+        stops = sorted(state["stops"])
+        depot = next(s for s in stops if state["stops"][s]["is_depot"])
+        others = [s for s in stops if s != depot]
+        n, nb = len(stops), len(keys)
+        u = {s: nb + i for i, s in enumerate(others)}
+        rows = []
+        for s in stops:
+            rows.append(
+                Row(
+                    name=f"leave:{s}",
+                    coefs={i: 1.0 for i, lg in enumerate(legs) if lg["from_stop"] == s},
+                    lower=1,
+                    upper=1,
+                )
+            )
+            rows.append(
+                Row(
+                    name=f"enter:{s}",
+                    coefs={i: 1.0 for i, lg in enumerate(legs) if lg["to_stop"] == s},
+                    lower=1,
+                    upper=1,
+                )
+            )
+        for i, lg in enumerate(legs):  # Miller-Tucker-Zemlin ordering forbids loops that skip the depot
+            a, b = lg["from_stop"], lg["to_stop"]
+            if a != depot and b != depot:
+                rows.append(
+                    Row(
+                        name=f"one_loop:{keys[i]}",
+                        coefs={u[a]: 1.0, u[b]: -1.0, i: float(n - 1)},
+                        upper=n - 2,
+                    )
+                )
+        return Milp(sense="min", objective=[float(lg["minutes"]) for lg in legs] + [0.0] * len(others), rows=rows,
+                    binaries=[("legs", k) for k in keys], aux_bounds=[(1.0, float(n - 1))] * len(others))  # fmt: skip
+
+    def baseline(self, state: Mapping[str, Any]) -> Plan:
+        stops = sorted(state["stops"])
+        depot = next(s for s in stops if state["stops"][s]["is_depot"])
+        by_pair = {(lg["from_stop"], lg["to_stop"]): lg for lg in state["legs"].values()}
+        here, left, picked = depot, set(stops) - {depot}, []
+        while left:
+            nxt = min(sorted(left), key=lambda s: by_pair[(here, s)]["minutes"])
+            picked.append(by_pair[(here, nxt)]["leg_id"])
+            left.discard(nxt)
+            here = nxt
+        picked.append(by_pair[(here, depot)]["leg_id"])
+        return {"legs": sorted(picked)}
+
+    def query(self, state: Mapping[str, Any]) -> str:
+        return (
+            f"I have to drive from our depot to all {len(state['stops']) - 1} drop-off points today and come back. "
+            "Plan the route in the system so that I visit every stop exactly once in one single round trip and "
+            "spend as few minutes driving as possible. Yesterday's legs may still be marked as planned; clear "
+            "whatever doesn't belong to today's route and tell me the total driving time."
+        )
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f for f in (Knapsack(), Assignment(), Shifts(), Facility(), Procurement(), Route())
+}

@@ -1,0 +1,240 @@
+"""The shape every solver problem family shares, and the environment built around one instance.
+
+A family knows its entities, how to draw an instance (the initial state itself: the agent reads
+the data through tools and writes its plan by moving decision records to a chosen status), how to
+state the instance as a MILP, a greedy baseline, and how to phrase the request. Everything else —
+the EnvSpec and its tools, the draft plan, the solution as tool calls — is derived here once, so the
+six families differ only in what is really different about them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec
+from agentomnia.tasks.models import ReferenceCall
+from agentomnia.tasks.solver import evaluators
+from agentomnia.tasks.solver.contract import Blueprint, InputContract
+from agentomnia.tasks.solver.milp import Milp, Sense
+from agentomnia.taxonomy import Coordinate
+from agentomnia.taxonomy.knowledge import Relation
+
+State = dict[str, dict[str, dict[str, Any]]]
+Plan = dict[str, list[str]]  # decision table -> keys whose status is the decision value
+
+CAPABILITIES = ("data_analysis", "information_gathering", "planning_decision", "state_management", "tool_use")
+
+
+def attr(name: str, type_: str, description: str = "", **extra: Any) -> AttributeSpec:
+    return AttributeSpec(name=name, type=type_, description=description, **extra)  # type: ignore[arg-type]
+
+
+def entity(
+    name: str, table: str, prefix: str, description: str, attributes: list[AttributeSpec]
+) -> EntitySpec:
+    key = f"{name}_id"
+    return EntitySpec(
+        name=name,
+        table=table,
+        description=description,
+        key=key,
+        id_prefix=prefix,
+        attributes=(attr(key, "str", f"id of the {name.replace('_', ' ')}"), *attributes),
+    )
+
+
+class Decision:
+    """A decision table: records move between `off` and `on` through two transition tools."""
+
+    def __init__(
+        self, entity: str, on: str, off: str, select: str, release: str, select_text: str, release_text: str
+    ):
+        self.entity, self.on, self.off = entity, on, off
+        self.select, self.release = select, release
+        self.select_text, self.release_text = select_text, release_text
+
+
+class Family(ABC):
+    """Base of the problem families; subclasses fill the class attributes and four methods."""
+
+    name: str
+    title: str
+    taxonomy_id: int
+    class_name: str
+    description: str
+    sense: Sense
+    objective_field: str  # the answer field that reports the objective
+    entities: tuple[EntitySpec, ...]
+    decisions: tuple[Decision, ...]
+    contract: InputContract
+    blueprint: Blueprint
+    evaluator: Callable[[Any, Any], dict[str, Any]]
+    atoms: tuple[str, ...] = ("dynamic_planning", "structured_information", "ambiguous_goal")
+    primary: str = "dynamic_planning"
+
+    # -- what each family defines ------------------------------------------------------------
+
+    @abstractmethod
+    def generate(self, rng: random.Random, *, ties: bool = False) -> State:
+        """A fresh instance as an initial state, every decision record at its `off` value."""
+
+    @abstractmethod
+    def model(self, state: Mapping[str, Any]) -> Milp:
+        """The instance as a MILP whose binary variables are the decision records."""
+
+    @abstractmethod
+    def baseline(self, state: Mapping[str, Any]) -> Plan:
+        """A greedy plan a careful clerk might make; it may be infeasible or suboptimal."""
+
+    @abstractmethod
+    def query(self, state: Mapping[str, Any]) -> str:
+        """The public request: goal and explicit constraints in plain words; implicit ones left to find."""
+
+    # -- derived -----------------------------------------------------------------------------
+
+    def table(self, entity_name: str) -> str:
+        return next(e.table for e in self.entities if e.name == entity_name)
+
+    def decision_tables(self) -> dict[str, Decision]:
+        return {self.table(d.entity): d for d in self.decisions}
+
+    def coordinate(self) -> Coordinate:
+        return Coordinate.for_domain(self.taxonomy_id, CAPABILITIES, self.atoms, self.primary)
+
+    def spec(self) -> EnvSpec:
+        relations = tuple(
+            Relation(
+                source=e.name, attr=a.name, target=a.ref or "", description=f"{e.name} belongs to a {a.ref}"
+            )
+            for e in self.entities
+            for a in e.attributes
+            if a.type == "ref"
+        )
+        return EnvSpec(
+            name=f"solver-{self.name}",
+            class_name=self.class_name,
+            description=self.description,
+            coordinate=self.coordinate(),
+            candidate_id=f"solver:{self.name}",
+            seed_ids=(),
+            entities=self.entities,
+            relations=relations,
+            rules=(),
+            tools=tuple(self._tools()),
+        )
+
+    def _tools(self) -> list[ToolSpec]:
+        tools: list[ToolSpec] = []
+        for e in self.entities:
+            label = e.name.replace("_", " ")
+            filters = {
+                a.name: a.name for a in e.attributes if a.type in ("ref", "enum", "bool") and a.name != e.key
+            }
+            props: dict[str, Any] = {p: e.attribute(p).json_schema() for p in filters}  # type: ignore[union-attr]
+            props["limit"] = {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 100,
+                "description": "at most this many records (default 20)",
+            }
+            tools.append(
+                ToolSpec(
+                    name=f"list_{e.table}",
+                    description=f"List {e.table.replace('_', ' ')}, optionally filtered; returns items and the total count.",
+                    kind="read", op="list", entity=e.name,
+                    parameters={"type": "object", "properties": props, "required": [], "additionalProperties": False},
+                    binding={"filters": filters},
+                )
+            )  # fmt: skip
+            key_schema = {"type": "string", "description": f"id of the {label} (e.g. {e.id_prefix}-001)"}
+            tools.append(
+                ToolSpec(
+                    name=f"get_{e.name}",
+                    description=f"Get one {label} by its id, with every field.",
+                    kind="read", op="get", entity=e.name,
+                    parameters={"type": "object", "properties": {e.key: key_schema}, "required": [e.key], "additionalProperties": False},
+                    binding={"key": e.key},
+                )
+            )  # fmt: skip
+        for d in self.decisions:
+            e = next(x for x in self.entities if x.name == d.entity)
+            key_schema = {"type": "string", "description": f"id of the {e.name.replace('_', ' ')}"}
+            for name, value, text in ((d.select, d.on, d.select_text), (d.release, d.off, d.release_text)):
+                tools.append(
+                    ToolSpec(
+                        name=name, description=text, kind="write", op="transition", entity=e.name,
+                        parameters={"type": "object", "properties": {e.key: key_schema}, "required": [e.key], "additionalProperties": False},
+                        binding={"key": e.key, "attr": "status", "value": value},
+                    )
+                )  # fmt: skip
+        return tools
+
+    def apply(self, state: Mapping[str, Any], plan: Plan) -> State:
+        """The state with exactly the plan's records at their decision value (others at `off`)."""
+        out: State = {
+            t: {k: dict(r) for k, r in recs.items()} for t, recs in state.items() if isinstance(recs, dict)
+        }
+        for table, d in self.decision_tables().items():
+            chosen = set(plan.get(table, []))
+            for key, record in out.get(table, {}).items():
+                record["status"] = d.on if key in chosen else d.off
+        return out
+
+    def plan_of(self, state: Mapping[str, Any]) -> Plan:
+        return {
+            table: sorted(k for k, r in (state.get(table) or {}).items() if r.get("status") == d.on)
+            for table, d in self.decision_tables().items()
+        }
+
+    def plan_from_refs(self, refs: Any) -> Plan:
+        plan: Plan = {t: [] for t in self.decision_tables()}
+        for table, key in refs:
+            plan.setdefault(table, []).append(key)
+        return {t: sorted(v) for t, v in plan.items()}
+
+    def calls_to(self, state: Mapping[str, Any], target: Plan) -> list[ReferenceCall]:
+        """The writes that turn the plan in `state` into `target`: releases first, then selections."""
+        current = self.plan_of(state)
+        releases: list[ReferenceCall] = []
+        selects: list[ReferenceCall] = []
+        for table, d in self.decision_tables().items():
+            key_attr = next(e.key for e in self.entities if e.table == table)
+            now, want = set(current.get(table, [])), set(target.get(table, []))
+            for key in sorted(now - want):
+                releases.append(
+                    ReferenceCall(
+                        tool=d.release,
+                        args={key_attr: key},
+                        sources={key_attr: f"s0:{table}.{key}.{key_attr}"},
+                    )
+                )
+            for key in sorted(want - now):
+                selects.append(
+                    ReferenceCall(
+                        tool=d.select,
+                        args={key_attr: key},
+                        sources={key_attr: f"s0:{table}.{key}.{key_attr}"},
+                    )
+                )
+        return releases + selects
+
+    def verifier_code(self, objective: float, *, tolerance: float = 1e-6, proven: bool = True) -> str:
+        """check_func(final_state): the plan keeps every constraint and matches or beats `objective`."""
+        helpers = "\n\n".join(inspect.getsource(f) for f in (evaluators.data_problems, evaluators.chosen))
+        body = inspect.getsource(self.evaluator)
+        compare = ">=" if self.sense == "max" else "<="
+        bound = f"OPTIMUM - {tolerance!r}" if self.sense == "max" else f"OPTIMUM + {tolerance!r}"
+        return (
+            "from __future__ import annotations\n\n"
+            f"# {self.title}: the plan must keep every constraint and reach an objective {compare} the "
+            f"{'solver optimum' if proven else 'reference plan (not proven optimal)'}.\n"
+            f"OPTIMUM = {objective!r}\n\n"
+            f"{helpers}\n\n{body}\n\n"
+            "def check_func(final_state):\n"
+            f"    result = {self.evaluator.__name__}(initial_state, final_state)\n"
+            f"    return bool(result['feasible'] and result['objective'] {compare} {bound})\n"
+        )

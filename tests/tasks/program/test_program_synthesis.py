@@ -1,0 +1,179 @@
+"""Program tasks on an environment built in this test session: synthesis, oracle, replay, leakage."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentomnia.envs.build import BuiltEnv
+from agentomnia.envs.state import state_violations
+from agentomnia.llm.protocol import LLMResponse, Usage
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.tasks.models import Task
+from agentomnia.tasks.program import (
+    check_program_task,
+    control_flow,
+    propose_plans,
+    query_problems,
+    render,
+    render_query,
+    synthesize_program_tasks,
+)
+
+
+@pytest.fixture(scope="module")
+def synthesized(parcel_bundle: Path, sandbox: Sandbox) -> tuple[list[Task], list[Any]]:
+    return synthesize_program_tasks(parcel_bundle, sandbox, n=3, seed=0)
+
+
+def test_tasks_have_loops_branches_and_clean_queries(
+    synthesized: tuple[list[Task], list[Any]], parcel_env: BuiltEnv
+) -> None:
+    tasks, _ = synthesized
+    assert len(tasks) == 3
+    for task in tasks:
+        assert task.kind == "program" and task.reference_program
+        flow = control_flow(task.reference_program)
+        assert flow.loops >= 1 and flow.branches >= 1
+        assert query_problems(task.query, parcel_env.spec) == []
+        assert task.expected_answer["changed"] and task.expected_answer["count"] == len(
+            task.expected_answer["changed"]
+        )
+        assert state_violations(parcel_env.spec, task.init_config) == []
+        assert task.coordinate.primary_difficulty == "dynamic_planning"
+        assert "iterate_over_items" in task.metadata["levers"]
+    # arguments are grounded: ids written come from earlier outputs, not invented
+    writes = {t.name for t in parcel_env.spec.tools if t.kind == "write"}
+    for task in tasks:
+        for call in task.reference_calls:
+            if call.tool in writes:
+                assert any(src.startswith(("out:", "s0:")) for src in call.sources.values()), call
+
+
+def test_oracle_reference_passes_empty_and_one_wrong_item_fail(
+    synthesized: tuple[list[Task], list[Any]], parcel_bundle: Path, sandbox: Sandbox
+) -> None:
+    bundle = Bundle.load(parcel_bundle)
+    for task in synthesized[0]:
+        report = check_program_task(task, sandbox, bundle)
+        assert report.passed and report.reference_passes and report.empty_fails and report.wrong_item_fails, (
+            report
+        )
+
+
+def test_reexecution_from_init_config_reproduces_calls_and_answer(
+    synthesized: tuple[list[Task], list[Any]], parcel_bundle: Path, sandbox: Sandbox
+) -> None:
+    bundle = Bundle.load(parcel_bundle)
+    task = synthesized[0][0]
+    session = sandbox.open(bundle, task.init_config)
+    result = sandbox.run_program(task.reference_program or "", session)
+    final = session.state()
+    session.close()
+    assert result.answer == task.expected_answer
+    assert [(c.tool, c.arguments) for c in result.calls] == [(c.tool, c.args) for c in task.reference_calls]
+    # an extra record changed the same way fails too (collateral change)
+    changed = {(d["table"], d["key"]) for d in task.expected_diff}
+    d0 = task.expected_diff[0]
+    other = next(k for k in sorted(final[d0["table"]]) if (d0["table"], k) not in changed)
+    broken = copy.deepcopy(final)
+    broken[d0["table"]][other][d0["field"]] = d0["after"]
+    if broken != final:
+        assert sandbox.run_check(task.verifier_code or "", task.init_config, broken).passed is False
+
+
+def test_every_rejection_says_why(synthesized: tuple[list[Task], list[Any]]) -> None:
+    for rejection in synthesized[1]:
+        assert rejection.kind == "program" and rejection.stage and len(rejection.reason) > 10
+
+
+def test_leakage_checker_fails_tool_names_keys_and_steps(parcel_env: BuiltEnv) -> None:
+    spec = parcel_env.spec
+    tool = next(t for t in spec.tools if "_" in t.name)
+    key = next(p for t in spec.tools for p in t.parameters.get("properties", {}) if "_" in p)
+    assert query_problems(f"Please run {tool.name} on every record.", spec)
+    assert query_problems(f"Set {key} for every late record.", spec)
+    assert query_problems("Step 1: list the claims. Step 2: approve them.", spec)
+    plan = propose_plans(spec, parcel_env.s0, __import__("random").Random(3))[0]
+    assert query_problems(render_query(spec, plan), spec) == []
+
+
+def test_debug_loop_repairs_a_refused_move_or_drops_with_reason(
+    parcel_env: BuiltEnv, parcel_bundle: Path, sandbox: Sandbox
+) -> None:
+    import random
+
+    from agentomnia.tasks.program import debug_program
+    from agentomnia.tasks.program.plan import Predicate
+
+    spec, s0 = parcel_env.spec, parcel_env.s0
+    plans = [
+        p
+        for p in propose_plans(spec, s0, random.Random(0))
+        if p.template == "filter_write" and p.write.allowed_from
+    ]
+    assert plans, "the parcel environment has a guarded transition to exercise"
+    plan = plans[0]
+    everything = Predicate(attr=plan.predicate.attr, op=">=", value="0000-01-01" if plan.predicate.kind == "date" else -1e12,
+                           kind=plan.predicate.kind)  # fmt: skip
+    plan = plan.model_copy(update={"predicate": everything, "list_args": {"limit": plan.list_args["limit"]}})
+    bundle = Bundle.load(parcel_bundle)
+    result = debug_program(sandbox, bundle, spec, s0, plan=plan, budget=3)
+    assert not isinstance(result, str), result
+    assert result.attempts[-1].error is None
+    # some records cannot make the move from their status: the first run's trace drove a repair
+    assert len(result.attempts) > 1 and result.attempts[0].failed_calls and result.attempts[0].repair
+    dropped = debug_program(
+        sandbox, bundle, spec, s0, source="def solve(call):\n    raise ValueError('broken')\n", budget=2
+    )
+    assert isinstance(dropped, str) and "unresolved" in dropped and "broken" in dropped
+
+
+def test_control_flow_counts_loops_and_branches() -> None:
+    assert not control_flow("def solve(call):\n    return call('x')\n").ok
+    flow = control_flow("def solve(call):\n    out = [i for i in range(3) if i]\n    return out\n")
+    assert flow.loops == 1 and flow.branches == 1
+
+
+class TemplateModel:
+    """Stands in for a model: proposes a template program as if it had written it."""
+
+    model = "template-stub"
+
+    def __init__(self, spec: Any, state: Mapping[str, Any]) -> None:
+        import random
+
+        plan = next(p for p in propose_plans(spec, state, random.Random(5)) if p.template == "join_write")
+        self.naive = render(plan)  # raises on a refused write
+        self.plan = plan.model_copy(update={"record_refusals": True, "guard_status": True})
+        self.spec = spec
+        self.repairs = 0
+
+    def complete(self, messages: Sequence[Mapping[str, Any]], **_: Any) -> LLMResponse:
+        prompt = str(messages[-1]["content"])
+        if "It failed" in prompt:  # asked to repair from a trace: answer with the robust program
+            self.repairs += 1
+            return LLMResponse(text="```python\n" + render(self.plan) + "```", request_hash="stub")
+        data = {"query": render_query(self.spec, self.plan), "intent": "join rule", "program": self.naive}
+        return LLMResponse(text=json.dumps(data), data=data, request_hash="stub")
+
+    @property
+    def usage(self) -> Usage:
+        return Usage()
+
+
+def test_model_proposed_program_goes_through_the_same_checks(
+    parcel_env: BuiltEnv, parcel_bundle: Path, sandbox: Sandbox
+) -> None:
+    model = TemplateModel(parcel_env.spec, parcel_env.s0)
+    tasks, rejections = synthesize_program_tasks(parcel_bundle, sandbox, n=1, seed=1, llm=model)
+    assert len(tasks) == 1, rejections
+    assert tasks[0].internal_spec["template"] == "llm" and tasks[0].metadata["template"] == "llm", rejections
+    assert model.repairs >= 1 and tasks[0].metadata["repairs"] >= 1  # the trace drove a model-written repair
+    assert check_program_task(tasks[0], sandbox, Bundle.load(parcel_bundle)).passed

@@ -1,0 +1,80 @@
+"""The solver synthesis entry points: every family in one run, and the solver-guided strategy."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentomnia.envs.spec import EnvSpec
+from agentomnia.llm.protocol import LLMResponse, Usage
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.tasks.leakage import leakage_problems
+from agentomnia.tasks.solver import (
+    FAMILIES,
+    GUIDED_OFFLINE_NOTE,
+    synthesize_guided_tasks,
+    synthesize_solver_tasks,
+)
+
+
+def test_one_task_per_family_with_verified_bundles(sandbox: Sandbox, tmp_path: Path) -> None:
+    tasks, dirs, rejections = synthesize_solver_tasks(sandbox, per_family=1, out_dir=tmp_path, seed=5)
+    assert sorted(t.metadata["family"] for t in tasks) == sorted(FAMILIES)
+    assert len(dirs) == len(tasks) and all((d / "verification.json").exists() for d in dirs)
+    for task, folder in zip(tasks, dirs, strict=True):
+        assert task.env_id == folder.name
+        assert json.loads((folder / "verification.json").read_text())["verified"] is True
+        spec = EnvSpec.model_validate_json((folder / "spec.json").read_text())
+        assert leakage_problems(task.query, spec, forbid_ids=True) == []
+        assert task.coordinate.primary_difficulty == "dynamic_planning"
+        assert task.internal_spec["artifact"]["status"] == "optimal"
+        assert task.rubric[0].check is not None and task.rubric[0].check.kind == "verifier"
+    assert all(r.reason for r in rejections)
+
+
+def test_unknown_family_is_refused(sandbox: Sandbox, tmp_path: Path) -> None:
+    try:
+        synthesize_solver_tasks(sandbox, families=["nope"], per_family=1, out_dir=tmp_path)
+    except ValueError as exc:
+        assert "knapsack" in str(exc)
+    else:
+        raise AssertionError("an unknown family must be refused")
+
+
+def test_guided_offline_skips_with_a_note(sandbox: Sandbox, tmp_path: Path) -> None:
+    tasks, dirs, rejections, notes = synthesize_guided_tasks(sandbox, None, out_dir=tmp_path)
+    assert (tasks, dirs, rejections) == ([], [], []) and notes == [GUIDED_OFFLINE_NOTE]
+
+
+class GreedyModel:
+    """Stands in for a model: answers with the family's greedy plan for the data in the prompt."""
+
+    model = "greedy-stub"
+
+    def complete(self, messages: Sequence[Mapping[str, Any]], **_: Any) -> LLMResponse:
+        text = str(messages[-1]["content"])
+        title = text.split(" instance.")[0].removeprefix("Solve this ")
+        family = next(f for f in FAMILIES.values() if f.title == title)
+        data = json.loads(re.search(r"Data: (\{.*\})\n", text).group(1))  # type: ignore[union-attr]
+        return LLMResponse(text="", data={"plan": family.baseline(data)}, request_hash="stub")
+
+    @property
+    def usage(self) -> Usage:
+        return Usage()
+
+
+def test_guided_tasks_accept_equal_or_better_and_say_not_proven(sandbox: Sandbox, tmp_path: Path) -> None:
+    tasks, _, rejections, notes = synthesize_guided_tasks(
+        sandbox, GreedyModel(), families=["facility_selection"], per_family=3, out_dir=tmp_path
+    )
+    assert notes == [] and tasks, rejections
+    for task in tasks:
+        assert task.kind == "solver_guided" and "NOT proven optimal" in task.rubric[0].text
+        family = FAMILIES["facility_selection"]
+        optimum = task.internal_spec["artifact"]["plan"]
+        # the solver's optimum is at least as good as the model's plan, so it passes
+        final = family.apply(task.init_config, optimum)
+        assert sandbox.run_check(task.verifier_code or "", task.init_config, final).passed is True

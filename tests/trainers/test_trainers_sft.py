@@ -1,0 +1,51 @@
+"""SFT: assistant-only loss masks tool results; the loss drops by at least 30% on CPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainers.demo import save_sft_dataset
+from trainers.sft import SFTSettings, build_sft_trainer, load_sft_dataset
+
+
+@pytest.mark.slow
+def test_tool_results_and_prompts_are_masked_and_tool_calls_trained(
+    rows: Any, tiny_model: Any, tmp_path: Path
+) -> None:
+    path = save_sft_dataset(rows[0], tmp_path / "sft")
+    trainer = build_sft_trainer(load_sft_dataset(path), SFTSettings(model=tiny_model), tmp_path / "out")
+    example = trainer.train_dataset[0]
+    tokenizer = trainer.processing_class
+    ids = example["input_ids"]
+    mask = [label != -100 for label in example["labels"]]  # the trainer's labels: -100 where not trained
+    trained = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m])
+    masked = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if not m])
+    tool_content = json.loads(rows[0][0]["messages"][3]["content"])
+    assert '"name": "create_task"' in trained and "<|im_end|>" in trained
+    assert "<tool_response>" in masked and "<tool_response>" not in trained
+    assert json.dumps(tool_content["data"]["title"]) in masked and "# Tools" in masked
+    assert "Create a task titled" not in trained  # the user turn is context, not a target
+    assert trained.rstrip().endswith("<|im_end|>")
+
+
+@pytest.mark.slow
+def test_sft_loss_drops_and_checkpoint_is_complete(sft_checkpoint: Any) -> None:
+    report = sft_checkpoint
+    assert report.steps == 30 and len(report.loss_history) == 10
+    assert report.loss_drop is not None and report.loss_drop >= 0.3, report.loss_history
+    folder = report.checkpoint
+    for name in (
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "sft_curves.png",
+        "train_report.json",
+    ):
+        assert (folder / name).is_file(), name
+    assert json.loads((folder / "train_report.json").read_text())["kind"] == "sft"
+    assert report.seconds < 120

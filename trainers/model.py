@@ -1,0 +1,182 @@
+"""Base models for post-training: a real local checkpoint, or a tiny offline Qwen3 built here.
+
+Real runs point `ModelSettings.path` at a local Hugging Face checkpoint (e.g. a Qwen3 model on a GPU
+machine). Tests and the default pipeline cannot download anything, so the offline default builds a
+Qwen3-architecture model with random weights and a byte-level BPE tokenizer trained on the project's
+own text (seed corpus, taxonomy data, and the training rows themselves). The tokenizer carries the
+Qwen3 chat template exactly as TRL ships it: TRL recognises templates by their text to swap in its
+training variant (assistant-only loss) and to parse tool calls in GRPO, so an edited copy would fail.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent / "agentomnia"
+CORPUS_DIRS = (PACKAGE_DIR / "seeds" / "corpus", PACKAGE_DIR / "taxonomy" / "data")
+_TEXT_SUFFIXES = {".json", ".jsonl", ".yaml", ".yml", ".md", ".txt", ".csv"}
+
+# Qwen3's control tokens: each must be one id, because the chat template and TRL's response parser
+# find turn and tool-call boundaries by these strings.
+SPECIAL_TOKENS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+    "<think>",
+    "</think>",
+)
+
+
+class ModelSettings(BaseModel):
+    """Which base model to train: `path` to a local checkpoint, else the tiny offline Qwen3."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: Path | None = Field(
+        default=None, description="local HF checkpoint folder; None builds the tiny model"
+    )
+    vocab_size: int = Field(default=2048, ge=300)
+    hidden_size: int = Field(default=64, ge=16)
+    num_layers: int = Field(default=2, ge=1)
+    num_heads: int = Field(default=4, ge=1)
+    num_kv_heads: int = Field(default=2, ge=1)
+    intermediate_size: int = Field(default=128, ge=16)
+    max_position_embeddings: int = Field(default=2048, ge=128)
+    max_corpus_chars: int = Field(
+        default=400_000, ge=10_000, description="text budget of the tokenizer corpus"
+    )
+    seed: int = 0
+
+
+def qwen3_chat_template() -> str:
+    """The Qwen3 chat template as the installed TRL knows it (read, never retyped)."""
+    from trl.chat_template_utils import qwen3_chat_template as template
+
+    return str(template)
+
+
+def corpus_texts(extra: Iterable[str] = (), max_chars: int = 2_000_000) -> Iterator[str]:
+    """Text to train the tokenizer on: the extra texts first (training rows), then the project's files."""
+    budget = max_chars
+    for text in extra:
+        if budget <= 0:
+            return
+        budget -= len(text)
+        yield text
+    for folder in CORPUS_DIRS:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*")):
+            if budget <= 0:
+                return
+            if path.suffix not in _TEXT_SUFFIXES or not path.is_file():
+                continue
+            text = path.read_text(encoding="utf-8", errors="ignore")[:budget]
+            budget -= len(text)
+            yield text
+
+
+def rows_as_text(rows: Iterable[dict[str, Any]], repeats: int = 3) -> Iterator[str]:
+    """Training rows rendered through the chat template (tool schemas included) and repeated, so the
+    tokenizer learns long merges for exactly the text it will see: short sequences make tiny-model
+    training fast on a CPU."""
+    import jinja2
+
+    template = jinja2.Environment().from_string(qwen3_chat_template())
+    for row in rows:
+        messages = row.get("messages") or row.get("prompt") or []
+        try:
+            text = template.render(messages=messages, tools=row.get("tools"), add_generation_prompt=False)
+        except (jinja2.TemplateError, TypeError, KeyError, IndexError):
+            text = json.dumps(row, ensure_ascii=False, default=str)
+        for _ in range(repeats):
+            yield text
+
+
+def build_tokenizer(texts: Iterable[str], vocab_size: int = 2048) -> Any:
+    """A byte-level BPE tokenizer with Qwen3's control tokens and chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(models.BPE())
+    # Lines, not words, bound the merges: repeated lines (tool schemas, template boilerplate) become a few
+    # tokens each, which keeps sequences short enough to train a tiny model on a CPU.
+    core.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split("\n", behavior="merged_with_previous"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    core.train_from_iterator(texts, trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=[t for t in SPECIAL_TOKENS if t not in ("<|im_end|>", "<|endoftext|>")],
+    )
+    tokenizer.chat_template = qwen3_chat_template()
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def build_tiny_model(tokenizer: Any, settings: ModelSettings) -> Any:
+    """A randomly initialised Qwen3 sized by `settings`, its vocabulary matched to `tokenizer`."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(settings.seed)
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=settings.hidden_size,
+        intermediate_size=settings.intermediate_size,
+        num_hidden_layers=settings.num_layers,
+        num_attention_heads=settings.num_heads,
+        num_key_value_heads=settings.num_kv_heads,
+        head_dim=settings.hidden_size // settings.num_heads,
+        max_position_embeddings=settings.max_position_embeddings,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model = Qwen3ForCausalLM(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model
+
+
+def load_base(settings: ModelSettings, rows: Iterable[dict[str, Any]] = ()) -> tuple[Any, Any]:
+    """(model, tokenizer): the checkpoint at `settings.path`, or the tiny offline model."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if settings.path is not None:
+        path = Path(settings.path)
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(
+                f"model path {path} has no config.json; pass a local Hugging Face checkpoint folder "
+                "(nothing is downloaded) or leave `path` unset for the tiny offline model"
+            )
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        return model, tokenizer
+    texts = corpus_texts(rows_as_text(rows), settings.max_corpus_chars)
+    tokenizer = build_tokenizer(texts, settings.vocab_size)
+    return build_tiny_model(tokenizer, settings), tokenizer

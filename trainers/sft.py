@@ -1,0 +1,139 @@
+"""Capability bootstrapping: supervised fine-tuning on verified trajectories with TRL's SFTTrainer.
+
+Only the assistant's own tokens are trained (`assistant_only_loss`): system prompts, user turns and
+tool results are context the model reads, not text it should learn to produce. AdamW with a cosine
+schedule and warmup; sequences beyond `max_length` are truncated. The same function runs the tiny
+offline model on a CPU and a real checkpoint on a GPU; only the settings differ.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trainers.model import ModelSettings, load_base
+from trainers.report import TrainReport, plot_curves, series, write_json
+
+
+class SFTSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    max_steps: int = Field(default=40, ge=1)
+    learning_rate: float = Field(
+        default=3e-3, gt=0, description="3e-3 suits the tiny model; ~1e-5 for real ones"
+    )
+    warmup_ratio: float = Field(default=0.1, ge=0, lt=1)
+    weight_decay: float = Field(default=0.0, ge=0)
+    batch_size: int = Field(default=4, ge=1)
+    gradient_accumulation_steps: int = Field(default=1, ge=1)
+    max_length: int = Field(default=1024, ge=64)
+    logging_steps: int = Field(default=5, ge=1)
+    bf16: bool = False
+    activation_checkpointing: bool = Field(default=False, description="recompute activations to save memory")
+    seed: int = 0
+
+
+def load_sft_dataset(source: Any) -> Any:
+    """A `datasets.Dataset` from a saved-to-disk folder, a Dataset, or a list of rows."""
+    from datasets import Dataset, load_from_disk
+
+    if isinstance(source, Dataset):
+        return source
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.exists():
+            raise FileNotFoundError(
+                f"SFT dataset folder {path} does not exist; materialize the SFT dataset first"
+            )
+        return load_from_disk(str(path))
+    if isinstance(source, list):
+        return Dataset.from_list(source, on_mixed_types="use_json")
+    raise TypeError(
+        f"SFT data must be a Dataset, a dataset folder or a list of rows, not {type(source).__name__}"
+    )
+
+
+def _check_columns(dataset: Any) -> None:
+    missing = {"messages"} - set(dataset.column_names)
+    if missing:
+        raise ValueError(
+            f"SFT dataset lacks columns {sorted(missing)} (has {dataset.column_names}); it needs `messages` "
+            "(OpenAI-format chat) and optionally `tools`"
+        )
+    if len(dataset) == 0:
+        raise ValueError("SFT dataset is empty; nothing to train on")
+
+
+def sft_config(settings: SFTSettings, out_dir: Path) -> Any:
+    import torch
+    from trl import SFTConfig
+
+    return SFTConfig(
+        output_dir=str(out_dir / "trainer"),
+        assistant_only_loss=True,
+        max_length=settings.max_length,
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=settings.warmup_ratio,  # a float below 1 is a ratio of the total steps
+        weight_decay=settings.weight_decay,
+        optim="adamw_torch",
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.gradient_accumulation_steps,
+        max_steps=settings.max_steps,
+        logging_steps=settings.logging_steps,
+        save_strategy="no",
+        report_to=[],
+        bf16=settings.bf16,
+        activation_checkpointing=settings.activation_checkpointing,
+        use_cpu=not torch.cuda.is_available(),
+        seed=settings.seed,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+
+
+def build_sft_trainer(dataset: Any, settings: SFTSettings, out_dir: Path) -> Any:
+    """The configured SFTTrainer (exposed so tests can inspect its tokenized rows and masks)."""
+    from trl import SFTTrainer
+
+    _check_columns(dataset)
+    model, tokenizer = load_base(settings.model, dataset.select(range(min(len(dataset), 512))).to_list())
+    return SFTTrainer(
+        model=model, args=sft_config(settings, out_dir), train_dataset=dataset, processing_class=tokenizer
+    )
+
+
+def train_sft(dataset: Any, out_dir: str | Path, config: SFTSettings | None = None) -> TrainReport:
+    """Fine-tune on `dataset` (folder, Dataset or rows) and save a checkpoint folder at `out_dir`."""
+    settings = config or SFTSettings()
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    trainer = build_sft_trainer(load_sft_dataset(dataset), settings, folder)
+    started = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - started
+    trainer.model.save_pretrained(folder)
+    trainer.processing_class.save_pretrained(folder)
+    logs = list(trainer.state.log_history)
+    losses = series(logs, "loss")
+    plot = plot_curves(
+        {"loss": losses, "learning rate": series(logs, "learning_rate")}, folder / "sft_curves.png", "SFT"
+    )
+    write_json(folder / "sft_settings.json", settings.model_dump(mode="json"))
+    report = TrainReport(
+        kind="sft",
+        checkpoint=folder,
+        steps=int(trainer.state.global_step),
+        seconds=seconds,
+        loss_history=losses,
+        first_loss=losses[0][1] if losses else None,
+        last_loss=losses[-1][1] if losses else None,
+        plot=plot,
+        logs=logs,
+    )
+    report.save()
+    return report
