@@ -50,7 +50,7 @@ pytest: install
 	$(BIN)/pytest
 
 ## tests, lint and type check
-test: install lint typecheck pytest
+test: install pytest lint typecheck
 
 clean:
 	rm -rf $(VENV) .agentomnia .pytest_cache .mypy_cache .ruff_cache

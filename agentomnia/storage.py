@@ -73,7 +73,9 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def write_parquet(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> Path:
+def write_parquet(
+    path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
+) -> Path:
     """Write rows atomically; nested values become JSON strings. An empty list keeps `columns`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     names = list(columns) if columns is not None else sorted({k for row in rows for k in row})

@@ -82,6 +82,28 @@ def _stage_seconds(result: ExecuteInProcessResult) -> dict[str, float]:
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
+# Run configuration per scale: `default` is what `make run` affords in minutes on two cores;
+# `full` runs every stage at its target sizes on the whole shipped corpus.
+SCALES: dict[str, dict[str, dict[str, Any]]] = {
+    "default": {
+        "dag_tasks": {"standard_per_env": 2, "challenge_per_env": 1, "max_environments": 30},
+        "program_tasks": {"per_env": 1, "max_environments": 30},
+        "solver_tasks": {"per_family": 4, "guided_per_family": 2},
+    },
+    "full": {
+        "dag_tasks": {"standard_per_env": 6, "challenge_per_env": 3},
+        "program_tasks": {"per_env": 2},
+        "solver_tasks": {"per_family": 25, "guided_per_family": 5},
+    },
+}
+
+
+def run_config_for(scale: str, asset_names: set[str], quiet: bool) -> dict[str, Any]:
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; use one of {', '.join(SCALES)}")
+    ops = {name: {"config": cfg} for name, cfg in SCALES[scale].items() if name in asset_names}
+    return {**(QUIET if quiet else {}), **({"ops": ops} if ops else {})}
+
 
 def run_pipeline(round_key: str = "r0", scale: str = "default", *, quiet: bool = True) -> PipelineSummary:
     from agentomnia_assets.definitions import defs
@@ -110,7 +132,7 @@ def run_pipeline(round_key: str = "r0", scale: str = "default", *, quiet: bool =
             resources=resources,
             partition_key=round_key if partitioned else None,
             tags=tags,
-            run_config=QUIET if quiet else None,
+            run_config=run_config_for(scale, {a.node_def.name for a in selected}, quiet),
         )
         seconds = _stage_seconds(result)
         by_step = {a.node_def.name: a for a in selected}

@@ -117,9 +117,10 @@ class DuckFile:
                 finally:
                     con.close()
 
-    def query(self, sql: str, params: list[object] | None = None, timeout_s: float | None = None) -> list[tuple]:
+    def query(
+        self, sql: str, params: list[object] | None = None, timeout_s: float | None = None
+    ) -> list[tuple]:
         with self.read(timeout_s) as con:
             if con is None:
                 return []
             return con.execute(sql, params or []).fetchall()
-

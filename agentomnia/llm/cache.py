@@ -41,7 +41,9 @@ class ResponseCache:
         )
         return (rows[0][0], rows[0][1] or 0, rows[0][2] or 0) if rows else None
 
-    def put(self, key: str, request: dict[str, Any], text: str, prompt_tokens: int, completion_tokens: int) -> None:
+    def put(
+        self, key: str, request: dict[str, Any], text: str, prompt_tokens: int, completion_tokens: int
+    ) -> None:
         with self.file.write() as con:
             con.execute(
                 "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -23,11 +23,18 @@ from agentomnia.config import LLMSettings
 from agentomnia.llm.cache import ResponseCache, request_hash
 from agentomnia.llm.protocol import LLMError, LLMOutputError, LLMResponse, Message, Usage
 
-_RETRYABLE = (openai.RateLimitError, openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError)
+_RETRYABLE = (
+    openai.RateLimitError,
+    openai.APIConnectionError,
+    openai.APITimeoutError,
+    openai.InternalServerError,
+)
 
 
 class OpenAICompatibleLLM:
-    def __init__(self, settings: LLMSettings, cache: ResponseCache | None = None, *, api_key: str | None = None) -> None:
+    def __init__(
+        self, settings: LLMSettings, cache: ResponseCache | None = None, *, api_key: str | None = None
+    ) -> None:
         self.settings = settings
         self.model = settings.model
         self.cache = cache
@@ -55,7 +62,11 @@ class OpenAICompatibleLLM:
         max_tokens: int | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> LLMResponse:
-        request: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages], "temperature": temperature}
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "temperature": temperature,
+        }
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
         if tools:
@@ -70,7 +81,9 @@ class OpenAICompatibleLLM:
             text, p_tok, c_tok = hit
             self._account(Usage(cache_hits=1))
             message = json.loads(text)
-            return self._response(message, schema, key, Usage(prompt_tokens=p_tok, completion_tokens=c_tok), cached=True)
+            return self._response(
+                message, schema, key, Usage(prompt_tokens=p_tok, completion_tokens=c_tok), cached=True
+            )
 
         completion = self._send(request)
         choice = completion.choices[0].message
@@ -86,7 +99,13 @@ class OpenAICompatibleLLM:
         self._account(usage)
         response = self._response(message, schema, key, usage, cached=False)  # raises before caching
         if self.cache is not None:
-            self.cache.put(key, request, json.dumps(message, sort_keys=True), usage.prompt_tokens, usage.completion_tokens)
+            self.cache.put(
+                key,
+                request,
+                json.dumps(message, sort_keys=True),
+                usage.prompt_tokens,
+                usage.completion_tokens,
+            )
         return response
 
     def _send(self, request: dict[str, Any]) -> Any:
@@ -111,7 +130,13 @@ class OpenAICompatibleLLM:
         ) from last
 
     def _response(
-        self, message: dict[str, Any], schema: Mapping[str, Any] | None, key: str, usage: Usage, *, cached: bool
+        self,
+        message: dict[str, Any],
+        schema: Mapping[str, Any] | None,
+        key: str,
+        usage: Usage,
+        *,
+        cached: bool,
     ) -> LLMResponse:
         text = message.get("content") or ""
         data = None
@@ -133,7 +158,12 @@ class OpenAICompatibleLLM:
                     "the answer was not cached"
                 ) from exc
         return LLMResponse(
-            text=text, data=data, tool_calls=message.get("tool_calls") or [], usage=usage, cached=cached, request_hash=key
+            text=text,
+            data=data,
+            tool_calls=message.get("tool_calls") or [],
+            usage=usage,
+            cached=cached,
+            request_hash=key,
         )
 
     def _account(self, usage: Usage) -> None:

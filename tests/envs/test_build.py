@@ -62,9 +62,17 @@ def test_s0_is_valid_and_deterministic(built: BuiltEnv) -> None:
     assert generate_state(built.spec, seed=0) != generate_state(built.spec, seed=1)
 
 
-def test_bundle_round_trips_and_rebuilds_to_the_same_id(built: BuiltEnv, tmp_path: Path, parcel_candidate, parcel_seed, logistics_domain, sandbox) -> None:  # type: ignore[no-untyped-def]
+def test_bundle_round_trips_and_rebuilds_to_the_same_id(
+    built: BuiltEnv, tmp_path: Path, parcel_candidate, parcel_seed, logistics_domain, sandbox
+) -> None:  # type: ignore[no-untyped-def]
     folder = write_bundle(built, tmp_path / built.env_id)
-    assert {p.name for p in folder.iterdir()} == {"spec.json", "env.py", "tools.json", "s0.json", "verification.json"}
+    assert {p.name for p in folder.iterdir()} == {
+        "spec.json",
+        "env.py",
+        "tools.json",
+        "s0.json",
+        "verification.json",
+    }
     bundle = Bundle.load(folder)
     assert bundle.class_name == built.spec.class_name and len(bundle.tools) == len(built.spec.tools)
     record = json.loads((folder / "verification.json").read_text())
@@ -80,7 +88,11 @@ def test_tools_refuse_bad_calls_without_touching_state(built: BuiltEnv, sandbox)
         some_claim = next(iter(built.s0["claims"]))
         for tool, args, code in [
             ("open_claim", {"shipment_id": "NOPE-1", "amount": 10.0, "reason": "lost"}, "invalid_value"),
-            ("open_claim", {"shipment_id": next(iter(built.s0["shipments"])), "amount": -5.0, "reason": "lost"}, "invalid_arguments"),
+            (
+                "open_claim",
+                {"shipment_id": next(iter(built.s0["shipments"])), "amount": -5.0, "reason": "lost"},
+                "invalid_arguments",
+            ),
             ("approve_claim", {}, "invalid_arguments"),
             ("approve_claim", {"claim_id": "CLA-999"}, "not_found"),
             ("get_shipment", {"shipment_id": 12}, "invalid_arguments"),
@@ -105,7 +117,9 @@ def test_a_buggy_tool_is_caught_and_dropped(parcel_candidate, parcel_seed, logis
     marker = "    def update_shipment("
     assert marker in source
     head, tail = source.split(marker, 1)
-    tail = tail.replace("updated['declared_value'] = copy.deepcopy(declared_value)", "updated['declared_value'] = 0.0", 1)
+    tail = tail.replace(
+        "updated['declared_value'] = copy.deepcopy(declared_value)", "updated['declared_value'] = 0.0", 1
+    )
     sabotaged = head + marker + tail
     clean, _ = verify(sandbox, bundle_for(spec, source, s0), spec, s0)
     report, _ = verify(sandbox, bundle_for(spec, sabotaged, s0), spec, s0)
@@ -114,7 +128,9 @@ def test_a_buggy_tool_is_caught_and_dropped(parcel_candidate, parcel_seed, logis
     session = sandbox.open(bundle_for(spec, sabotaged, s0), s0)
     try:
         base = session.state()
-        check = check_tool(session, spec, spec.tool("update_shipment"), s0, base, session.state_hash(), random.Random(0))
+        check = check_tool(
+            session, spec, spec.tool("update_shipment"), s0, base, session.state_hash(), random.Random(0)
+        )
         assert not check.passed and "was not stored" in check.failures[0]
     finally:
         session.close()
@@ -128,7 +144,9 @@ def test_generated_code_passes_the_sandbox_policy(built: BuiltEnv) -> None:
     assert built.source.count("    def ") > len(built.spec.tools)  # tools plus helpers, each a method
 
 
-def test_too_few_tools_is_a_recorded_failure(parcel_candidate, parcel_seed, logistics_domain, sandbox) -> None:  # type: ignore[no-untyped-def]
+def test_too_few_tools_is_a_recorded_failure(
+    parcel_candidate, parcel_seed, logistics_domain, sandbox
+) -> None:  # type: ignore[no-untyped-def]
     from agentomnia.envs.build import BuildConfig
 
     cfg = BuildConfig(toolset=ToolsetConfig(min_tools=500, max_tools=600))

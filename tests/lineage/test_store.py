@@ -49,14 +49,19 @@ KILLED_WRITER = textwrap.dedent(
 
 
 def _run(script: str, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", script, *args], env={**os.environ, "PYTHONPATH": os.getcwd()})
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args], env={**os.environ, "PYTHONPATH": os.getcwd()}
+    )
 
 
 def test_record_is_idempotent_and_traceable(tmp_path: Path) -> None:
     store = LineageStore(tmp_path / "l.duckdb")
     rows = [LineageRow(id="seed1", kind="seed", split="tob", taxonomy_id=20096, l1="Logistics", l2="Logistics Specialist"),
             LineageRow(id="env1", kind="environment"), LineageRow(id="task1", kind="task", status="rejected", reason="oracle failed")]  # fmt: skip
-    edges = [Edge(child="env1", parent="seed1", relation="built_from"), Edge(child="task1", parent="env1", relation="task_of")]
+    edges = [
+        Edge(child="env1", parent="seed1", relation="built_from"),
+        Edge(child="task1", parent="env1", relation="task_of"),
+    ]
     first = store.record(rows, edges)
     again = store.record(rows, edges)
     assert (first.records_written, first.edges_written) == (3, 2)

@@ -31,7 +31,7 @@ class ChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
                 status, content = server.script.pop(0) if len(server.script) > 1 else server.script[0]
@@ -44,7 +44,11 @@ class ChatServer:
                         "created": 0,
                         "model": body["model"],
                         "choices": [
-                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": content},
+                            }
                         ],
                         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
                     }
@@ -77,7 +81,9 @@ def server() -> Iterator[ChatServer]:
 
 
 def _llm(server: ChatServer, tmp_path: Path, retries: int = 3) -> OpenAICompatibleLLM:
-    settings = LLMSettings(base_url=server.url, model="tiny", max_retries=retries, backoff_s=0.01, timeout_s=10)
+    settings = LLMSettings(
+        base_url=server.url, model="tiny", max_retries=retries, backoff_s=0.01, timeout_s=10
+    )
     return OpenAICompatibleLLM(settings, ResponseCache(tmp_path / "cache.duckdb"), api_key="test-key")
 
 

@@ -40,7 +40,19 @@ def test_from_mcp_saves_a_parsable_seed(tmp_path: Path) -> None:
     script.write_text(SERVER)
     out = tmp_path / "parcel.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "agentomnia.cli", "seeds", "from-mcp", "--json", "--out", str(out), "--", sys.executable, str(script)],
+        [
+            sys.executable,
+            "-m",
+            "agentomnia.cli",
+            "seeds",
+            "from-mcp",
+            "--json",
+            "--out",
+            str(out),
+            "--",
+            sys.executable,
+            str(script),
+        ],
         capture_output=True,
         text=True,
         timeout=120,

@@ -14,7 +14,11 @@ GOOD_MCP = {
         {
             "name": "get_parcel",
             "description": "Look up a parcel by id.",
-            "inputSchema": {"type": "object", "properties": {"parcel_id": {"type": "string"}}, "required": ["parcel_id"]},
+            "inputSchema": {
+                "type": "object",
+                "properties": {"parcel_id": {"type": "string"}},
+                "required": ["parcel_id"],
+            },
             "annotations": {"readOnlyHint": True},
         },
         {
@@ -105,7 +109,11 @@ def good_corpus(base: Path) -> None:
     _write(base, "api/claims.yaml", GOOD_OPENAPI)
     _write(base, "api/depot.json", json.dumps(GOOD_SWAGGER))
     _write(base, "skills/parcel-claims/SKILL.md", GOOD_SKILL)
-    _write(base, "queries/q.jsonl", '{"id": "q1", "query": "Refund my damaged parcel P-1"}\n{"id": "q2", "query": "Where is P-2?"}\n')
+    _write(
+        base,
+        "queries/q.jsonl",
+        '{"id": "q1", "query": "Refund my damaged parcel P-1"}\n{"id": "q2", "query": "Where is P-2?"}\n',
+    )
     _write(base, "queries/q.csv", "id,query,channel\nq3,Cancel order 77,app\n")
 
 
@@ -113,19 +121,43 @@ def good_corpus(base: Path) -> None:
 BROKEN: list[tuple[str, str | bytes, str]] = [
     ("b01.json", '{"tools": [', "invalid JSON"),
     ("b02.yaml", "openapi: 3.0.0\ninfo: {title: x\n", "invalid YAML"),
-    ("b03.yaml", GOOD_OPENAPI.replace('"#/components/schemas/Customer"', '"#/components/schemas/Nope"'), "dangling $ref"),
-    ("b04.json", json.dumps({"tools": [{"name": "find_cards", "inputSchema": {"type": "string"}}]}), "inputSchema of tool `find_cards` is not an object schema"),
-    ("b05.json", json.dumps({"tools": [{"name": "x", "inputSchema": {"type": "object", "properties": []}}]}), "not an object schema"),
+    (
+        "b03.yaml",
+        GOOD_OPENAPI.replace('"#/components/schemas/Customer"', '"#/components/schemas/Nope"'),
+        "dangling $ref",
+    ),
+    (
+        "b04.json",
+        json.dumps({"tools": [{"name": "find_cards", "inputSchema": {"type": "string"}}]}),
+        "inputSchema of tool `find_cards` is not an object schema",
+    ),
+    (
+        "b05.json",
+        json.dumps({"tools": [{"name": "x", "inputSchema": {"type": "object", "properties": []}}]}),
+        "not an object schema",
+    ),
     ("b06/SKILL.md", "", "SKILL.md is empty"),
     ("b07/SKILL.md", "# no front matter\nbody", "no YAML front matter"),
     ("b08/SKILL.md", "---\nname: x\n---\nbody\n", "lacks description"),
     ("b09/SKILL.md", "---\nname: x\ndescription: y\n---\n\n", "no body"),
     ("b10.json", b'{"tools": [{"name": "caf\xe9"}]}', "not UTF-8"),
     ("b11.json", json.dumps({"tools": []}), "tool list is empty"),
-    ("b12.json", json.dumps({"tools": [{"name": "has space", "inputSchema": {"type": "object"}}]}), "not 1-64 letters"),
+    (
+        "b12.json",
+        json.dumps({"tools": [{"name": "has space", "inputSchema": {"type": "object"}}]}),
+        "not 1-64 letters",
+    ),
     ("b13.json", json.dumps({"tools": [GOOD_MCP["tools"][0], GOOD_MCP["tools"][0]]}), "listed twice"),
-    ("b14.yaml", "openapi: 4.0.0\ninfo: {title: x, version: '1'}\npaths: {}\n", "unsupported OpenAPI version"),
-    ("b15.yaml", GOOD_OPENAPI.replace('"#/components/schemas/Customer"', '"other.yaml#/Customer"'), "external $ref"),
+    (
+        "b14.yaml",
+        "openapi: 4.0.0\ninfo: {title: x, version: '1'}\npaths: {}\n",
+        "unsupported OpenAPI version",
+    ),
+    (
+        "b15.yaml",
+        GOOD_OPENAPI.replace('"#/components/schemas/Customer"', '"other.yaml#/Customer"'),
+        "external $ref",
+    ),
     ("b16.yaml", "openapi: 3.0.0\ninfo: {title: x, version: '1'}\npaths: {}\n", "no operations"),
     ("b17.yaml", "openapi: 3.0.0\npaths: {}\n", "not a valid OpenAPI document"),
     ("b18.json", json.dumps({"hello": "world"}), "neither an OpenAPI document"),
@@ -134,7 +166,11 @@ BROKEN: list[tuple[str, str | bytes, str]] = [
     ("b21.jsonl", "not json at all\n", "invalid JSON"),
     ("b22.csv", "", "no header row"),
     ("b23.json", json.dumps([1, 2]), "a tool must be an object"),
-    ("b24.json", json.dumps({"tools": [{"name": "t", "inputSchema": {"type": "object"}, "outputSchema": "text"}]}), "outputSchema"),
+    (
+        "b24.json",
+        json.dumps({"tools": [{"name": "t", "inputSchema": {"type": "object"}, "outputSchema": "text"}]}),
+        "outputSchema",
+    ),
 ]
 
 
@@ -170,7 +206,9 @@ def test_ingesting_twice_gives_the_same_ids(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("name", "content", "expected"), BROKEN, ids=[b[0] for b in BROKEN])
-def test_each_broken_input_is_rejected_clearly(tmp_path: Path, name: str, content: str | bytes, expected: str) -> None:
+def test_each_broken_input_is_rejected_clearly(
+    tmp_path: Path, name: str, content: str | bytes, expected: str
+) -> None:
     good_corpus(tmp_path / "good")
     _write(tmp_path / "bad", name, content)
     result = ingest([tmp_path / "good", tmp_path / "bad"], relative_to=tmp_path)
