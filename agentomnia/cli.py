@@ -375,7 +375,12 @@ def build_parser() -> argparse.ArgumentParser:
         verbs, "run", cmd_run, "materialize the whole default pipeline for one round and print a summary"
     )
     p.add_argument("--round", default="r0", help="round partition to materialize (default r0)")
-    p.add_argument("--scale", default="default", choices=["default", "full"], help="how much to make (default: minutes on 2 cores)")
+    p.add_argument(
+        "--scale",
+        default="default",
+        choices=["default", "full"],
+        help="how much to make (default: minutes on 2 cores)",
+    )
     verb(verbs, "status", cmd_status, "records by kind and round, and each asset's latest materialization")
 
     lineage = verbs.add_parser("lineage", help="row-level lineage").add_subparsers(

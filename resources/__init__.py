@@ -47,7 +47,9 @@ class LLMResource(ConfigurableResource):
     mode: str = Field(default="", description="offline | llm; empty means $AGENTOMNIA_MODE (default offline)")
     base_url: str = Field(default="", description="empty means $AGENTOMNIA_LLM_BASE_URL")
     model: str = Field(default="", description="empty means $AGENTOMNIA_LLM_MODEL")
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="name of the variable that holds the API key")
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY", description="name of the variable that holds the API key"
+    )
     concurrency: int = Field(default=8, ge=1)
     max_retries: int = Field(default=4, ge=0)
     home: str = Field(default="", description="where the response cache lives; empty means $AGENTOMNIA_HOME")

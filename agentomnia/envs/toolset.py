@@ -356,9 +356,7 @@ def from_seed_tool(
     filters: dict[str, str] = {}
     key_param = _key_param(props, e)
     other_refs = [
-        p
-        for p in props
-        if p != key_param and getattr(e.attribute(snake(p)), "type", None) == "ref"
+        p for p in props if p != key_param and getattr(e.attribute(snake(p)), "type", None) == "ref"
     ]
     op, target = _op_for(t.name, "read" if t.read_only else None, key_param is not None, bool(other_refs), e)
     if op == "transition" and (

@@ -24,7 +24,9 @@ class SelectionConfig(BaseModel):
     min_realism: float = Field(default=0.35, ge=0, le=1)
     min_operations: int = Field(default=3, description="fewer operations than this is too narrow")
     min_state_components: int = Field(default=2, description="fewer state components than this is too narrow")
-    max_seed_tools: int = Field(default=80, description="a seed with more tools than this is a suite: too broad")
+    max_seed_tools: int = Field(
+        default=80, description="a seed with more tools than this is a suite: too broad"
+    )
     max_state_components: int = Field(default=24, description="more state components than this is too broad")
     broad_min_tools: int = Field(
         25, description="a flat domain match only counts as broad above this many tools"

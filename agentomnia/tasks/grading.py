@@ -170,7 +170,9 @@ def run_check(
             new = d["key"] not in initial[d["table"]]
             if (d["table"], d["key"]) not in allowed and not (new and (d["table"], None) in allowed):
                 stray.append(f"{d['table']}[{d['key']}]")
-        return not stray, ("changed beyond the request: " + ", ".join(sorted(set(stray))[:5])) if stray else "no collateral changes"
+        return not stray, (
+            "changed beyond the request: " + ", ".join(sorted(set(stray))[:5])
+        ) if stray else "no collateral changes"
     if check.kind == "verifier":
         if not task.verifier_code:
             return False, "the task has no verifier code"

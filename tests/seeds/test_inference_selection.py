@@ -25,7 +25,10 @@ def _one_tool_seed():  # type: ignore[no-untyped-def]
 
 
 def test_tool_reading_names_the_entity_and_the_kind() -> None:
-    assign = SeedTool(name="assign_adjuster", input_schema={"type": "object", "properties": {"claim_id": {}, "adjuster_id": {}}})
+    assign = SeedTool(
+        name="assign_adjuster",
+        input_schema={"type": "object", "properties": {"claim_id": {}, "adjuster_id": {}}},
+    )
     assert tool_entity(assign, {"claim", "adjuster"}) == "claim"  # assigning an adjuster changes the claim
     assert tool_entity(SeedTool(name="create_work_order"), {"order", "work_order"}) == "work_order"
     assert tool_kind(SeedTool(name="cancel_booking")) == "write"
@@ -56,7 +59,11 @@ def test_inference_finds_the_domain_and_the_state(matcher: DomainMatcher) -> Non
 @pytest.mark.slow
 def test_selection_is_deterministic_and_records_every_rejection(matcher: DomainMatcher) -> None:
     parcel = parse_mcp(PARCEL_TOOLS, source="t://parcel.json", name="parcel-claims")
-    twin = parse_mcp({**PARCEL_TOOLS, "description": "Parcel claims desk, second copy"}, source="t://twin.json", name="parcel-twin")
+    twin = parse_mcp(
+        {**PARCEL_TOOLS, "description": "Parcel claims desk, second copy"},
+        source="t://twin.json",
+        name="parcel-twin",
+    )
     seeds = [parcel, twin, _one_tool_seed()]
     candidates, _ = infer_candidates(seeds, matcher)
     vectors = matcher.text_vectors([candidate_text(c) for c in candidates])
@@ -68,7 +75,9 @@ def test_selection_is_deterministic_and_records_every_rejection(matcher: DomainM
     assert first.rejected == again.rejected
     rules = {r.rule for r in first.rejected}
     assert "too_narrow" in rules  # one read-only tool is not an environment
-    assert len(first.selected) == 1 and {"near_duplicate", "duplicate_summary"} & rules  # the twin is folded in
+    assert (
+        len(first.selected) == 1 and {"near_duplicate", "duplicate_summary"} & rules
+    )  # the twin is folded in
     assert len(first.selected) + len(first.rejected) == len(candidates)
     strict = select(candidates, vectors, SelectionConfig(min_realism=0.99))
     assert {r.rule for r in strict.rejected} >= {"low_realism"}
