@@ -1,0 +1,469 @@
+"""Policies that act in a rollout: the one small protocol, a model-backed agent and offline teachers.
+
+`Agent.act(messages, tools) -> assistant message` is all the rollout loop needs, so the same loop
+serves teachers during synthesis and any policy under evaluation (an OpenAI-compatible model, a
+local checkpoint wrapped the same way, a baseline).
+
+The offline teacher follows the task's reference plan (privileged knowledge) but must act through
+the tools and may only write what it has observed: before a planned call whose arguments it cannot
+yet attribute to the request, the tool schemas or an earlier result, it looks the values up with
+read tools or asks the user, and its reasoning cites where each value came from. Guidance adds what
+a teacher may know about the outcome (which answer fields to report, the target values) or the
+plan; it shapes the teacher's behaviour and never appears in the messages it writes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from agentomnia.llm.protocol import LLM
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.tasks.models import ReferenceCall, Task
+from agentomnia.trajectories.evidence import (
+    ID_PATTERN,
+    Evidence,
+    needs_support,
+    record_index,
+    state_facts,
+)
+from agentomnia.trajectories.guidance import Guidance
+from agentomnia.trajectories.messages import answer_block, assistant_message, parse_arguments, tool_call
+from agentomnia.trajectories.users import words
+
+
+class Agent(Protocol):
+    """Any policy: given the conversation so far and the tool schemas, return one assistant message.
+    An agent may keep state across the turns of one run, so make one per rollout."""
+
+    name: str
+
+    def act(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]: ...
+
+
+_API_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id"})
+
+
+class LLMAgent:
+    """An OpenAI-compatible chat model; guidance (if any) is appended to the system prompt it reads,
+    never to the messages the rollout keeps."""
+
+    def __init__(
+        self, llm: LLM, *, guidance_text: str = "", temperature: float = 0.0, max_tokens: int | None = None
+    ) -> None:
+        self.llm = llm
+        self.guidance_text = guidance_text
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.name = f"llm:{llm.model}"
+
+    def act(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        # Only the fields the chat API defines travel; the trajectory's extras (a tool message's
+        # `name`) are refused by strict endpoints.
+        seen = [{k: v for k, v in m.items() if k in _API_FIELDS} for m in messages]
+        if self.guidance_text:
+            if seen and seen[0].get("role") == "system":
+                seen[0] = {**seen[0], "content": f"{seen[0].get('content', '')}\n\n{self.guidance_text}"}
+            else:
+                seen.insert(0, {"role": "system", "content": self.guidance_text})
+        response = self.llm.complete(
+            seen, tools=list(tools), temperature=self.temperature, max_tokens=self.max_tokens
+        )
+        calls = [
+            {**c, "id": c.get("id") or f"call_{len(messages)}_{i}", "type": "function"}
+            for i, c in enumerate(response.tool_calls)
+        ]
+        return assistant_message(response.text or "", calls)
+
+
+def _first_sentence(text: str) -> str:
+    sentence = text.strip().split(". ")[0].rstrip(".")
+    return sentence[:1].lower() + sentence[1:] if sentence else "do the next step"
+
+
+def _stem(table: str) -> str:
+    if table.endswith("ies"):
+        return table[:-3] + "y"
+    if table.endswith("ses") or table.endswith("xes"):
+        return table[:-2]
+    return table[:-1] if table.endswith("s") else table
+
+
+class OfflineTeacher:
+    """Deterministic teacher that executes a reference plan through the tools, grounding every value."""
+
+    name = "offline-teacher"
+
+    def __init__(
+        self,
+        task: Task,
+        plan: Sequence[ReferenceCall],
+        guidance: Guidance | None = None,
+        *,
+        read_tools: Mapping[str, str] | Sequence[str] = (),
+        max_lookups: int = 3,
+    ) -> None:
+        self.task = task
+        self.plan = list(plan)
+        self.guidance = guidance if guidance is not None and guidance.kind != "none" else None
+        # read tool -> the table it reads ("" when unknown: then the tool's name must mention the table)
+        self.read_tools: dict[str, str] = (
+            dict(read_tools) if isinstance(read_tools, Mapping) else {name: "" for name in read_tools}
+        )
+        self.max_lookups = max_lookups
+        self._keys, self._facts = state_facts(task.init_config)
+        self._index = record_index(task.init_config)
+        self._next = 0
+        self._pending: tuple[str, int] | None = None
+        self._lookups: dict[int, int] = {}
+        self._tried: set[str] = set()
+        self._asked: set[str] = set()
+        self._calls = 0
+
+    # -------------------------------------------------------------- evidence
+
+    def _evidence(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> Evidence:
+        evidence = Evidence.from_tools(tools)
+        names: dict[str, str] = {}
+        for m in messages:
+            role = m.get("role")
+            if role in ("system", "user"):
+                evidence.add_text(
+                    str(m.get("content") or ""), "the request" if role == "user" else "the instructions"
+                )
+            elif role == "assistant":
+                for call in m.get("tool_calls") or []:
+                    names[str(call.get("id"))] = parse_arguments(call)[0]
+            elif role == "tool":
+                tool = names.get(str(m.get("tool_call_id")), str(m.get("name", "a tool")))
+                evidence.add_observation(str(m.get("content") or ""), f"the result of `{tool}`")
+        return evidence
+
+    def _needs(self, value: Any) -> bool:
+        return needs_support(value, self._keys, self._facts)
+
+    def _missing(self, call: ReferenceCall, evidence: Evidence) -> list[str]:
+        return [p for p, v in sorted(call.args.items()) if self._needs(v) and not evidence.supports(v)]
+
+    # -------------------------------------------------------------- choices
+
+    def _ask(self, call: ReferenceCall, missing: list[str], evidence: Evidence) -> str | None:
+        persona = self.task.persona
+        if self.task.interaction != "multi" or persona is None:
+            return None
+        # A detail the user stated that the plan contradicts is confirmed before anything relies on it.
+        for key, wrong in sorted(persona.misleading.items()):
+            if key not in self._asked and evidence.supports(wrong):
+                self._asked.add(key)
+                return f"Could you confirm the {words(key)}? You gave {wrong}."
+        for param in missing:
+            if param not in self._asked and (param in persona.withheld or call.sources.get(param) == "query"):
+                self._asked.add(param)
+                return f"Before I continue, could you tell me the {words(param)}?"
+        return None
+
+    def _record_of(self, value: Any, source: str) -> tuple[str, str, Mapping[str, Any]] | None:
+        """(table, key, record) the value was taken from, by its provenance or by search of s0."""
+        if source.startswith("s0:"):
+            parts = source[3:].split(".")
+            if len(parts) >= 2:
+                record = (self.task.init_config.get(parts[0]) or {}).get(parts[1])
+                if isinstance(record, Mapping):
+                    return parts[0], parts[1], record
+        for table, records in self.task.init_config.items():
+            if isinstance(records, Mapping) and isinstance(value, str) and value in records:
+                record = records[value]
+                if isinstance(record, Mapping):
+                    return table, value, record
+        return None
+
+    def _lookup(
+        self, value: Any, source: str, evidence: Evidence, schemas: Mapping[str, Mapping[str, Any]]
+    ) -> tuple[str, dict[str, Any], str] | None:
+        """A read call likely to reveal `value`, with the reason to give for it."""
+        found = self._record_of(value, source)
+        if found is None:
+            return None
+        table, key, record = found
+        stem = _stem(table)
+        key_field = self._index.get(key, "")
+        options: list[tuple[int, str, dict[str, Any], str]] = []  # (preference, tool, args, reason)
+        for name, schema in sorted(schemas.items()):
+            if self.read_tools and name not in self.read_tools:
+                continue
+            reads = self.read_tools.get(name, "")
+            if reads != table and not (not reads and (stem in name or table in name)):
+                continue
+            props = dict(schema.get("properties") or {})
+            required = set(schema.get("required") or [])
+            limit = props.get("limit", {})
+            extra = {"limit": limit["maximum"]} if isinstance(limit, Mapping) and "maximum" in limit else {}
+            if key_field in props and required <= {key_field} and evidence.supports(key) and value != key:
+                options.append((0, name, {key_field: key}, f"to read {words(stem)} {key}"))
+            for f, v in sorted(record.items()):
+                usable = isinstance(v, (str, int, float)) and not isinstance(v, bool) and f != key_field
+                if (
+                    f in props
+                    and usable
+                    and required <= {f, "limit"}
+                    and self._needs(v)
+                    and evidence.supports(v)
+                ):
+                    why = f"to find the {words(stem)} whose {words(f)} is {v}"
+                    options.append((1, name, {f: v, **extra}, why))
+            if "query" in props and required <= {"query", "limit"}:
+                for f, v in sorted(record.items()):
+                    if isinstance(v, str) and f != key_field and len(v) >= 4 and evidence.supports(v):
+                        options.append((2, name, {"query": v}, f"to search {words(table)} for {v}"))
+            if (
+                not required - {"limit"}
+                and "query" not in props
+                and (name.startswith("list_") or "limit" in props)
+            ):
+                options.append((3, name, dict(extra), f"to list the {words(table)}"))
+        for _, name, args, why in sorted(options, key=lambda o: (o[0], o[1])):
+            marker = name + json.dumps(args, sort_keys=True, default=str)
+            if marker not in self._tried:
+                self._tried.add(marker)
+                return name, args, why
+        return None
+
+    def _argument_notes(self, call: ReferenceCall, evidence: Evidence) -> str:
+        notes = []
+        for param, value in sorted(call.args.items()):
+            shown = json.dumps(value, ensure_ascii=False, default=str)
+            if not self._needs(value):
+                notes.append(f"{param}={shown}")
+                continue
+            origin = evidence.where(value)
+            notes.append(f"{param}={shown} (from {origin or 'the earlier results'})")
+        return ", ".join(notes)
+
+    # -------------------------------------------------------------- act
+
+    def _last_results(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for m in reversed(messages):
+            if m.get("role") != "tool":
+                break
+            try:
+                out.append(json.loads(str(m.get("content") or "{}")))
+            except json.JSONDecodeError:
+                out.append({"ok": False, "error": {"code": "unreadable", "message": "unreadable result"}})
+        return list(reversed(out))
+
+    def _call_message(self, reason: str, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        self._calls += 1
+        return assistant_message(reason, [tool_call(f"call_{self._calls}", name, args)])
+
+    def act(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        evidence = self._evidence(messages, tools)
+        schemas = {
+            str(t.get("function", t).get("name")): dict(t.get("function", t).get("parameters") or {})
+            for t in tools
+        }
+        prefix = ""
+        failed = [r for r in self._last_results(messages) if not r.get("ok")]
+        if failed and self._pending is not None:
+            error = failed[0].get("error") or {}
+            last: Mapping[str, Any] = next(
+                (m for m in reversed(messages) if m.get("role") == "assistant"), {}
+            )
+            tool = parse_arguments((last.get("tool_calls") or [{}])[0])[0] or "the tool"
+            prefix = (
+                f"The call to `{tool}` failed ({error.get('code')}: {error.get('message')}); "
+                "I will carry on with the remaining steps. "
+            )
+        self._pending = None
+        while self._next < len(self.plan):
+            call = self.plan[self._next]
+            missing = self._missing(call, evidence)
+            question = self._ask(call, missing, evidence)
+            if question is not None:
+                self._pending = ("ask", self._next)
+                return assistant_message(prefix + question)
+            if missing and self._lookups.get(self._next, 0) < self.max_lookups:
+                self._lookups[self._next] = self._lookups.get(self._next, 0) + 1
+                param = missing[0]
+                found = self._lookup(call.args[param], call.sources.get(param, ""), evidence, schemas)
+                if found is not None:
+                    name, args, why = found
+                    self._pending = ("lookup", self._next)
+                    reason = f"{prefix}I need the {words(param)} for the next step, so I call `{name}` {why}."
+                    return self._call_message(reason, name, args)
+                self._lookups[self._next] = self.max_lookups
+            description = str(schemas.get(call.tool, {}).get("description", "")) or next(
+                (
+                    str(t.get("function", t).get("description", ""))
+                    for t in tools
+                    if t.get("function", t).get("name") == call.tool
+                ),
+                "",
+            )
+            reason = f"{prefix}Next I call `{call.tool}` to {_first_sentence(description)}, with {self._argument_notes(call, evidence)}."
+            self._pending = ("plan", self._next)
+            self._next += 1
+            return self._call_message(reason, call.tool, call.args)
+        return assistant_message(prefix + self._final(messages, evidence))
+
+    # -------------------------------------------------------------- answer
+
+    def _answer_fields(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
+        if self.guidance is not None and self.guidance.answer_fields:
+            return list(self.guidance.answer_fields)
+        asked = " ".join(str(m.get("content") or "") for m in messages if m.get("role") == "user").casefold()
+        return [
+            f
+            for f in sorted(self.task.expected_answer)
+            if words(f).casefold() in asked or f.casefold() in asked
+        ]
+
+    def _observed_value(self, field: str, messages: Sequence[Mapping[str, Any]]) -> Any:
+        for m in reversed(messages):
+            if m.get("role") != "tool":
+                continue
+            try:
+                data = json.loads(str(m.get("content") or "{}")).get("data")
+            except (json.JSONDecodeError, AttributeError):
+                continue
+            found = _find_key(data, field)
+            if found is not None:
+                return found
+        return None
+
+    def _final(self, messages: Sequence[Mapping[str, Any]], evidence: Evidence) -> str:
+        answer: dict[str, Any] = {}
+        for field in self._answer_fields(messages):
+            target = self.guidance.target_answer.get(field) if self.guidance is not None else None
+            if target is not None and (not self._needs(target) or evidence.supports(target)):
+                answer[field] = target
+                continue
+            observed = self._observed_value(field, messages)
+            if observed is not None:
+                answer[field] = observed
+        done = []
+        for m in messages:
+            if m.get("role") == "tool":
+                try:
+                    ok = bool(json.loads(str(m.get("content") or "{}")).get("ok"))
+                except json.JSONDecodeError:
+                    ok = False
+                done.append(ok)
+        summary = f"I made {len(done)} tool calls and {sum(done)} succeeded."
+        if not answer:
+            return summary + " The request is complete."
+        return summary + " " + answer_block(answer)
+
+
+def _find_key(data: Any, field: str) -> Any:
+    if isinstance(data, Mapping):
+        if field in data and not isinstance(data[field], (dict, list)):
+            return data[field]
+        for v in data.values():
+            found = _find_key(v, field)
+            if found is not None:
+                return found
+    elif isinstance(data, list):
+        for v in data:
+            found = _find_key(v, field)
+            if found is not None:
+                return found
+    return None
+
+
+class NoisyTeacher(OfflineTeacher):
+    """The offline teacher without guidance and with seeded slips: it sometimes skips a planned step
+    or swaps an id argument for another id it has seen. A cheap policy whose pass@K separates easy
+    tasks (short plans, few ids) from hard ones; used offline for RL difficulty estimation."""
+
+    def __init__(
+        self,
+        task: Task,
+        plan: Sequence[ReferenceCall],
+        *,
+        noise: float = 0.25,
+        seed: int = 0,
+        read_tools: Mapping[str, str] | Sequence[str] = (),
+    ) -> None:
+        super().__init__(task, plan, None, read_tools=read_tools)
+        self.noise = noise
+        self.rng = random.Random(seed)
+        self.name = f"noisy-teacher@{noise:g}"
+        self._perturbed: set[int] = set()
+
+    def act(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        step = self._next
+        if step < len(self.plan) and step not in self._perturbed:
+            self._perturbed.add(step)
+            if self.rng.random() < self.noise:
+                call = self.plan[step]
+                if self.rng.random() < 0.5:
+                    self.plan.pop(step)  # a forgotten step
+                else:
+                    seen = sorted(
+                        {m for msg in messages for m in ID_PATTERN.findall(str(msg.get("content") or ""))}
+                    )
+                    ids = [
+                        p
+                        for p, v in sorted(call.args.items())
+                        if isinstance(v, str) and ID_PATTERN.fullmatch(v)
+                    ]
+                    if ids:
+                        param = self.rng.choice(ids)
+                        prefix = call.args[param].rsplit("-", 1)[0]
+                        others = [s for s in seen if s.startswith(prefix + "-") and s != call.args[param]]
+                        if others:
+                            args = {**call.args, param: self.rng.choice(others)}
+                            self.plan[step] = call.model_copy(update={"args": args})
+        return super().act(messages, tools)
+
+
+def read_tool_tables(bundle: Bundle) -> dict[str, str]:
+    """Read tool -> the table it reads, from the bundle's spec when it has one (names alone can
+    mislead: a seed's `get_budget_status` may list vendor orders)."""
+    spec = bundle.spec or {}
+    tables = {
+        str(e.get("name")): str(e.get("table")) for e in spec.get("entities", []) if isinstance(e, Mapping)
+    }
+    out = {name: "" for name in bundle.read_tools}
+    for tool in spec.get("tools", []):
+        if isinstance(tool, Mapping) and tool.get("name") in out:
+            out[str(tool["name"])] = tables.get(str(tool.get("entity")), "")
+    return out
+
+
+TeacherFactory = Callable[[Task, Sequence[ReferenceCall], Guidance, Bundle], Agent]
+PolicyFactory = Callable[[Task, Sequence[ReferenceCall], Bundle, int], Agent]
+
+
+def offline_teacher(task: Task, plan: Sequence[ReferenceCall], guidance: Guidance, bundle: Bundle) -> Agent:
+    return OfflineTeacher(task, plan, guidance, read_tools=read_tool_tables(bundle))
+
+
+def llm_teacher(llm: LLM) -> TeacherFactory:
+    def make(task: Task, plan: Sequence[ReferenceCall], guidance: Guidance, bundle: Bundle) -> Agent:
+        return LLMAgent(llm, guidance_text=guidance.text)
+
+    return make
+
+
+def noisy_policy(noise: float = 0.25) -> PolicyFactory:
+    """Factory of the offline pass@K policy: rollout `attempt` gets its own seed."""
+
+    def make(task: Task, plan: Sequence[ReferenceCall], bundle: Bundle, attempt: int) -> Agent:
+        seed = attempt * 7919 + int(task.id[:8], 16) % 7919
+        return NoisyTeacher(task, plan, noise=noise, seed=seed, read_tools=read_tool_tables(bundle))
+
+    return make

@@ -1,0 +1,156 @@
+"""User simulation: the person on the other side of a multi-turn task.
+
+A persona sets request granularity (terse users state only the first sentence and add the rest when
+asked), information completeness (details in `withheld` are given only when the agent asks for
+them: progressive disclosure) and misleading details (stated wrongly at first, corrected when the
+agent asks to confirm). Offline, `ScriptedUser` answers from the task's ground truth and only with
+what the persona allows; in LLM mode `LLMUser` phrases the replies with a model under the same rules.
+Single-turn tasks use the opening message alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from agentomnia.llm.protocol import LLM
+from agentomnia.tasks.models import Task
+
+DONE_TOKEN = "###DONE###"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+class UserSimulator(Protocol):
+    def opening(self) -> str: ...
+
+    def reply(self, messages: Sequence[Mapping[str, Any]]) -> str | None:
+        """The user's next message after the agent's last turn, or None when the user is done."""
+        ...
+
+
+def words(key: str) -> str:
+    return key.replace("_", " ").strip()
+
+
+def _asks_about(question: str, key: str) -> bool:
+    text = question.casefold()
+    if key.casefold() in text or words(key).casefold() in text:
+        return True
+    stem = key.casefold().removesuffix("_id").removesuffix("_name")
+    return bool(stem) and len(stem) >= 4 and words(stem) in text and ("id" in key or "name" in key)
+
+
+def _last_assistant(messages: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    return next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
+
+
+class ScriptedUser:
+    """Deterministic, ground-truth-driven user: reveals only what the persona allows, when asked."""
+
+    def __init__(self, task: Task, *, max_questions: int = 4) -> None:
+        self.task = task
+        self.persona = task.persona
+        self.max_questions = max_questions
+        self._questions = 0
+        self._revealed: set[str] = set()
+        sentences = [s for s in _SENTENCE.split(task.query.strip()) if s]
+        terse = self.persona is not None and self.persona.granularity == "terse" and len(sentences) > 1
+        self._first = sentences[0] if terse else task.query.strip()
+        self._rest = " ".join(sentences[1:]) if terse else ""
+
+    def opening(self) -> str:
+        text = self._first
+        if self.persona is not None:
+            for key, wrong in sorted(self.persona.misleading.items()):
+                text += f" The {words(key)} is {wrong}."
+            if self.persona.granularity == "detailed":
+                text += " Please tell me what you changed and what you found when you are done."
+        return text
+
+    def reply(self, messages: Sequence[Mapping[str, Any]]) -> str | None:
+        last = _last_assistant(messages)
+        question = str(last.get("content") or "") if last is not None else ""
+        if last is None or last.get("tool_calls") or "?" not in question:
+            return None
+        if self._questions >= self.max_questions:
+            return None
+        self._questions += 1
+        parts: list[str] = []
+        if self._rest and "rest" not in self._revealed:
+            self._revealed.add("rest")
+            parts.append(self._rest)
+        if self.persona is not None:
+            for key, value in sorted(self.persona.misleading.items()):
+                truth = self.persona.withheld.get(key, self.task.internal_spec.get(key))
+                if _asks_about(question, key) and truth is not None and key not in self._revealed:
+                    self._revealed.add(key)
+                    parts.append(
+                        f"Sorry, I was wrong earlier: the {words(key)} is {_text(truth)}, not {_text(value)}."
+                    )
+            for key, value in sorted(self.persona.withheld.items()):
+                if key in self.persona.misleading or key in self._revealed:
+                    continue
+                if _asks_about(question, key):
+                    self._revealed.add(key)
+                    parts.append(f"The {words(key)} is {_text(value)}.")
+        return " ".join(parts) if parts else "I have no more details than what I already told you."
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+class LLMUser:
+    """A model plays the persona; the opening is the scripted one so both modes start alike."""
+
+    def __init__(self, task: Task, llm: LLM, *, max_questions: int = 4) -> None:
+        self.task = task
+        self.llm = llm
+        self.max_questions = max_questions
+        self._scripted = ScriptedUser(task, max_questions=max_questions)
+        self._questions = 0
+
+    def opening(self) -> str:
+        return self._scripted.opening()
+
+    def _system(self) -> str:
+        persona = self.task.persona
+        lines = [
+            "You play a user who asked an assistant for help. Stay in character and be brief.",
+            f"Your request: {self.task.query}",
+            "Only reveal a detail below when the assistant asks for it; never invent other facts.",
+        ]
+        if persona is not None:
+            lines.append(f"Your style: {persona.granularity}.")
+            for key, value in sorted(persona.withheld.items()):
+                lines.append(f"Detail you know (tell only when asked): {words(key)} = {_text(value)}")
+            for key, value in sorted(persona.misleading.items()):
+                lines.append(
+                    f"You first said {words(key)} = {_text(value)}; admit the mistake if asked to confirm."
+                )
+        lines.append(f"When the assistant has finished your request, reply with exactly {DONE_TOKEN}.")
+        return "\n".join(lines)
+
+    def reply(self, messages: Sequence[Mapping[str, Any]]) -> str | None:
+        last = _last_assistant(messages)
+        if last is None or last.get("tool_calls") or self._questions >= self.max_questions:
+            return None
+        self._questions += 1
+        # Roles are mirrored: the agent's words are what this model reads as its interlocutor.
+        convo: list[dict[str, Any]] = [{"role": "system", "content": self._system()}]
+        for m in messages:
+            if m.get("role") == "user":
+                convo.append({"role": "assistant", "content": str(m.get("content") or "")})
+            elif m.get("role") == "assistant" and not m.get("tool_calls"):
+                convo.append({"role": "user", "content": str(m.get("content") or "")})
+        text = self.llm.complete(convo, temperature=0.0).text.strip()
+        return None if not text or DONE_TOKEN in text else text
+
+
+def make_user(task: Task, llm: LLM | None = None) -> UserSimulator | None:
+    """The simulator a task needs: none for single-turn tasks, scripted offline, model-backed with an LLM."""
+    if task.interaction != "multi":
+        return None
+    return LLMUser(task, llm) if llm is not None else ScriptedUser(task)
