@@ -356,6 +356,92 @@ def cmd_bench_envs(args: argparse.Namespace) -> Result:
     return result, format_envs_bench(result)
 
 
+def cmd_tasks_synth(args: argparse.Namespace) -> Result:
+    kind = args.kind.replace("-", "_")
+    if kind != "solver" and not args.env:
+        raise CLIError(f"--kind {args.kind} needs --env BUNDLE_DIR (an environment built by `agentomnia env build` or a run)")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    box = _sandbox()
+    try:
+        if kind in ("dag_standard", "dag_challenge"):
+            from agentomnia.tasks.dag.synth import synthesize_dag_tasks
+
+            tasks, rejected = synthesize_dag_tasks(Path(args.env), box, variant=args.kind, n=args.n, seed=args.seed)
+        elif kind == "program":
+            from agentomnia.tasks.program import synthesize_program_tasks
+
+            tasks, rejected = synthesize_program_tasks(Path(args.env), box, n=args.n, seed=args.seed)
+        elif kind == "solver":
+            from agentomnia.tasks.solver import synthesize_solver_tasks
+
+            per_family = max(1, args.n // 6)
+            tasks, _dirs, rejected = synthesize_solver_tasks(box, per_family=per_family, seed=args.seed, out_dir=out / "envs")
+        else:
+            raise CLIError(f"unknown task kind {args.kind!r}; use dag-standard, dag-challenge, program or solver")
+    finally:
+        box.close()
+    for t in tasks:
+        (out / f"{t.id}.json").write_text(t.model_dump_json(indent=2), encoding="utf-8")
+    data = {
+        "requested": args.n,
+        "kept": len(tasks),
+        "rejected": [{"stage": r.stage, "reason": r.reason} for r in rejected],
+        "out": str(out),
+    }
+    lines = [f"kept {len(tasks)} of {args.n} requested -> {out}"]
+    lines += [f"  {t.id}  {t.kind}  {len(t.reference_calls)} calls: {t.query[:100]}" for t in tasks]
+    lines += [f"  rejected ({r.stage}): {r.reason[:120]}" for r in rejected[:10]]
+    return data, "\n".join(lines)
+
+
+def cmd_tasks_check(args: argparse.Namespace) -> Result:
+    from agentomnia.sandbox.bundle import Bundle
+    from agentomnia.tasks.models import Task
+
+    folder = Path(args.dir)
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        raise CLIError(f"{folder} holds no task files (*.json)")
+    envs_root = Path(args.envs) if args.envs else Storage().root / "envs"
+    box = _sandbox()
+    failures: list[dict[str, Any]] = []
+    oracle = empty = 0
+    try:
+        for f in files:
+            try:
+                task = Task.model_validate_json(f.read_text())
+            except ValueError as exc:
+                failures.append({"file": f.name, "problem": f"not a task: {str(exc)[:200]}"})
+                continue
+            env_dir = envs_root / task.env_id
+            if not env_dir.exists():
+                failures.append({"file": f.name, "problem": f"environment {task.env_id} not found under {envs_root}; pass --envs"})
+                continue
+            bundle = Bundle.load(env_dir)
+            if task.kind == "program":
+                from agentomnia.tasks.program import check_program_task
+
+                report = check_program_task(task, box, bundle)
+                ok_ref, ok_empty, problems = report.reference_passes, report.empty_fails, list(report.details)
+            else:
+                from agentomnia.tasks.dag.synth import check_task
+
+                result = check_task(task, box, bundle)
+                ok_ref, ok_empty = result.replay_ok and result.oracle_pass, result.empty_fail
+                problems = result.consistency + result.leakage + result.state + ([result.detail] if result.detail else [])
+            oracle += ok_ref
+            empty += ok_empty
+            if not (ok_ref and ok_empty) or (task.kind != "program" and problems):
+                failures.append({"file": f.name, "task": task.id, "problem": "; ".join(problems)[:300] or "oracle failed"})
+    finally:
+        box.close()
+    data = {"tasks": len(files), "oracle_pass": oracle, "empty_fail": empty, "failures": failures}
+    if failures:
+        raise CLIError(f"{len(failures)} of {len(files)} tasks fail their checks: " + "; ".join(f"{x['file']}: {x['problem']}" for x in failures[:3]))
+    return data, f"{len(files)} tasks: oracle passes {oracle}, empty run fails {empty}"
+
+
 # -- parser --------------------------------------------------------------------------------
 
 
@@ -445,6 +531,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-n", type=int, default=40, help="how many selected candidates to build")
     p.add_argument("--workers", type=int, default=2)
+
+    tasks = verbs.add_parser("tasks", help="task synthesis and checks").add_subparsers(dest="tasks_verb", required=True)
+    p = verb(tasks, "synth", cmd_tasks_synth, "synthesize verified tasks on one environment bundle; one JSON file per task")
+    p.add_argument("--env", help="environment bundle folder (not needed for solver tasks)")
+    p.add_argument("--kind", required=True, choices=["dag-standard", "dag-challenge", "program", "solver"])
+    p.add_argument("--n", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True)
+    p = verb(tasks, "check", cmd_tasks_check, "re-run oracle and consistency checks on every task file in a folder")
+    p.add_argument("dir")
+    p.add_argument("--envs", help="folder holding the environment bundles (default $AGENTOMNIA_HOME/envs)")
 
     env = verbs.add_parser("env", help="synthesized environments").add_subparsers(
         dest="env_verb", required=True

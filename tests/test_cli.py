@@ -64,3 +64,13 @@ def test_seeds_ingest_reports_rejections(home: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert len(data["accepted"]) == 1 and "invalid JSON" in data["rejected"][0]["reason"]
+
+
+def test_status_lists_records_and_assets(home: Path) -> None:
+    LineageStore(home / "lineage.duckdb").record([LineageRow(id="s1", kind="seed", round="r0")])
+    proc = _cli("status", "--json", home=home)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["records"] == [{"kind": "seed", "round": "r0", "status": "ok", "count": 1}]
+    assets = {a["asset"]: a["status"] for a in data["assets"]}
+    assert assets["environments"] == "never" and "taxonomy" in assets

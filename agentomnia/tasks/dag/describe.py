@@ -1,0 +1,103 @@
+"""Words for records and values in a task description, with or without identifiers.
+
+DAG-Standard descriptions may quote a record's id; DAG-Challenge ones refer to records only by what
+distinguishes them in the task's own initial state (its name plus as few further facts as make it
+unique), so the agent has to find the record. A record that no short description singles out
+cannot be a Challenge target: `describe_record` returns None and the caller picks another.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from agentomnia.envs.spec import EntitySpec, EnvSpec
+
+_CUE_TYPES = ("enum", "bool", "str", "int", "money", "float", "date")
+_ID_SHAPE = re.compile(r"^[A-Z0-9]{2,4}-\d+$")
+
+
+def words(name: str) -> str:
+    """`monthly_fee` -> `monthly fee`: how a field is said in prose (never as its key)."""
+    return name.replace("_", " ").strip()
+
+
+def plural(name: str) -> str:
+    w = words(name)
+    if w.endswith("y") and not w.endswith(("ay", "ey", "oy")):
+        return w[:-1] + "ies"
+    return w + ("es" if w.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def say(value: Any) -> str:
+    """A value as it reads in a sentence."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, str):
+        return f"'{value}'"
+    if isinstance(value, list):
+        return ", ".join(say(v) for v in value) or "nothing"
+    return str(value)
+
+
+def cue(entity: EntitySpec, attr: str, value: Any) -> str:
+    a = entity.attribute(attr)
+    if a is not None and a.type == "bool":
+        return f"{words(attr)} set to {'yes' if value else 'no'}"
+    if a is not None and a.type == "enum":
+        return f"{words(attr)} {value}"
+    return f"{words(attr)} {say(value)}"
+
+
+def _usable(entity: EntitySpec, attr: str, value: Any) -> bool:
+    a = entity.attribute(attr)
+    if a is None or a.type not in _CUE_TYPES or attr == entity.key or value is None or value == "":
+        return False
+    return not (isinstance(value, str) and (_ID_SHAPE.match(value) or len(value) > 60 or "@" in value))
+
+
+def describe_record(
+    spec: EnvSpec, state: Mapping[str, Any], entity_name: str, key: str, *, allow_ids: bool
+) -> str | None:
+    """A phrase that picks exactly this record in `state`, or None if no short one exists."""
+    entity = spec.entity(entity_name)
+    table: Mapping[str, Mapping[str, Any]] = state.get(entity.table) or {}
+    record = table.get(key)
+    if record is None:
+        return None
+    label = entity.label_attribute
+    if allow_ids:
+        shown = record.get(label.name) if label is not None else None
+        return f"{words(entity.name)} {key}" + (f" ({shown})" if isinstance(shown, str) and shown else "")
+    order: list[str] = []
+    if label is not None and _usable(entity, label.name, record.get(label.name)):
+        order.append(label.name)
+    for t in _CUE_TYPES:
+        for a in entity.attributes:
+            if a.type == t and a.name not in order and _usable(entity, a.name, record.get(a.name)):
+                order.append(a.name)
+    chosen: list[str] = []
+    others = [r for k, r in table.items() if k != key]
+    for attr in order:
+        if len(chosen) == 3:
+            break
+        before = len(others)
+        remaining = [r for r in others if r.get(attr) == record.get(attr)]
+        if len(remaining) < before or attr == (label.name if label else None):
+            chosen.append(attr)
+            others = remaining
+        if not others:
+            break
+    if others or not chosen:
+        return None
+    head = f"the {words(entity.name)}"
+    parts = []
+    for attr in chosen:
+        if label is not None and attr == label.name:
+            head = f"the {words(entity.name)} {'named' if 'name' in attr else 'called'} {say(record[attr])}"
+        else:
+            parts.append(cue(entity, attr, record[attr]))
+    return head + (" with " + " and ".join(parts) if parts else "")

@@ -1,0 +1,855 @@
+"""Execution-grounded generation (paper §4.4.1, step 5): a tool group becomes calls, answers and words.
+
+Chains run in order in a live sandbox session. Every argument is taken from the task's initial
+state (a record the description points at) or from an earlier call's output (the album's artist id,
+the new record's key), never invented; values a write sets are stated in the description. Each
+argument's origin is kept as provenance. A call that fails ends the candidate. Reads at the end of a
+chain, scattered reads and the virtual nodes over them become answer fields; every answer is read
+again on the end state, so an answer that depends on when it was read (before or after a write) is
+rejected instead of making the task's grading order-dependent.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import networkx as nx
+
+from agentomnia.envs.calls import _precondition_ok as precondition_ok
+from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec
+from agentomnia.envs.state import make_value
+from agentomnia.sandbox.session import Session
+from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
+from agentomnia.tasks.dag.describe import cue, describe_record, plural, say, words
+from agentomnia.tasks.dag.graph import edge_data
+from agentomnia.tasks.dag.sampling import ToolGroup
+
+_SCALAR = ("str", "int", "float", "money", "enum", "bool", "date")
+_NUMERIC = ("int", "float", "money")
+
+
+class Reject(Exception):
+    """The candidate cannot become a task; `stage` and the message say where and why."""
+
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.reason = reason
+
+
+@dataclass
+class Executed:
+    index: int
+    tool: ToolSpec
+    args: dict[str, Any]
+    sources: dict[str, str]
+    data: Any
+    focus: tuple[str, str] | None  # (entity, key) of the record the call is about
+    phrase: str | None  # how the description refers to that record
+
+
+@dataclass
+class Reported:
+    node: str
+    field: str
+    value: Any
+    text: str
+    numeric: bool
+    step: int | None = None
+    items: list[dict[str, Any]] | None = None  # list outputs, for FILTER/EXTRACT
+    subject: str = ""  # the records a count is about ("the play events of ..."), for FILTER/EXTRACT
+
+
+@dataclass
+class Generated:
+    calls: list[Executed] = field(default_factory=list)
+    clauses: list[str] = field(default_factory=list)
+    reports: list[Reported] = field(default_factory=list)
+    objectives: list[dict[str, Any]] = field(default_factory=list)
+    dag: AugmentedDAG = field(default_factory=AugmentedDAG)
+    mentioned: set[tuple[str, str]] = field(default_factory=set)
+    chains_run: list[list[str]] = field(default_factory=list)
+
+
+def _answer_key(taken: Mapping[str, Any] | Sequence[str], base: str) -> str:
+    if base not in taken:
+        return base
+    n = 2
+    while f"{base}{n}" in taken:
+        n += 1
+    return f"{base}{n}"
+
+
+class Generator:
+    """Runs one tool group in a session positioned at the task's initial state."""
+
+    def __init__(
+        self,
+        spec: EnvSpec,
+        session: Session,
+        graph: nx.MultiDiGraph,
+        rng: random.Random,
+        *,
+        allow_ids: bool,
+        preferred: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.session = session
+        self.graph = graph
+        self.rng = rng
+        self.allow_ids = allow_ids
+        self.preferred = {k: list(v) for k, v in (preferred or {}).items()}
+        self.initial = session.state()
+        self.out = Generated()
+
+    def attempt(self, run: Callable[[], None], failures: list[Reject]) -> bool:
+        """Run one part of the group; on Reject, restore the session and the output to before it."""
+        mark = self.session.snapshot()
+        out = self.out
+        sizes = (len(out.calls), len(out.clauses), len(out.reports), len(out.objectives))
+        dag = (len(out.dag.calls), len(out.dag.edges), len(out.dag.chains))
+        mentioned = set(out.mentioned)
+        try:
+            run()
+            return True
+        except Reject as exc:
+            failures.append(exc)
+            self.session.restore(mark)
+            del (
+                out.calls[sizes[0] :],
+                out.clauses[sizes[1] :],
+                out.reports[sizes[2] :],
+                out.objectives[sizes[3] :],
+            )
+            del out.dag.calls[dag[0] :], out.dag.edges[dag[1] :], out.dag.chains[dag[2] :]
+            out.mentioned = mentioned
+            return False
+
+    # -- grounding helpers -------------------------------------------------------------------
+
+    def _table(self, entity: EntitySpec, state: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return dict((state if state is not None else self.session.state()).get(entity.table) or {})
+
+    def pick_record(
+        self,
+        entity: EntitySpec,
+        avoid: Sequence[str] = (),
+        label_unique: bool = False,
+        tool: ToolSpec | None = None,
+    ) -> tuple[str, str]:
+        """A record of the initial state the description can point at, hardening targets first; for a
+        write, only records its preconditions and lifecycle admit (a doomed call teaches nothing)."""
+        table = self._table(entity, self.initial)
+        live = self._table(entity)
+        keys = [k for k in sorted(table) if k in live and k not in avoid]
+        if tool is not None and tool.kind == "write":
+            keys = [k for k in keys if self._admits(tool, live[k])]
+        first = [k for k in self.preferred.get(entity.name, []) if k in keys]
+        rest = [k for k in keys if k not in first]
+        self.rng.shuffle(rest)
+        label = entity.label_attribute
+        for key in (first + rest)[:12]:
+            if label_unique:
+                if label is None:
+                    break
+                value = table[key].get(label.name)
+                if (
+                    not isinstance(value, str)
+                    or [r.get(label.name) for r in table.values()].count(value) != 1
+                ):
+                    continue
+            phrase = describe_record(self.spec, self.initial, entity.name, key, allow_ids=self.allow_ids)
+            if phrase is not None:
+                return key, phrase
+        raise Reject(
+            "grounding",
+            f"no {entity.name} record can be described {'without ids' if not self.allow_ids else ''}".strip(),
+        )
+
+    def _admits(self, tool: ToolSpec, record: Mapping[str, Any]) -> bool:
+        if not precondition_ok(self.spec, self.session.state(), tool, record):
+            return False
+        if tool.op != "transition":
+            return True
+        attr, target = tool.binding.get("attr"), tool.binding.get("value")
+        current = record.get(attr or "")
+        for r in self.spec.rules:
+            if r.kind == "transition" and r.entity == tool.entity and r.attr == attr:
+                return target in r.allowed.get(str(current), ())
+        return current != target
+
+    def _new_value(self, tool: ToolSpec, param: str, current: Any) -> Any:
+        schema = tool.parameters.get("properties", {}).get(param, {})
+        entity = self.spec.entity(tool.entity)
+        attr_name = tool.binding.get("fields", {}).get(param, param)
+        attr = entity.attribute(attr_name)
+        if "enum" in schema:
+            options = [v for v in schema["enum"] if v != current]
+            return self.rng.choice(options) if options else None
+        if attr is None:
+            return None
+        if attr.type == "bool":
+            return not current if isinstance(current, bool) else True
+        if attr.type in _NUMERIC:
+            low, high = None, None
+            for r in self.spec.rules:
+                if r.kind == "range" and r.entity == entity.name and r.attr == attr.name:
+                    low, high = r.min, r.max
+            low = max(x for x in (low, schema.get("minimum"), 0) if x is not None)
+            high = min(x for x in (high, schema.get("maximum"), low + 400) if x is not None)
+            for _ in range(6):
+                value: Any = (
+                    self.rng.randint(int(low), int(high))
+                    if attr.type == "int"
+                    else round(self.rng.uniform(low, high), 2)
+                )
+                if value != current:
+                    return value
+            return None
+        if attr.type in ("str", "text", "date", "datetime", "enum"):
+            for _ in range(6):
+                value = make_value(attr, entity, self.rng, self.rng.randint(2, 98))
+                if value != current and value is not None:
+                    return value
+        return None
+
+    def _changeable(self, tool: ToolSpec, record: Mapping[str, Any]) -> list[str]:
+        entity = self.spec.entity(tool.entity)
+        status = entity.status_attribute
+        props = tool.parameters.get("properties", {})
+        out = []
+        for param, attr_name in tool.binding.get("fields", {}).items():
+            a = entity.attribute(attr_name)
+            if param in props and a is not None and a.type in (*_SCALAR, "text") and a.name != entity.key:
+                if status is not None and a.name == status.name:
+                    continue  # lifecycle moves belong to transition tools and their rules
+                if any(
+                    r.kind == "unique" and r.entity == entity.name and a.name in r.attrs
+                    for r in self.spec.rules
+                ):
+                    continue
+                out.append(param)
+        return out
+
+    def _ref_value(self, tool: ToolSpec, param: str, avoid: Sequence[str] = ()) -> tuple[str, str, str]:
+        entity = self.spec.entity(tool.entity)
+        attr = entity.attribute(
+            {**tool.binding.get("fields", {}), **tool.binding.get("filters", {})}.get(param, param)
+        )
+        if tool.op == "assign":
+            attr = entity.attribute(tool.binding.get("attr", ""))
+        if attr is None or attr.ref is None:
+            raise Reject("grounding", f"{tool.name}.{param} does not name a reference")
+        target = self.spec.entity(attr.ref)
+        state = self.session.state()
+        # a create or assign may be guarded by the referenced record's state (only open projects...)
+        barred = [
+            k
+            for k in state.get(target.table) or {}
+            if not precondition_ok(self.spec, state, tool, {attr.name: k})
+        ]
+        key, phrase = self.pick_record(target, [*avoid, *barred])
+        return key, f"s0:{target.table}.{key}.{target.key}", phrase
+
+    # -- one call ------------------------------------------------------------------------------
+
+    def call(
+        self,
+        tool: ToolSpec,
+        args: dict[str, Any],
+        sources: dict[str, str],
+        focus: tuple[str, str] | None,
+        phrase: str | None,
+    ) -> Executed:
+        result = self.session.call(tool.name, args)
+        if not result.ok:
+            code = result.error.code if result.error else "error"
+            message = result.error.message if result.error else ""
+            raise Reject("execution", f"{tool.name} failed ({code}): {message}"[:300])
+        step = Executed(len(self.out.calls), tool, args, sources, result.data, focus, phrase)
+        self.out.calls.append(step)
+        self.out.dag.add_call(f"c{step.index}")
+        if focus is not None:
+            self.out.mentioned.add(focus)
+        return step
+
+    def _incoming(self, prev: Executed, tool: ToolSpec) -> tuple[str, Any, str, str, str]:
+        """(param, value, source, phrase, entity) carried along the strongest usable edge prev -> tool."""
+        for edge in edge_data(self.graph, prev.tool.name, tool.name):
+            param, path, entity = edge.get("param"), edge.get("path"), edge.get("entity")
+            if not param or not path or not entity:
+                continue
+            got = self._resolve(prev, path, entity)
+            if got is not None:
+                value, concrete, phrase = got
+                return param, value, f"out:{prev.index}.{concrete}", phrase, entity
+        raise Reject("grounding", f"nothing {prev.tool.name} returned can feed {tool.name}")
+
+    def _resolve(self, prev: Executed, path: str, entity_name: str) -> tuple[Any, str, str] | None:
+        data = prev.data if isinstance(prev.data, dict) else {}
+        parts = path.split(".")[1:]
+        host = self.spec.entity(prev.tool.entity)
+        entity = self.spec.entity(entity_name)
+        that = prev.phrase or f"that {words(host.name)}"
+        if parts[0] == "items[]":
+            items = [i for i in data.get("items", []) if isinstance(i, dict)]
+            picked = self._pick_item(host, items)
+            if picked is None:
+                return None
+            index, how = picked
+            value = items[index].get(parts[1])
+            chosen = (
+                f"the only one of {that}"
+                if how.startswith("(")
+                else f"the {words(host.name)} {how} among {that}"
+            )
+            phrase = chosen if parts[1] == host.key else f"the {words(self._ref_word(parts[1]))} of {chosen}"
+            return (value, f"data.items[{index}].{parts[1]}", phrase) if isinstance(value, str) else None
+        if parts[0] == "related":
+            ids = data.get("related", {}).get(parts[1].rstrip("[]"), [])
+            if len(ids) != 1:
+                return None
+            return (
+                ids[0],
+                f"data.related.{parts[1].rstrip('[]')}[0]",
+                f"the only {words(entity.name)} of {that}",
+            )
+        record = data.get("record", {}) if parts[0] == "record" else data
+        attr = parts[-1]
+        value = record.get(attr) if isinstance(record, dict) else None
+        if not isinstance(value, str):
+            return None
+        concrete = ".".join(["data", *parts])
+        phrase = that if attr == host.key else f"the {words(self._ref_word(attr))} of {that}"
+        return value, concrete, phrase
+
+    @staticmethod
+    def _ref_word(attr: str) -> str:
+        return attr[:-3] if attr.endswith("_id") else attr
+
+    def _pick_item(self, entity: EntitySpec, items: list[dict[str, Any]]) -> tuple[int, str] | None:
+        if not items:
+            return None
+        if len(items) == 1:
+            return 0, "(the only match)"
+        for a in entity.attributes:
+            if a.type in _NUMERIC and a.name != entity.key:
+                values = [i.get(a.name) for i in items]
+                if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
+                    continue
+                top = max(values)  # type: ignore[type-var]
+                if values.count(top) == 1:
+                    return values.index(top), f"with the highest {words(a.name)}"
+        for a in entity.attributes:  # no telling number: the most recent date decides
+            if a.type in ("date", "datetime"):
+                dates = [str(i.get(a.name) or "") for i in items]
+                latest = max(dates)
+                if latest and dates.count(latest) == 1:
+                    return dates.index(latest), f"with the latest {words(a.name)}"
+        return None
+
+    # -- grounding one tool --------------------------------------------------------------------
+
+    def ground(
+        self, tool: ToolSpec, incoming: tuple[str, Any, str, str, str] | None
+    ) -> tuple[dict[str, Any], dict[str, str], tuple[str, str] | None, str | None, list[str]]:
+        """(args, sources, focus, phrase, clause parts); a write's clause names every value it sets."""
+        entity = self.spec.entity(tool.entity)
+        b = tool.binding
+        props = tool.parameters.get("properties", {})
+        required = list(tool.parameters.get("required", []))
+        args: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        focus: tuple[str, str] | None = None
+        phrase: str | None = None
+        extra: list[str] = []
+        key_param = b.get("key") if b.get("key") in props else None
+        if incoming is not None:
+            param, value, source, in_phrase, in_entity = incoming
+            if param not in props:
+                raise Reject("grounding", f"{tool.name} has no argument {param!r}")
+            args[param], sources[param] = value, source
+            if param == key_param or (tool.op == "lookup" and param == b.get("key")):
+                focus, phrase = (entity.name, value), in_phrase
+            else:
+                extra.append(
+                    in_phrase if tool.op == "assign" else f"{words(self._ref_word(param))}: {in_phrase}"
+                )
+                if tool.op in ("list", "search", "range"):
+                    phrase = f"the {plural(entity.name)} of {in_phrase}"
+        if tool.op == "manage":
+            raise Reject(
+                "grounding", f"{tool.name} is a mode-selector tool; DAG chains use single-purpose tools"
+            )
+        if key_param and key_param not in args:
+            if tool.op == "lookup" and not self.allow_ids:
+                key, phrase = self.pick_record(entity, label_unique=True)
+                label = b["label"]
+                args[label] = self._table(entity)[key][label]
+                sources[label] = f"s0:{entity.table}.{key}.{label}"
+            else:
+                key, phrase = self.pick_record(entity, tool=tool)
+                args[key_param] = key
+                sources[key_param] = f"s0:{entity.table}.{key}.{entity.key}"
+            focus = (entity.name, key)
+        if tool.op == "lookup" and not args:
+            key, phrase = self.pick_record(entity)
+            args[b["key"]] = key
+            sources[b["key"]] = f"s0:{entity.table}.{key}.{entity.key}"
+            focus = (entity.name, key)
+        record = self._table(entity).get(focus[1], {}) if focus else {}
+        if tool.op == "update":
+            options = self._changeable(tool, record)
+            if not options:
+                raise Reject("grounding", f"{tool.name} has no field it can change on {focus}")
+            param = self.rng.choice(options)
+            value = self._new_value(tool, param, record.get(b["fields"][param]))
+            if value is None:
+                raise Reject("grounding", f"no new value for {tool.name}.{param}")
+            args[param], sources[param] = value, "query"
+            extra.append(f"{words(b['fields'][param])} {say(value)}")
+        if tool.op == "assign" and b.get("param") not in args:
+            current = record.get(b["attr"])
+            key, source, ref_phrase = self._ref_value(tool, b["param"], avoid=[current] if current else [])
+            args[b["param"]], sources[b["param"]] = key, source
+            extra.append(ref_phrase)
+        for p in required:
+            if p in args:
+                continue
+            schema = props.get(p, {})
+            attr = entity.attribute({**b.get("fields", {}), **b.get("filters", {})}.get(p, p))
+            if attr is not None and attr.type == "ref":
+                key, source, ref_phrase = self._ref_value(tool, p)
+                args[p], sources[p] = key, source
+                extra.append(f"{words(self._ref_word(p))}: {ref_phrase}")
+            elif tool.op == "range" and p in ("start", "end"):
+                continue
+            elif tool.op == "aggregate" and p == "group_by":
+                args[p], sources[p] = self.rng.choice(schema.get("enum") or [entity.key]), "query"
+            elif tool.op == "search" and p == "query":
+                args[p], sources[p] = self._search_term(entity), "query"
+            else:
+                value = self._new_value(tool, p, record.get(p))
+                if value is None:
+                    raise Reject("grounding", f"cannot ground required argument {tool.name}.{p}")
+                args[p], sources[p] = value, "query"
+                extra.append(f"{words(b.get('fields', {}).get(p, p))} {say(value)}")
+        if tool.op == "range":
+            dates = sorted(
+                str(r.get(b["attr"]))[:10] for r in self._table(entity).values() if r.get(b["attr"])
+            )
+            if len(dates) < 2:
+                raise Reject("grounding", f"{tool.name}: fewer than two {entity.table} carry {b['attr']}")
+            i = self.rng.randint(0, len(dates) // 2)
+            args["start"], args["end"] = dates[i], dates[min(len(dates) - 1, i + max(1, len(dates) // 3))]
+            sources["start"] = sources["end"] = "query"
+            phrase = (
+                phrase
+                or f"the {plural(entity.name)} with {words(b['attr'])} from {args['start']} to {args['end']}"
+            )
+        if tool.op == "list" and incoming is None:
+            filters = [
+                p
+                for p, a in b.get("filters", {}).items()
+                if (x := entity.attribute(a)) is not None and x.type in ("enum", "bool")
+            ]
+            rows = list(self._table(entity, self.initial).values())
+            if filters and rows:
+                p = self.rng.choice(filters)
+                value = self.rng.choice(rows).get(b["filters"][p])
+                if value is not None:
+                    args[p], sources[p] = value, "query"
+                    phrase = f"the {plural(entity.name)} with {cue(entity, b['filters'][p], value)}"
+            phrase = phrase or f"all {plural(entity.name)}"
+        if tool.op == "search":
+            phrase = phrase or f"the {plural(entity.name)} matching {say(args.get('query'))}"
+        return args, sources, focus, phrase, extra
+
+    def _search_term(self, entity: EntitySpec) -> str:
+        label = entity.label_attribute
+        rows = sorted(self._table(entity, self.initial).items())
+        for _key, r in rows:
+            text = str(r.get(label.name) or "") if label else ""
+            if text.split():
+                return text.split()[0]
+        return "a"
+
+    # -- chains, scattered reads and virtual nodes ---------------------------------------------
+
+    def run_chain(self, chain: Sequence[str]) -> None:
+        prev: Executed | None = None
+        nodes: list[str] = []
+        for pos, name in enumerate(chain):
+            tool = self.spec.tool(name)
+            incoming = self._incoming(prev, tool) if prev is not None else None
+            args, sources, focus, phrase, extra = self.ground(tool, incoming)
+            step = self.call(tool, args, sources, focus, phrase)
+            nodes.append(f"c{step.index}")
+            if prev is not None:
+                kind = next(
+                    (
+                        d["key"]
+                        for d in [
+                            {"key": k, **v}
+                            for k, v in (self.graph.get_edge_data(prev.tool.name, name) or {}).items()
+                        ]
+                    ),
+                    "parameter",
+                )
+                self.out.dag.link(f"c{prev.index}", f"c{step.index}", kind)
+            self._describe_step(step, extra, last=pos == len(chain) - 1)
+            prev = step
+        self.out.dag.chains.append(nodes)
+
+    def run_scattered(self, name: str) -> None:
+        tool = self.spec.tool(name)
+        args, sources, focus, phrase, extra = self.ground(tool, None)
+        step = self.call(tool, args, sources, focus, phrase)
+        self._describe_step(step, extra, last=True)
+
+    def _describe_step(self, step: Executed, extra: list[str], *, last: bool) -> None:
+        tool, entity = step.tool, self.spec.entity(step.tool.entity)
+        phrase = step.phrase or f"that {words(entity.name)}"
+        op = tool.op
+        if tool.kind == "write":
+            if op == "create":
+                step.focus = (entity.name, str((step.data or {}).get(entity.key)))
+                step.phrase = f"the new {words(entity.name)}"
+                detail = "; ".join(extra)
+                text = self.rng.choice(
+                    (
+                        "Please add a new {e} ({d}).",
+                        "Create a {e} record with {d}.",
+                        "Register a new {e}: {d}.",
+                    )
+                )
+                self.out.clauses.append(text.format(e=words(entity.name), d=detail or "default details"))
+                self.out.objectives.append(
+                    {
+                        "step": step.index,
+                        "table": entity.table,
+                        "key": None,
+                        "mention": f"{words(entity.name)}",
+                        "op": op,
+                    }
+                )
+                return
+            if step.focus is None:
+                raise Reject("grounding", f"{tool.name} acts on no identified record")
+            set_fields = [
+                (words(tool.binding["fields"][p]), say(v))
+                for p, v in step.args.items()
+                if step.sources.get(p) == "query" and p in tool.binding.get("fields", {})
+            ]
+            setting = " and ".join(f"{f} to {v}" for f, v in set_fields)
+            if op == "update":
+                text = self.rng.choice(
+                    ("Change the {d} of {p}.", "For {p}, set the {d}.", "Please update {p}: {d}.")
+                )
+                detail = " and ".join(f"{f} to {v}" for f, v in set_fields)
+                if text.startswith("Change"):
+                    detail = " and the ".join(f"{f} to {v}" for f, v in set_fields)
+                self.out.clauses.append(text.format(d=detail, p=phrase))
+            elif op == "transition":
+                value = tool.binding["value"]
+                text = self.rng.choice(("Mark {p} as {v}.", "Move {p} to {v}.", "{P} should now be {v}."))
+                clause = text.format(p=phrase, P=phrase[:1].upper() + phrase[1:], v=words(str(value)))
+                self.out.clauses.append(clause[:-1] + f", setting the {setting}." if setting else clause)
+            elif op == "assign":
+                text = self.rng.choice(("Reassign {p} so its {a} is {t}.", "Point the {a} of {p} to {t}."))
+                self.out.clauses.append(
+                    text.format(p=phrase, a=words(self._ref_word(tool.binding["attr"])), t=extra[-1])
+                )
+            elif op == "delete":
+                text = self.rng.choice(
+                    (
+                        "Remove {p}.",
+                        "Delete {p}; it is no longer needed.",
+                        "Please take {p} out of the system.",
+                    )
+                )
+                self.out.clauses.append(text.format(p=phrase))
+            self.out.objectives.append(
+                {"step": step.index, "table": entity.table, "key": step.focus[1], "mention": phrase, "op": op}
+            )
+            return
+        if not last:
+            return  # an identifying read: its phrase lives on in the next step's words
+        self._report(step, phrase)
+
+    def _report(self, step: Executed, phrase: str) -> None:
+        tool, entity, data = step.tool, self.spec.entity(step.tool.entity), step.data
+        fields = [r.field for r in self.out.reports]
+        node = f"c{step.index}"
+        if tool.op in ("get", "lookup") or (tool.op == "overview" and self.rng.random() < 0.5):
+            record = data.get("record", data) if isinstance(data, dict) else {}
+            attrs = [
+                a
+                for a in entity.attributes
+                if a.type in _SCALAR
+                and a.name != entity.key
+                and a.type != "ref"
+                and record.get(a.name) is not None
+            ]
+            if not attrs:
+                raise Reject("grounding", f"{tool.name} returns nothing reportable for {phrase}")
+            numeric = [a for a in attrs if a.type in _NUMERIC]
+            a: AttributeSpec = self.rng.choice(numeric or attrs)
+            key = _answer_key(fields, "amount" if a.type in _NUMERIC else "value")
+            self.out.reports.append(
+                Reported(
+                    node,
+                    key,
+                    record[a.name],
+                    f"the {words(a.name)} of {phrase}",
+                    a.type in _NUMERIC,
+                    step.index,
+                )
+            )
+        elif tool.op == "overview":
+            counts = data.get("counts", {}) if isinstance(data, dict) else {}
+            if not counts:
+                raise Reject("grounding", f"{tool.name} shows no related records for {phrase}")
+            table = self.rng.choice(sorted(counts))
+            key = _answer_key(fields, "count")
+            self.out.reports.append(
+                Reported(
+                    node,
+                    key,
+                    counts[table],
+                    f"the number of {words(table)} linked to {phrase}",
+                    True,
+                    step.index,
+                )
+            )
+        elif tool.op in ("list", "search", "range"):
+            key = _answer_key(fields, "count")
+            items = data.get("items", []) if isinstance(data, dict) else []
+            subject = phrase.removeprefix("all ")
+            listed = items if data.get("count") == len(items) else None
+            self.out.reports.append(
+                Reported(
+                    node,
+                    key,
+                    data.get("count"),
+                    f"the number of {subject}",
+                    True,
+                    step.index,
+                    listed,
+                    subject,
+                )
+            )
+        elif tool.op == "aggregate":
+            groups = data.get("groups", {}) if isinstance(data, dict) else {}
+            if not groups:
+                raise Reject("grounding", f"{tool.name} returned no groups")
+            label = self.rng.choice(sorted(groups))
+            by = step.args.get("group_by", "")
+            key = _answer_key(fields, "count")
+            self.out.reports.append(
+                Reported(
+                    node,
+                    key,
+                    groups[label]["count"],
+                    f"the number of {plural(entity.name)} whose {words(str(by))} is {say(label)}",
+                    True,
+                    step.index,
+                )
+            )
+        else:
+            raise Reject("grounding", f"{tool.name} ({tool.op}) has no reportable output")
+
+    def add_virtual(self, count: int, stack: bool) -> None:
+        """Join reported values with virtual nodes; with `stack`, a later node may consume an earlier one."""
+        pool = [
+            r
+            for r in self.out.reports
+            if r.numeric and isinstance(r.value, (int, float)) and not isinstance(r.value, bool)
+        ]
+        listy = [r for r in self.out.reports if r.items]
+        for n in range(count):
+            fields = [r.field for r in self.out.reports]
+            vid = f"v{n}"
+            options: list[str] = []
+            if len(pool) >= 2:
+                options += ["COMPUTE", "TRANSFORM", "LOGIC"]
+            if len([r for r in pool if r.field.startswith("count")]) >= 2:
+                options.append("AGGREGATE")
+            if pool:
+                options.append("VALIDATE")
+            if listy:
+                options += ["FILTER", "EXTRACT"]
+            if not options:
+                return
+            if stack and n < count - 1:
+                # keep the stack growing: only numeric results can feed the next virtual node
+                options = [
+                    o for o in options if o in ("COMPUTE", "TRANSFORM", "AGGREGATE", "FILTER")
+                ] or options
+            kind = self.rng.choice(options)
+            node = self._virtual(vid, kind, pool, listy, fields)
+            if node is None:
+                continue
+            self.out.dag.add_virtual(node)
+            reported = Reported(
+                vid,
+                node.field,
+                node.value,
+                node.text,
+                isinstance(node.value, (int, float)) and not isinstance(node.value, bool),
+            )
+            self.out.reports.append(reported)
+            if reported.numeric:
+                pool.append(reported)
+
+    def _virtual(
+        self, vid: str, kind: str, pool: list[Reported], listy: list[Reported], fields: list[str]
+    ) -> VirtualNode | None:
+        if kind in ("COMPUTE", "TRANSFORM", "LOGIC"):
+            # the newest value meets the deepest other one, so the join lengthens the longest path
+            graph = self.out.dag.graph()
+            depth = {n: len(nx.ancestors(graph, n)) for n in graph}
+            a = pool[-1]
+            b = max(pool[:-1], key=lambda r: (depth.get(r.node, 0), r.node))
+            if kind == "COMPUTE":
+                return VirtualNode(
+                    id=vid,
+                    type="COMPUTE",
+                    inputs=(a.node, b.node),
+                    field=_answer_key(fields, "total"),
+                    value=round(a.value + b.value, 2),
+                    text=f"the sum of {a.text} and {b.text}",
+                )
+            if kind == "TRANSFORM":
+                return VirtualNode(
+                    id=vid,
+                    type="TRANSFORM",
+                    inputs=(a.node, b.node),
+                    field=_answer_key(fields, "difference"),
+                    value=round(a.value - b.value, 2),
+                    text=f"{a.text} minus {b.text}",
+                )
+            return VirtualNode(
+                id=vid,
+                type="LOGIC",
+                inputs=(a.node, b.node),
+                field=_answer_key(fields, "larger"),
+                value=bool(a.value > b.value),
+                text=f"whether {a.text} is greater than {b.text} (true or false)",
+            )
+        if kind == "AGGREGATE":
+            counts = [r for r in pool if r.field.startswith("count")]
+            return VirtualNode(
+                id=vid,
+                type="AGGREGATE",
+                inputs=tuple(r.node for r in counts),
+                field=_answer_key(fields, "combined"),
+                value=sum(r.value for r in counts),
+                text="the combined total of " + " and ".join(r.text for r in counts),
+            )
+        if kind == "VALIDATE":
+            a = pool[-1]
+            threshold = (
+                round(a.value) if self.rng.random() < 0.5 else round(a.value) + self.rng.choice((-2, 1, 3))
+            )
+            return VirtualNode(
+                id=vid,
+                type="VALIDATE",
+                inputs=(a.node,),
+                field=_answer_key(fields, "check"),
+                value=bool(a.value >= threshold),
+                text=f"whether {a.text} is at least {threshold} (true or false)",
+            )
+        source = self.rng.choice(listy)
+        items = source.items or []
+        entity = self.spec.entity(self.out.calls[source.step or 0].tool.entity)
+        if kind == "FILTER":
+            step = self.out.calls[source.step or 0]
+            used = set(step.tool.binding.get("filters", {}).values()) & {
+                step.tool.binding.get("filters", {}).get(p) for p in step.args
+            }
+            # a filter on the attribute the list was already narrowed by would count everything
+            splits = [
+                (attr, v)
+                for attr in entity.attributes
+                if attr.type in ("enum", "bool") and attr.name not in used
+                for v in sorted({str(i.get(attr.name)) for i in items})
+                if 0 < sum(1 for i in items if str(i.get(attr.name)) == v) < len(items)
+            ]
+            if not splits:
+                return None
+            split, shown = self.rng.choice(splits)
+            value = next(i.get(split.name) for i in items if str(i.get(split.name)) == shown)
+            hits = [i for i in items if i.get(split.name) == value]
+            return VirtualNode(
+                id=vid,
+                type="FILTER",
+                inputs=(source.node,),
+                field=_answer_key(fields, "matching"),
+                value=len(hits),
+                text=f"how many of {source.subject} have {cue(entity, split.name, value)}",
+            )
+        label = entity.label_attribute
+        picked = self._pick_item(entity, items)
+        if label is None or picked is None or not items or picked[1].startswith("("):
+            return None
+        index, how = picked
+        return VirtualNode(
+            id=vid,
+            type="EXTRACT",
+            inputs=(source.node,),
+            field=_answer_key(fields, "top"),
+            value=items[index].get(label.name),
+            text=f"the {words(label.name)} of the one {how} among {source.subject}",
+        )
+
+    def recheck_answers(self) -> None:
+        """Every reported read gives the same value on the end state, or the task is order-dependent."""
+        for r in self.out.reports:
+            if r.step is None:
+                continue
+            step = self.out.calls[r.step]
+            again = self.session.call(step.tool.name, step.args)
+            if not again.ok or again.data != step.data:
+                raise Reject(
+                    "consistency",
+                    f"the answer from {step.tool.name} changes with the writes in the task; it would depend on call order",
+                )
+
+
+def run_group(
+    gen: Generator,
+    group: ToolGroup,
+    *,
+    virtual: int,
+    stack: bool,
+    spares: Sequence[Sequence[str]] = (),
+    min_chains: int = 1,
+) -> Generated:
+    """Run a group's chains (a chain that fails is rolled back and a spare chain tried in its place),
+    then its scattered reads (a failing one is dropped), then the virtual nodes.
+
+    Rolling back one chain instead of discarding the whole group matters for long groups: every call
+    of every chain must succeed, so the odds of a clean run fall with each chain added.
+    """
+    wanted = len(group.chains)
+    failures: list[Reject] = []
+    for chain in [*group.chains, *spares]:
+        if len(gen.out.chains_run) >= wanted:
+            break
+        if set(chain) & {t for c in gen.out.chains_run for t in c}:
+            continue
+        if not gen.attempt(partial(gen.run_chain, chain), failures):
+            continue
+        gen.out.chains_run.append(list(chain))
+    if len(gen.out.chains_run) < max(1, min_chains):
+        raise failures[0] if failures else Reject("grounding", "no chain of the group could run")
+    for name in group.scattered:
+        gen.attempt(partial(gen.run_scattered, name), failures)
+    gen.add_virtual(virtual, stack)
+    gen.out.dag.check()
+    return gen.out

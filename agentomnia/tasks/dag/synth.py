@@ -1,0 +1,428 @@
+"""DAG task synthesis end to end, and the re-check of a stored task (paper §4.4.1).
+
+    tasks, rejected = synthesize_dag_tasks("envs/<env_id>", sandbox, variant="dag-challenge", n=8)
+    result = check_task(tasks[0], sandbox, Bundle.load("envs/<env_id>"))
+
+Per candidate: sample a tool group from the dependency graph, harden a copy of s0 around the records
+the group will touch, run the group in the sandbox from that state (arguments grounded, provenance
+kept), describe it (templates offline; a model may rephrase in LLM mode, and its text must pass the
+same checks), build an outcome rubric, and keep the task only if the end state is valid, the answers
+do not depend on call order, the description leaks nothing its variant forbids, the trajectory is
+consistent with the description, and the oracle check holds (reference 1.0, empty run below it).
+Every candidate that fails becomes a `TaskRejection` with its stage and reason.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+from pydantic import BaseModel, Field
+
+from agentomnia.envs.spec import EnvSpec
+from agentomnia.envs.state import state_violations
+from agentomnia.llm import LLM
+from agentomnia.records import content_hash
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.sandbox.session import Session
+from agentomnia.tasks.dag.generate import Generated, Generator, Reject, run_group
+from agentomnia.tasks.dag.graph import build_tool_graph
+from agentomnia.tasks.dag.profiles import RefinementProfile, profile_for
+from agentomnia.tasks.dag.sampling import ToolGroup, chain_pool, sample_groups
+from agentomnia.tasks.grading import Outcome, diff_states, empty_outcome, grade
+from agentomnia.tasks.hardening import LEVERS, HardeningResult, apply_all
+from agentomnia.tasks.leakage import leakage_problems
+from agentomnia.tasks.models import ReferenceCall, Task, TaskRejection
+from agentomnia.tasks.quality import consistency_problems
+from agentomnia.tasks.rubric import build_rubric
+from agentomnia.taxonomy import Coordinate
+from agentomnia.taxonomy.axes import lever
+
+EnvInput = str | Path | Bundle
+
+
+class TaskCheckResult(BaseModel):
+    task_id: str
+    kind: str
+    replay_ok: bool
+    oracle_pass: bool
+    empty_fail: bool
+    consistency: list[str] = Field(default_factory=list)
+    leakage: list[str] = Field(default_factory=list)
+    state: list[str] = Field(default_factory=list)
+    detail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return (
+            self.replay_ok
+            and self.oracle_pass
+            and self.empty_fail
+            and not self.consistency
+            and not self.leakage
+            and not self.state
+        )
+
+
+def load_env(env: EnvInput) -> tuple[Bundle, EnvSpec, str]:
+    """(bundle, spec, env id) from a bundle folder or a loaded bundle that carries its spec."""
+    bundle = env if isinstance(env, Bundle) else Bundle.load(env)
+    if bundle.spec is None:
+        raise ValueError("the bundle has no spec.json; DAG synthesis needs the environment's spec")
+    spec = EnvSpec.model_validate(bundle.spec)
+    return bundle, spec, content_hash({"spec": spec.id, "source": bundle.source, "s0": bundle.s0})
+
+
+def _harden(
+    spec: EnvSpec, s0: Mapping[str, Any], group: ToolGroup, profile: RefinementProfile, rng: random.Random
+) -> tuple[dict[str, Any], list[HardeningResult], dict[str, list[str]]]:
+    """Harden s0 around the group's first tool's entity; returns (state, results, preferred keys)."""
+    anchor = spec.tool(group.chains[0][0]).entity if group.chains else None
+    touched = {spec.tool(t).entity for t in group.tools}
+    steps: list[tuple[str, dict[str, Any]]] = []
+    for name in profile.hardening:
+        if name in ("multi_candidate", "distractor_injection"):
+            steps.append((name, {"entity": anchor} if anchor else {}))
+        elif name == "aggregatable_history":
+            children = [
+                e.name
+                for e in spec.entities
+                if e.name in touched and any(a.type == "ref" for a in e.attributes)
+            ]
+            steps.append((name, {"entity": rng.choice(sorted(children))} if children else {}))
+        elif name in ("boundary_tie", "mutable_objects"):
+            options = sorted(touched)
+            steps.append((name, {"entity": rng.choice(options)} if options else {}))
+        else:
+            steps.append((name, {}))
+    state, results = apply_all(spec, s0, rng, [(n, p) for n, p in steps if _applicable(spec, n, p)])
+    preferred: dict[str, list[str]] = {}
+    for r in results:
+        if not r.applied:
+            continue
+        facts = r.facts
+        if "parent" in facts and "parent_key" in facts:
+            preferred.setdefault(str(facts["parent"]), []).append(str(facts["parent_key"]))
+        if "entity" in facts and "key" in facts:
+            preferred.setdefault(str(facts["entity"]), []).insert(0, str(facts["key"]))
+        elif "entity" in facts and "keys" in facts:
+            preferred.setdefault(str(facts["entity"]), []).extend(str(k) for k in facts["keys"])
+    return state, results, preferred
+
+
+def _applicable(spec: EnvSpec, name: str, params: Mapping[str, Any]) -> bool:
+    entity = params.get("entity")
+    if entity is None:
+        return True
+    if name == "mutable_objects":
+        return any(r.kind == "transition" and r.entity == entity for r in spec.rules)
+    if name == "multi_candidate":
+        return spec.entity(str(entity)).label_attribute is not None
+    return True
+
+
+def _compose(spec: EnvSpec, out: Generated, profile: RefinementProfile, rng: random.Random) -> str:
+    domain = spec.coordinate.l2.lower()
+    if profile.indirect:
+        intro = rng.choice((
+            f"A few things in our {domain} records need sorting out.",
+            f"I'm tidying up the {domain} data and could use a hand.",
+            f"Some {domain} records need attention today.",
+        ))  # fmt: skip
+    else:
+        intro = rng.choice((
+            f"I need help with our {domain} system.",
+            f"Please handle the following in the {domain} system.",
+            f"Here is what I need done in {domain}.",
+        ))  # fmt: skip
+    parts = [intro, *out.clauses]
+    if out.reports:
+        asks = "; ".join(f'"{r.field}": {r.text}' for r in out.reports)
+        lead = rng.choice((
+            "When you are done, reply with a JSON object with these fields —",
+            "In your final answer, give a JSON object with",
+            "Report back as a JSON object with",
+        ))  # fmt: skip
+        parts.append(f"{lead} {asks}.")
+    return " ".join(p.strip() for p in parts if p.strip())
+
+
+def _rephrase(llm: LLM, query: str) -> str | None:
+    schema = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+    messages = [
+        {"role": "system", "content": (
+            "Rewrite a user's request to a business system so it reads like a person wrote it. Keep every "
+            "record description, every value and every quoted JSON field name exactly as written; do not "
+            "add tool names, ids or numbered steps."
+        )},
+        {"role": "user", "content": query},
+    ]  # fmt: skip
+    data = llm.complete(messages, schema=schema, schema_name="task_description").data
+    text = data.get("query") if isinstance(data, dict) else None
+    return text if isinstance(text, str) and text.strip() else None
+
+
+def _coordinate(
+    spec: EnvSpec, out: Generated, profile: RefinementProfile, used: list[HardeningResult]
+) -> Coordinate:
+    writes = [c for c in out.calls if c.tool.kind == "write"]
+    caps = {"tool_use", "information_gathering"} if len(writes) < len(out.calls) else {"tool_use"}
+    if writes:
+        caps.add("state_management")
+    if out.dag.virtual:
+        caps.add("data_analysis")
+    if len(out.dag.chains) > 1 or out.dag.depth >= 4:
+        caps.add("planning_decision")
+    if profile.indirect:
+        caps.add("task_understanding")
+    atoms: list[str] = ["tool_parameter_grounding"]
+    primary = "tool_parameter_grounding"
+    if any(len(c) >= 2 for c in out.dag.chains):
+        atoms.append("dynamic_planning")
+        primary = "dynamic_planning"
+    if out.dag.virtual or any(c.tool.op == "aggregate" for c in out.calls):
+        atoms.append("structured_information")
+    if profile.indirect:
+        atoms.append("ambiguous_goal")
+    for r in used:
+        atom, _lever = lever(LEVERS[r.operator])
+        atoms.append(atom.id)
+    if used:
+        primary = lever(LEVERS[used[0].operator])[0].id
+    elif profile.indirect:
+        primary = "ambiguous_goal"
+    return Coordinate.for_domain(spec.coordinate.taxonomy_id, sorted(caps), sorted(set(atoms)), primary)
+
+
+def _created_fields(
+    spec: EnvSpec, out: Generated, final: Mapping[str, Any]
+) -> dict[str, list[dict[str, Any]]]:
+    created: dict[str, list[dict[str, Any]]] = {}
+    for c in out.calls:
+        if c.tool.op != "create" or not isinstance(c.data, dict):
+            continue
+        e = spec.entity(c.tool.entity)
+        record = (final.get(e.table) or {}).get(c.data.get(e.key))
+        if not isinstance(record, dict):
+            continue  # created and later removed: the absence is all that remains
+        attrs = [c.tool.binding.get("fields", {}).get(p, p) for p in c.args]
+        created.setdefault(e.table, []).append({a: record.get(a) for a in attrs if a in record})
+    return created
+
+
+def build_task(
+    spec: EnvSpec,
+    env_id: str,
+    bundle: Bundle,
+    sandbox_session: Session,
+    graph: nx.MultiDiGraph,
+    group: ToolGroup,
+    profile: RefinementProfile,
+    rng: random.Random,
+    *,
+    llm: LLM | None = None,
+    seed: int = 0,
+    spares_from: Sequence[tuple[str, ...]] = (),
+) -> Task:
+    """One task from one group, or Reject with the stage that failed."""
+    state, hardening, preferred = _harden(spec, bundle.s0, group, profile, rng)
+    sandbox_session.reset(state)
+    gen = Generator(spec, sandbox_session, graph, rng, allow_ids=profile.allow_ids, preferred=preferred)
+    spares = [c for c in spares_from if not set(c) & group.tools][:4]
+    out = run_group(
+        gen,
+        group,
+        virtual=profile.virtual,
+        stack=profile.stack_virtual,
+        spares=spares,
+        min_chains=profile.chains[0],
+    )
+    final = sandbox_session.state()
+    broken = state_violations(spec, final)
+    if broken:
+        raise Reject("state", f"the end state breaks an invariant: {broken[0]}")
+    gen.recheck_answers()
+    forbid = {"forbid_ids": not profile.allow_ids}
+    query = _compose(spec, out, profile, rng)
+    phrased_by = "template"
+    if llm is not None:
+        text = _rephrase(llm, query)
+        if text is not None and not leakage_problems(text, spec, **forbid):
+            query, phrased_by = text, "llm"
+    leaks = leakage_problems(query, spec, **forbid)
+    if leaks:
+        raise Reject("leakage", leaks[0])
+    answer = {r.field: r.value for r in out.reports}
+    texts = {r.field: r.text for r in out.reports}
+    rubric = build_rubric(spec, state, final, answer, texts, created_fields=_created_fields(spec, out, final))
+    touched = {key for c in out.calls if c.focus for key in [c.focus[1]]}
+    used = [r for r in hardening if r.applied and touched & set(r.targets)]
+    diff = [d for d in diff_states(state, final) if isinstance(state.get(d["table"]), Mapping)]
+    task = Task(
+        env_id=env_id,
+        kind=profile.variant,
+        coordinate=_coordinate(spec, out, profile, used),
+        init_config=state,
+        query=query,
+        internal_spec={
+            "objectives": out.objectives,
+            "dag": out.dag.summary(),
+            "group": group.model_dump(),
+            "chains_run": out.chains_run,
+            "hardening": [r.model_dump(exclude={"state"}) for r in hardening],
+            "answers": texts,
+        },
+        reference_calls=tuple(
+            ReferenceCall(tool=c.tool.name, args=c.args, sources=c.sources) for c in out.calls
+        ),
+        expected_answer=answer,
+        expected_diff=tuple(diff),
+        rubric=rubric,
+        candidate_tools=tuple(t.name for t in spec.tools),
+        metadata={
+            "variant": profile.variant,
+            "calls": len(out.calls),
+            "chain_lengths": [len(c) for c in out.dag.chains],
+            "depth": out.dag.depth,
+            "virtual": [v.type for v in out.dag.virtual],
+            "scattered": len(group.scattered),
+            "hardening_used": [r.operator for r in used],
+            "phrased_by": phrased_by,
+            "seed": seed,
+        },
+    )
+    problems = consistency_problems(task, spec)
+    if problems:
+        raise Reject("consistency", problems[0])
+    calls = [(c.tool.name, dict(c.args)) for c in out.calls]
+    if not grade(task, Outcome(final_state=final, answer=answer, calls=calls)).passed:
+        raise Reject("oracle", "the reference run does not score 1.0 on its own rubric")
+    if grade(task, empty_outcome(task)).passed:
+        raise Reject("oracle", "an empty run passes the rubric: it checks nothing the task asks for")
+    return task
+
+
+def synthesize_dag_tasks(
+    env: EnvInput,
+    sandbox: Sandbox,
+    *,
+    variant: str,
+    n: int,
+    seed: int = 0,
+    llm: LLM | None = None,
+    attempts_per_task: int | None = None,
+) -> tuple[list[Task], list[TaskRejection]]:
+    """Up to `n` verified DAG tasks on one environment, and every rejected candidate with its reason.
+
+    Deterministic for a fixed seed (and a fixed model cache in LLM mode).
+    """
+    bundle, spec, env_id = load_env(env)
+    profile = profile_for(variant)
+    rng = random.Random(f"{env_id}:{profile.variant}:{seed}")
+    graph, _report = build_tool_graph(spec)
+    # longer groups fail more often (every call must succeed), so a Challenge task gets more tries
+    tries = attempts_per_task or (4 if profile.variant == "dag_standard" else 10)
+    pool = chain_pool(graph, rng, min_len=profile.chain_len[0], max_len=profile.chain_len[1])
+    groups = sample_groups(
+        graph, pool, rng, n=max(n * tries, n + 4), chains=profile.chains,
+        chain_len=profile.chain_len, scattered=profile.scattered, max_overlap=profile.max_overlap,
+    )  # fmt: skip
+    tasks: list[Task] = []
+    rejected: list[TaskRejection] = []
+    if not groups:
+        rejected.append(
+            TaskRejection(
+                env_id=env_id,
+                kind=profile.variant,
+                stage="sampling",
+                reason="the dependency graph yields no chains of the profile's length",
+            )
+        )
+        return tasks, rejected
+    session = sandbox.open(bundle, bundle.s0)
+    try:
+        for index, group in enumerate(groups):
+            if len(tasks) >= n:
+                break
+            group_rng = random.Random(f"{env_id}:{profile.variant}:{seed}:{index}")
+            try:
+                task = build_task(
+                    spec, env_id, bundle, session, graph, group, profile, group_rng, llm=llm, seed=seed
+                )
+            except Reject as exc:
+                rejected.append(
+                    TaskRejection(env_id=env_id, kind=profile.variant, stage=exc.stage, reason=exc.reason)
+                )
+                continue
+            if all(t.id != task.id for t in tasks):
+                tasks.append(task)
+    finally:
+        session.close()
+    return tasks, rejected
+
+
+def check_task(task: Task, sandbox: Sandbox, bundle: Bundle, spec: EnvSpec | None = None) -> TaskCheckResult:
+    """Replay the reference from the task's own initial state in a fresh session and re-run every check."""
+    spec = spec or EnvSpec.model_validate(bundle.spec or {})
+    session = sandbox.open(bundle, task.init_config)
+    try:
+        results = session.call_many([(c.tool, c.args) for c in task.reference_calls])
+        final = session.state()
+    finally:
+        session.close()
+    failed = [
+        f"{c.tool}: {r.error.message if r.error else '?'}"
+        for c, r in zip(task.reference_calls, results, strict=True)
+        if not r.ok
+    ]
+    calls = [(c.tool, dict(c.args)) for c in task.reference_calls]
+    reference = grade(task, Outcome(final_state=final, answer=dict(task.expected_answer), calls=calls))
+    empty = grade(task, empty_outcome(task))
+    forbid_ids = task.kind == "dag_challenge"
+    detail = "; ".join(f"{i.id}: {i.detail}" for i in reference.items if i.passed is not True)[:500]
+    return TaskCheckResult(
+        task_id=task.id,
+        kind=task.kind,
+        replay_ok=not failed,
+        oracle_pass=reference.passed,
+        empty_fail=not empty.passed,
+        consistency=consistency_problems(task, spec),
+        leakage=leakage_problems(task.query, spec, forbid_ids=forbid_ids),
+        state=state_violations(spec, final)[:5],
+        detail=("replay failed at " + failed[0] if failed else detail),
+    )
+
+
+def summarize_tasks(tasks: list[Task], rejected: list[TaskRejection]) -> dict[str, Any]:
+    """The numbers an asset shows: counts per variant, call/chain/depth distributions, atoms, rejections."""
+
+    def histogram(values: list[int]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for v in sorted(values):
+            out[str(v)] = out.get(str(v), 0) + 1
+        return out
+
+    atoms: dict[str, int] = {}
+    primary: dict[str, int] = {}
+    for t in tasks:
+        for a in t.coordinate.atoms:
+            atoms[a] = atoms.get(a, 0) + 1
+        primary[t.coordinate.primary_difficulty] = primary.get(t.coordinate.primary_difficulty, 0) + 1
+    stages: dict[str, int] = {}
+    for r in rejected:
+        stages[r.stage] = stages.get(r.stage, 0) + 1
+    return {
+        "kept": len(tasks),
+        "rejected": len(rejected),
+        "by_variant": {k: sum(1 for t in tasks if t.kind == k) for k in ("dag_standard", "dag_challenge")},
+        "calls": histogram([int(t.metadata.get("calls", 0)) for t in tasks]),
+        "chain_length": histogram([int(n) for t in tasks for n in t.metadata.get("chain_lengths", [])]),
+        "depth": histogram([int(t.metadata.get("depth", 0)) for t in tasks]),
+        "atoms": atoms,
+        "primary_atom": primary,
+        "rejected_by_stage": stages,
+    }

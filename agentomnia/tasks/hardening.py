@@ -1,0 +1,487 @@
+"""State hardening operators (paper Appendix 11.1): make an initial state demand more of the agent.
+
+A generated s0 is valid but easy: every name is distinct, no value sits on a rule boundary, no
+history piles up under one record. Each operator here rewrites a copy of a state in one targeted
+way — several lookalike candidates, distractors, a boundary value or a tie, evidence spread over a
+join, an aggregatable history, records that writes can still move, a record a write can act on and a
+read can confirm — and every result is checked with `state_violations`, the same invariant checker
+the environments use. An operator that cannot keep the invariants returns the state unchanged with
+`applied=False` and says why, so callers never receive a broken state.
+
+Every operator has the shape `op(spec, state, rng, **params) -> HardeningResult`; parameters are
+optional (a target is drawn from the state when none is given), so operators compose in profiles.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
+from agentomnia.envs.state import make_value, repair_rules, state_violations
+
+State = dict[str, Any]
+
+
+class HardeningResult(BaseModel):
+    """The hardened state, what was done (for the task's internal spec) and the records it is about."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    state: dict[str, Any]
+    notes: list[str] = Field(default_factory=list)
+    targets: list[str] = Field(default_factory=list)  # keys of the records the change is about
+    applied: bool = True
+    operator: str = ""
+    facts: dict[str, Any] = Field(default_factory=dict)  # structured details: entity, attr, values
+
+
+# `op(spec, state, rng, **params) -> HardeningResult`; each operator names its own keyword parameters.
+Operator = Callable[..., HardeningResult]
+
+
+_NUMERIC = ("int", "float", "money")
+
+
+def _table(state: Mapping[str, Any], entity: EntitySpec) -> dict[str, dict[str, Any]]:
+    table = state.get(entity.table)
+    return table if isinstance(table, dict) else {}
+
+
+def new_key(entity: EntitySpec, table: Mapping[str, Any]) -> str:
+    """The next free key in the environment's own scheme (prefix-NNN), so later creates never clash."""
+    n = len(table) + 1
+    while f"{entity.id_prefix}-{n:03d}" in table:
+        n += 1
+    return f"{entity.id_prefix}-{n:03d}"
+
+
+def _unchanged(name: str, state: Mapping[str, Any], reason: str) -> HardeningResult:
+    return HardeningResult(
+        state=copy.deepcopy(dict(state)),
+        notes=[f"{name} not applied: {reason}"],
+        applied=False,
+        operator=name,
+    )
+
+
+def _pick_entity(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    rng: random.Random,
+    entity: str | None,
+    need: Callable[[EntitySpec], bool],
+) -> EntitySpec | None:
+    if entity is not None:
+        e = spec.entity(entity)
+        return e if need(e) and _table(state, e) else None
+    options = [e for e in spec.entities if need(e) and _table(state, e)]
+    return rng.choice(options) if options else None
+
+
+def _unique_attrs(spec: EnvSpec, entity: EntitySpec) -> set[str]:
+    return {a for r in spec.rules if r.kind == "unique" and r.entity == entity.name for a in r.attrs}
+
+
+def _redraw(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, avoid: Any) -> Any:
+    for _ in range(8):
+        value = make_value(attr, entity, rng, rng.randint(100, 999))
+        if value != avoid:
+            return value
+    return avoid
+
+
+def _finish(
+    spec: EnvSpec,
+    name: str,
+    original: Mapping[str, Any],
+    state: State,
+    notes: list[str],
+    targets: list[str],
+    facts: dict[str, Any] | None = None,
+) -> HardeningResult:
+    """Accept the rewrite only if it keeps every invariant; otherwise hand back the original."""
+    problems = state_violations(spec, state)
+    if problems:
+        return _unchanged(name, original, f"the rewrite would break an invariant ({problems[0]})")
+    return HardeningResult(state=state, notes=notes, targets=targets, operator=name, facts=facts or {})
+
+
+def _discriminator(entity: EntitySpec, exclude: set[str]) -> AttributeSpec | None:
+    """An attribute that tells lookalikes apart in words: an enum first, then a number or a date."""
+    for types in (("enum",), ("bool",), _NUMERIC, ("date", "datetime")):
+        for a in entity.attributes:
+            if a.type in types and a.name not in exclude and a.name != entity.key:
+                return a
+    return None
+
+
+def _different(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, current: Any) -> Any:
+    if attr.type == "enum":
+        others = [v for v in attr.enum if v != current]
+        return rng.choice(others) if others else current
+    if attr.type == "bool":
+        return not current if isinstance(current, bool) else True
+    return _redraw(attr, entity, rng, current)
+
+
+def multi_candidate(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    rng: random.Random,
+    *,
+    entity: str | None = None,
+    key: str | None = None,
+    count: int = 2,
+) -> HardeningResult:
+    """Seed `count` lookalikes of one record: the same name, a different value of one telling
+    attribute, so only the full description picks the intended record."""
+    name = "multi_candidate"
+    e = _pick_entity(spec, state, rng, entity, lambda x: x.label_attribute is not None)
+    if e is None or e.label_attribute is None:
+        return _unchanged(name, state, "no entity with a name-like attribute has records")
+    out: State = copy.deepcopy(dict(state))
+    table = _table(out, e)
+    target = key if key is not None else rng.choice(sorted(table))
+    if target not in table:
+        return _unchanged(name, state, f"{e.name} {target!r} does not exist")
+    label = e.label_attribute.name
+    uniques = _unique_attrs(spec, e)
+    if label in uniques:
+        return _unchanged(name, state, f"{e.name}.{label} must be unique, so lookalikes cannot share it")
+    pick = _discriminator(e, {label} | uniques)
+    if pick is None:
+        return _unchanged(name, state, f"{e.name} has no attribute that could tell lookalikes apart")
+    original = table[target]
+    added: list[str] = []
+    for _ in range(count):
+        clone = copy.deepcopy(original)
+        k = new_key(e, table)
+        clone[e.key] = k
+        clone[pick.name] = _different(pick, e, rng, original.get(pick.name))
+        for u in uniques - {e.key}:
+            attr = e.attribute(u)
+            if attr is not None and attr.type not in ("ref",):
+                clone[u] = _redraw(attr, e, rng, original.get(u))
+        table[k] = clone
+        added.append(k)
+    notes = [
+        f"{len(added) + 1} {e.table} share {label} {original.get(label)!r}; only {target} has "
+        f"{pick.name}={original.get(pick.name)!r}"
+    ]
+    facts = {"entity": e.name, "key": target, "label": label, "discriminator": pick.name, "lookalikes": added}
+    return _finish(spec, name, state, out, notes, [target, *added], facts)
+
+
+def distractor_injection(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    rng: random.Random,
+    *,
+    entity: str | None = None,
+    key: str | None = None,
+    count: int = 3,
+) -> HardeningResult:
+    """Add records that resemble one record (same references, a near-identical name, nearby values)
+    but are not it: reading carelessly picks the wrong one."""
+    name = "distractor_injection"
+    e = _pick_entity(spec, state, rng, entity, lambda x: True)
+    if e is None:
+        return _unchanged(name, state, "no entity has records")
+    out: State = copy.deepcopy(dict(state))
+    table = _table(out, e)
+    target = key if key is not None else rng.choice(sorted(table))
+    if target not in table:
+        return _unchanged(name, state, f"{e.name} {target!r} does not exist")
+    original = table[target]
+    label = e.label_attribute
+    uniques = _unique_attrs(spec, e)
+    added: list[str] = []
+    for i in range(count):
+        clone = copy.deepcopy(original)
+        k = new_key(e, table)
+        clone[e.key] = k
+        if label is not None and isinstance(original.get(label.name), str):
+            clone[label.name] = f"{original[label.name]} {('II', 'III', 'IV', 'V', 'VI')[i % 5]}"
+        for a in e.attributes:
+            v = original.get(a.name)
+            if a.name in (e.key, label.name if label else "") or a.type == "ref" or v is None:
+                continue
+            if a.type in _NUMERIC and not isinstance(v, bool):
+                step = 1 if a.type == "int" else 0.5
+                moved = v + step * rng.choice((-2, -1, 1, 2))
+                clone[a.name] = max(moved, 0) if a.type == "money" else moved
+            elif a.name in uniques:
+                clone[a.name] = _redraw(a, e, rng, v)
+        for a in e.attributes:  # a shared link inside a uniqueness rule would clash: vary it
+            if a.type == "ref" and a.name in uniques:
+                pool = sorted(_table(out, spec.entity(a.ref or "")))
+                clone[a.name] = (
+                    pool[(pool.index(v) + i + 1) % len(pool)] if (v := original.get(a.name)) in pool else v
+                )
+        table[k] = clone
+        added.append(k)
+    repair_rules(spec, out)
+    notes = [f"{count} {e.table} resemble {target} (same links, near-identical name and values)"]
+    facts = {"entity": e.name, "key": target, "distractors": added}
+    return _finish(spec, name, state, out, notes, [target, *added], facts)
+
+
+def _range(spec: EnvSpec, entity: EntitySpec, attr: str) -> tuple[float | None, float | None]:
+    for r in spec.rules:
+        if r.kind == "range" and r.entity == entity.name and r.attr == attr:
+            return r.min, r.max
+    return None, None
+
+
+def boundary_tie(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    rng: random.Random,
+    *,
+    entity: str | None = None,
+    attr: str | None = None,
+    keys: Sequence[str] | None = None,
+) -> HardeningResult:
+    """Put one record's number exactly on its rule boundary (when a range rule exists) and make two
+    records tie on it, so precise comparisons and tie-breaks decide the answer."""
+    name = "boundary_tie"
+
+    def numeric(x: EntitySpec) -> bool:
+        return (
+            any(a.type in _NUMERIC and a.name != x.key for a in x.attributes) and len(_table(state, x)) >= 2
+        )
+
+    e = _pick_entity(spec, state, rng, entity, numeric)
+    if e is None:
+        return _unchanged(name, state, "no entity has two records with a numeric attribute")
+    candidates = [a for a in e.attributes if a.type in _NUMERIC and a.name != e.key]
+    ruled = [a for a in candidates if _range(spec, e, a.name) != (None, None)]
+    a = e.attribute(attr) if attr else rng.choice(ruled or candidates)
+    if a is None or a.type not in _NUMERIC:
+        return _unchanged(name, state, f"{e.name}.{attr} is not a numeric attribute")
+    out: State = copy.deepcopy(dict(state))
+    table = _table(out, e)
+    chosen = list(keys) if keys else rng.sample(sorted(table), 2)
+    if len(chosen) < 2 or any(k not in table for k in chosen):
+        return _unchanged(name, state, f"need two existing {e.table} records, got {chosen}")
+    low, high = _range(spec, e, a.name)
+    value: Any = high if high is not None else low if low is not None else table[chosen[0]].get(a.name)
+    if value is None:
+        return _unchanged(name, state, f"{e.name} {chosen[0]} has no {a.name}")
+    if a.type == "int":
+        value = int(value)
+    for k in chosen:
+        table[k][a.name] = value
+    where = "on its rule boundary" if (low, high) != (None, None) else "equal"
+    notes = [f"{e.table} {', '.join(chosen)} tie on {a.name}={value!r} ({where})"]
+    facts = {"entity": e.name, "attr": a.name, "value": value, "keys": chosen, "boundary": (low, high)}
+    return _finish(spec, name, state, out, notes, chosen, facts)
+
+
+def cross_entity_evidence(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    rng: random.Random,
+    *,
+    entity: str | None = None,
+    key: str | None = None,
+) -> HardeningResult:
+    """Move the decisive fact behind a reference: the record now points at a fresh related record
+    with a distinct value, so the evidence is only found by following the join."""
+    name = "cross_entity_evidence"
+
+    def has_ref(x: EntitySpec) -> bool:
+        return any(a.type == "ref" and a.ref != x.name for a in x.attributes)
+
+    e = _pick_entity(spec, state, rng, entity, has_ref)
+    if e is None:
+        return _unchanged(name, state, "no entity references another one")
+    out: State = copy.deepcopy(dict(state))
+    table = _table(out, e)
+    target = key if key is not None else rng.choice(sorted(table))
+    if target not in table:
+        return _unchanged(name, state, f"{e.name} {target!r} does not exist")
+    refs = [a for a in e.attributes if a.type == "ref" and a.ref != e.name and table[target].get(a.name)]
+    if not refs:
+        return _unchanged(name, state, f"{e.name} {target} points at no other record")
+    ref = rng.choice(refs)
+    parent = spec.entity(ref.ref or "")
+    parents = _table(out, parent)
+    source = parents[table[target][ref.name]]
+    clone = copy.deepcopy(source)
+    k = new_key(parent, parents)
+    clone[parent.key] = k
+    pick = _discriminator(parent, _unique_attrs(spec, parent))
+    if pick is not None:
+        clone[pick.name] = _different(pick, parent, rng, source.get(pick.name))
+    for u in _unique_attrs(spec, parent) - {parent.key}:
+        attr = parent.attribute(u)
+        if attr is not None and attr.type != "ref":
+            clone[u] = _redraw(attr, parent, rng, source.get(u))
+    parents[k] = clone
+    table[target][ref.name] = k
+    notes = [f"{e.name} {target} now links ({ref.name}) to a new {parent.name} {k}; its facts live there"]
+    facts = {"entity": e.name, "key": target, "via": ref.name, "parent": parent.name, "parent_key": k}
+    return _finish(spec, name, state, out, notes, [target, k], facts)
+
+
+def aggregatable_history(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    rng: random.Random,
+    *,
+    entity: str | None = None,
+    parent_key: str | None = None,
+    count: int = 4,
+) -> HardeningResult:
+    """Give one record a history: several child records (events, payments, entries) under it with
+    varied amounts and dates, so counts, sums and latest-of questions have substance."""
+    name = "aggregatable_history"
+
+    def child(x: EntitySpec) -> bool:
+        return any(a.type == "ref" and a.ref != x.name for a in x.attributes)
+
+    e = _pick_entity(spec, state, rng, entity, child)
+    if e is None:
+        return _unchanged(name, state, "no entity references another one")
+    refs = [a for a in e.attributes if a.type == "ref" and a.ref != e.name]
+    ref = refs[0]
+    parent = spec.entity(ref.ref or "")
+    out: State = copy.deepcopy(dict(state))
+    table, parents = _table(out, e), _table(out, parent)
+    if not table or not parents:
+        return _unchanged(name, state, f"{e.table} or {parent.table} is empty")
+    owner = parent_key if parent_key is not None else rng.choice(sorted(parents))
+    if owner not in parents:
+        return _unchanged(name, state, f"{parent.name} {owner!r} does not exist")
+    template = table[sorted(table)[0]]
+    uniques = _unique_attrs(spec, e)
+    added: list[str] = []
+    for i in range(count):
+        rec = copy.deepcopy(template)
+        k = new_key(e, table)
+        rec[e.key] = k
+        rec[ref.name] = owner
+        for a in e.attributes:
+            if a.name in (e.key, ref.name):
+                continue
+            if a.type == "ref" and a.name in uniques:
+                pool = sorted(_table(out, spec.entity(a.ref or "")))
+                rec[a.name] = pool[(i + 1) % len(pool)] if pool else rec.get(a.name)
+            elif a.type in (*_NUMERIC, "date", "datetime", "enum") or a.name in uniques:
+                rec[a.name] = make_value(a, e, rng, len(table) + 1)
+        table[k] = rec
+        added.append(k)
+    repair_rules(spec, out)  # fresh amounts may exceed a range or a cross-record comparison
+    notes = [f"{parent.name} {owner} has {count} more {e.table} ({ref.name}) with varied values"]
+    facts = {"entity": e.name, "via": ref.name, "parent": parent.name, "parent_key": owner, "added": added}
+    return _finish(spec, name, state, out, notes, [owner, *added], facts)
+
+
+def mutable_objects(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    rng: random.Random,
+    *,
+    entity: str | None = None,
+    count: int = 2,
+) -> HardeningResult:
+    """Make sure lifecycle records sit in stages that still have moves left, so transitions the
+    task asks for are possible (a state where everything is closed admits no write)."""
+    name = "mutable_objects"
+    lifecycles = {r.entity: r for r in spec.rules if r.kind == "transition" and r.entity and r.attr}
+    e = _pick_entity(spec, state, rng, entity, lambda x: x.name in lifecycles)
+    if e is None:
+        return _unchanged(name, state, "no entity has a lifecycle with records")
+    rule = lifecycles[e.name]
+    attr = rule.attr or ""
+    movable = sorted(stage for stage, nexts in rule.allowed.items() if nexts)
+    if not movable:
+        return _unchanged(name, state, f"{e.name}.{attr} has no stage with a move out of it")
+    out: State = copy.deepcopy(dict(state))
+    table = _table(out, e)
+    stuck = sorted(k for k, r in table.items() if r.get(attr) not in movable)
+    chosen = rng.sample(stuck, min(count, len(stuck)))
+    for k in chosen:
+        table[k][attr] = rng.choice(movable)
+    notes = [f"{len(chosen)} {e.table} moved to stages with moves left ({attr} in {movable})"]
+    facts = {"entity": e.name, "attr": attr, "keys": chosen}
+    return _finish(spec, name, state, out, notes, chosen, facts)
+
+
+def closed_loop(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    rng: random.Random,
+    *,
+    entity: str | None = None,
+    key: str | None = None,
+) -> HardeningResult:
+    """Free one record from every reference to it (re-pointing its referrers to a sibling), so a
+    delete or replace can succeed and a later read can confirm the effect."""
+    name = "closed_loop"
+    e = _pick_entity(
+        spec, state, rng, entity, lambda x: any(t.entity == x.name and t.op == "delete" for t in spec.tools)
+    )
+    if e is None:
+        return _unchanged(name, state, "no entity with a delete tool has records")
+    out: State = copy.deepcopy(dict(state))
+    table = _table(out, e)
+    target = key if key is not None else rng.choice(sorted(table))
+    if target not in table:
+        return _unchanged(name, state, f"{e.name} {target!r} does not exist")
+    spare = next((k for k in sorted(table) if k != target), None)
+    moved = 0
+    for other in spec.entities:
+        for a in other.attributes:
+            if a.type != "ref" or a.ref != e.name:
+                continue
+            for rec in _table(out, other).values():
+                if rec.get(a.name) == target:
+                    if spare is None and not a.nullable:
+                        return _unchanged(name, state, f"{e.name} {target} is referenced and has no sibling")
+                    rec[a.name] = spare if spare is not None else None
+                    moved += 1
+    notes = [f"{e.name} {target} is referenced by nothing ({moved} references moved to {spare})"]
+    return _finish(spec, name, state, out, notes, [target], {"entity": e.name, "key": target})
+
+
+OPERATORS: dict[str, Operator] = {
+    "multi_candidate": multi_candidate,
+    "distractor_injection": distractor_injection,
+    "boundary_tie": boundary_tie,
+    "cross_entity_evidence": cross_entity_evidence,
+    "aggregatable_history": aggregatable_history,
+    "mutable_objects": mutable_objects,
+    "closed_loop": closed_loop,
+}
+# Which taxonomy lever (and so which atom) each operator activates when a task depends on it.
+LEVERS: dict[str, str] = {
+    "multi_candidate": "multi_candidate",
+    "distractor_injection": "distractor_injection",
+    "boundary_tie": "boundary_tie",
+    "cross_entity_evidence": "multi_entity_join",
+    "aggregatable_history": "aggregation_required",
+    "mutable_objects": "dependent_steps",
+    "closed_loop": "dependent_steps",
+}
+
+
+def apply_all(
+    spec: EnvSpec, state: Mapping[str, Any], rng: random.Random, steps: Sequence[tuple[str, dict[str, Any]]]
+) -> tuple[dict[str, Any], list[HardeningResult]]:
+    """Apply operators in order, each to the previous result; skipped ones are reported, not fatal."""
+    current: dict[str, Any] = copy.deepcopy(dict(state))
+    results: list[HardeningResult] = []
+    for op_name, params in steps:
+        if op_name not in OPERATORS:
+            raise KeyError(f"unknown hardening operator {op_name!r}; use one of {', '.join(OPERATORS)}")
+        result = OPERATORS[op_name](spec, current, rng, **params)
+        results.append(result)
+        current = result.state
+    return current, results

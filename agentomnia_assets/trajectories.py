@@ -1,0 +1,205 @@
+"""Trajectory synthesis and training datasets (paper §4.5, §5.1-5.2.1)."""
+
+from pathlib import Path
+
+from dagster import AssetCheckResult, AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset, asset_check
+
+from agentomnia.lineage import Edge, lineage_row
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.storage import Storage, load_records, save_records
+from agentomnia.tasks.models import Task
+from agentomnia.trajectories import (
+    Trajectory,
+    build_rl_dataset,
+    build_sft_dataset,
+    generate_trajectories,
+    guidance_ablation_png,
+    leaked_trajectories,
+    partition_tasks,
+    pass_rates,
+    summarize,
+    validate_sft_dataset,
+)
+from agentomnia_assets._common import md_table, png
+from agentomnia_assets.instance import DUCKDB_POOL
+from agentomnia_assets.partitions import rounds
+from agentomnia_assets.tasks import dag_tasks, program_tasks, solver_tasks
+from resources import LineageResource, LLMResource, SandboxResource, StorageResource
+
+TASK_ASSETS = ("dag_tasks", "program_tasks", "solver_tasks")
+
+
+def round_tasks(store: Storage, round_key: str) -> list[Task]:
+    tasks: list[Task] = []
+    for name in TASK_ASSETS:
+        path = store.artifact(name, round_key)
+        if path.exists():
+            tasks += load_records(path, Task)
+    return tasks
+
+
+def bundles_for(store: Storage, tasks: list[Task]) -> dict[str, Bundle]:
+    return {env_id: Bundle.load(store.env_dir(env_id)) for env_id in sorted({t.env_id for t in tasks})}
+
+
+class TrajectoriesConfig(Config):
+    teacher: str = "offline"  # offline | llm
+    max_steps: int = 30
+
+
+@asset(
+    group_name="trajectories",
+    partitions_def=rounds,
+    pool=DUCKDB_POOL,
+    deps=[dag_tasks, program_tasks, solver_tasks],
+    description=(
+        "Agent trajectories on every task: a teacher (offline: follows the reference plan through the tools, "
+        "reasoning only from observations; llm: an OpenAI-compatible model) with capability-aware privileged "
+        "guidance, a persona-driven user simulator for multi-turn tasks; each run verified for correctness, "
+        "continuity, consistency, evidence grounding and guidance leaks. Also run without guidance for the ablation."
+    ),
+)
+def trajectories(
+    context: AssetExecutionContext, config: TrajectoriesConfig, storage: StorageResource, lineage: LineageResource, llm: LLMResource, sandbox: SandboxResource
+) -> MaterializeResult:
+    store, box, model = storage.get(), sandbox.get(), llm.get()
+    round_key = context.partition_key
+    tasks = round_tasks(store, round_key)
+    bundles = bundles_for(store, tasks)
+    teacher = "llm" if config.teacher == "llm" and model is not None else "offline"
+    guided = generate_trajectories(tasks, bundles, box, teacher=teacher, guidance=True, llm=model, max_steps=config.max_steps)  # type: ignore[arg-type]
+    plain = generate_trajectories(tasks, bundles, box, teacher=teacher, guidance=False, llm=model, max_steps=config.max_steps)  # type: ignore[arg-type]
+    all_runs = [t.in_round(round_key) for t in guided + plain]
+    path = save_records(store.artifact("trajectories", round_key), all_runs, flat=["task_id", "env_id", "task_kind", "policy", "guidance", "stop_reason"])
+    rows = [lineage_row(t, status="ok" if t.verified else "rejected", reason=None if t.verified else _why(t), run_id=context.run_id, location=str(path)) for t in all_runs]
+    edges = [Edge(child=t.id, parent=t.task_id, relation="trajectory_of") for t in all_runs]
+    lineage.get().record(rows, edges)
+    plot = guidance_ablation_png(pass_rates(guided), pass_rates(plain), store.artifact("trajectories", round_key, "guidance_ablation.png"))
+    with_g, without_g = summarize(guided), summarize(plain)
+    return MaterializeResult(
+        metadata={
+            "tasks": len(tasks),
+            "trajectories": len(all_runs),
+            "yield_with_guidance": with_g["yield"],
+            "yield_without_guidance": without_g["yield"],
+            "grounding_pass_rate": with_g["grounding_pass_rate"],
+            "consistency_pass_rate": with_g["consistency_pass_rate"],
+            "leak_pass_rate": with_g["leak_pass_rate"],
+            "mean_steps": with_g["mean_steps"],
+            "pass_rates": md_table([{"paradigm": r.paradigm, "guidance": r.guidance, "total": r.total, **r.rates} for r in pass_rates(guided) + pass_rates(plain)]),
+            "guidance_ablation": png(plot, "verified rate per paradigm, with and without guidance"),
+            "path": MetadataValue.path(str(path)),
+        }
+    )
+
+
+def _why(t: Trajectory) -> str:
+    if t.error:
+        return f"error: {t.error}"[:300]
+    if t.verification is None:
+        return "not verified"
+    failed = [name for name in ("correctness", "grounding", "consistency", "continuity", "leak") if getattr(t.verification, name).passed is False]
+    return "failed: " + ", ".join(failed) if failed else "unverified checks"
+
+
+@asset(
+    group_name="trajectories",
+    partitions_def=rounds,
+    deps=[trajectories],
+    description="The trajectories that passed every quality check (the guided teacher's runs), kept for training.",
+)
+def verified_trajectories(context: AssetExecutionContext, storage: StorageResource) -> MaterializeResult:
+    store = storage.get()
+    runs = load_records(store.artifact("trajectories", context.partition_key), Trajectory)
+    kept = [t for t in runs if t.verified and t.guidance != "none"] or [t for t in runs if t.verified]
+    path = save_records(store.artifact("verified_trajectories", context.partition_key), kept, flat=["task_id", "env_id", "task_kind"])
+    return MaterializeResult(metadata={"verified": len(kept), "of": len(runs), "path": MetadataValue.path(str(path))})
+
+
+@asset_check(asset=verified_trajectories, partitions_def=rounds, blocking=True, description="No retained trajectory contains guidance text.")
+def no_guidance_in_trajectories(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+    store = storage.get()
+    kept = load_records(store.artifact("verified_trajectories", context.partition_key), Trajectory)
+    tasks = {t.id: t for t in round_tasks(store, context.partition_key)}
+    leaking = leaked_trajectories(kept, tasks)
+    return AssetCheckResult(passed=not leaking, metadata={"trajectories": len(kept), "leaking": len(leaking)})
+
+
+def _split(store: Storage, round_key: str) -> tuple[list[str], list[str]]:
+    return partition_tasks([t.task_id for t in load_records(store.artifact("verified_trajectories", round_key), Trajectory)])
+
+
+@asset(
+    group_name="trajectories",
+    partitions_def=rounds,
+    deps=[verified_trajectories],
+    description=(
+        "SFT dataset: format-validated rows (parsable calls, known tools, schema-valid arguments), context-aligned "
+        "(only the final assistant turn keeps its reasoning), budgeted per source; a Hugging Face dataset with "
+        "`messages` and `tools` columns for TRL's SFTTrainer, and OpenAI fine-tuning JSONL."
+    ),
+)
+def sft_dataset(context: AssetExecutionContext, storage: StorageResource) -> MaterializeResult:
+    store = storage.get()
+    runs = load_records(store.artifact("verified_trajectories", context.partition_key), Trajectory)
+    sft_ids, _ = _split(store, context.partition_key)
+    bundles = {env: Bundle.load(store.env_dir(env)) for env in {t.env_id for t in runs}}
+    out = store.dataset_dir("sft", context.partition_key)
+    report = build_sft_dataset(runs, out, tools_by_env={env: b.tools for env, b in bundles.items()}, task_ids=sft_ids, max_tools=24)
+    return MaterializeResult(
+        metadata={
+            "rows": report.rows,
+            "budgeting": report.budgeting,
+            "tokens": report.tokens,
+            "mean_tokens": report.mean_tokens,
+            "tool_tokens": report.tool_tokens,
+            "sources": md_table([s.model_dump() for s in report.sources]),
+            "dropped": md_table([{"reason": k, "count": v} for k, v in report.dropped.items()]),
+            "hf_path": MetadataValue.path(report.hf_path),
+            "jsonl_path": MetadataValue.path(report.jsonl_path),
+        }
+    )
+
+
+@asset_check(asset=sft_dataset, partitions_def=rounds, blocking=True, description="Every SFT row passes format validation.")
+def sft_rows_valid(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+    path = storage.get().dataset_dir("sft", context.partition_key) / "hf"
+    problems = validate_sft_dataset(path)
+    return AssetCheckResult(passed=not problems, metadata={"problems": len(problems), "examples": md_table([{"problem": p} for p in problems[:20]])})
+
+
+class RLDatasetConfig(Config):
+    k: int = 4
+
+
+@asset(
+    group_name="trajectories",
+    partitions_def=rounds,
+    deps=[verified_trajectories],
+    description=(
+        "RL dataset: prompt-level dedup (n-gram and embedding), minimum length, rubric validation, difficulty by "
+        "pass@K of a policy, uniform sampling across levels within pass@K in [0, 0.8], 10-20% overlap with the SFT "
+        "set; each item with its golden trajectory (columns prompt, task, bundle_dir, golden)."
+    ),
+)
+def rl_dataset(context: AssetExecutionContext, config: RLDatasetConfig, storage: StorageResource, sandbox: SandboxResource) -> MaterializeResult:
+    store = storage.get()
+    runs = load_records(store.artifact("verified_trajectories", context.partition_key), Trajectory)
+    sft_ids, rl_ids = _split(store, context.partition_key)
+    tasks = [t for t in round_tasks(store, context.partition_key) if t.id in set(rl_ids)]
+    dirs: dict[str, str | Path] = {env: store.env_dir(env) for env in {t.env_id for t in tasks}}
+    out = store.dataset_dir("rl", context.partition_key)
+    report = build_rl_dataset(tasks, runs, out, sandbox=sandbox.get(), bundle_dirs=dirs, k=config.k, sft_task_ids=sft_ids)
+    return MaterializeResult(
+        metadata={
+            "rows": report.rows,
+            "candidates": report.candidates,
+            "overlap_with_sft": report.overlap,
+            "overlap_in_range": report.overlap_in_range,
+            "policy": report.policy,
+            "k": report.k,
+            "levels": md_table([{"level": k, "items": v} for k, v in report.levels.items()]),
+            "dropped": md_table([{"reason": k, "count": v} for k, v in report.dropped.items()]),
+            "hf_path": MetadataValue.path(report.hf_path),
+        }
+    )

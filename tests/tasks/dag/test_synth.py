@@ -1,0 +1,211 @@
+"""DAG task synthesis end to end on the freight environment: kept tasks are replayable, graded by
+outcome, leak nothing their variant forbids, and Challenge tasks are larger than Standard ones."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentomnia.envs.spec import EnvSpec
+from agentomnia.llm.protocol import LLMResponse, Usage
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.tasks.dag import check_task, summarize_tasks, synthesize_dag_tasks
+from agentomnia.tasks.grading import Outcome, grade
+from agentomnia.tasks.leakage import id_literals
+from agentomnia.tasks.models import ReferenceCall, Task, TaskRejection
+from agentomnia.tasks.quality import consistency_problems, grounding_problems
+
+Synth = tuple[list[Task], list[TaskRejection]]
+
+
+@pytest.fixture(scope="module")
+def standard(freight_dir: Path, freight_sandbox: Sandbox) -> Synth:
+    return synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=5, seed=0)
+
+
+@pytest.fixture(scope="module")
+def challenge(freight_dir: Path, freight_sandbox: Sandbox) -> Synth:
+    return synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-challenge", n=4, seed=0)
+
+
+def test_both_variants_keep_tasks_and_explain_every_rejection(standard: Synth, challenge: Synth) -> None:
+    for (tasks, rejected), kind in ((standard, "dag_standard"), (challenge, "dag_challenge")):
+        assert len(tasks) >= 3, [r.reason for r in rejected][:5]
+        assert {t.kind for t in tasks} == {kind}
+        assert len({t.id for t in tasks}) == len(tasks)
+        assert all(r.stage and r.reason for r in rejected)
+
+
+def test_every_kept_task_passes_its_recheck_in_a_fresh_session(
+    standard: Synth, challenge: Synth, freight_sandbox: Sandbox, freight_bundle: Bundle, freight_spec: EnvSpec
+) -> None:
+    for task in standard[0] + challenge[0]:
+        result = check_task(task, freight_sandbox, freight_bundle, freight_spec)
+        assert result.passed, result
+        assert result.replay_ok and result.oracle_pass and result.empty_fail
+
+
+def test_arguments_are_grounded_with_provenance(standard: Synth, challenge: Synth) -> None:
+    for task in standard[0] + challenge[0]:
+        assert task.reference_calls
+        for call in task.reference_calls:
+            assert set(call.sources) == set(call.args), call
+        assert grounding_problems(task) == []
+        assert (
+            any(s.startswith("out:") for c in task.reference_calls for s in c.sources.values())
+            or len(task.reference_calls) == 1
+        )
+
+
+def test_descriptions_leak_no_tools_or_keys_and_challenge_quotes_no_ids(
+    standard: Synth, challenge: Synth, freight_spec: EnvSpec
+) -> None:
+    names = {t.name for t in freight_spec.tools}
+    for task in standard[0] + challenge[0]:
+        assert not any(n in task.query for n in names), task.query
+        for field in task.expected_answer:
+            assert f'"{field}"' in task.query  # the description says what to report
+    assert all(id_literals(t.query, freight_spec) == [] for t in challenge[0])
+
+
+def test_challenge_tasks_are_longer_and_deeper(standard: Synth, challenge: Synth) -> None:
+    calls = [statistics.mean(t.metadata["calls"] for t in s[0]) for s in (standard, challenge)]
+    depth = [statistics.mean(t.metadata["depth"] for t in s[0]) for s in (standard, challenge)]
+    assert calls[1] >= 1.5 * calls[0], calls
+    assert depth[1] > depth[0], depth
+    assert all(len(t.metadata["chain_lengths"]) >= 2 for t in challenge[0])
+
+
+def test_coordinates_tag_capabilities_and_a_primary_atom(standard: Synth, challenge: Synth) -> None:
+    for task in standard[0] + challenge[0]:
+        c = task.coordinate
+        assert c.taxonomy_id == 20096 and "tool_use" in c.capabilities
+        assert c.primary_difficulty in c.atoms
+    assert all("ambiguous_goal" in t.coordinate.atoms for t in challenge[0])
+
+
+def test_rubric_grades_outcomes_not_call_order(
+    standard: Synth, freight_sandbox: Sandbox, freight_bundle: Bundle
+) -> None:
+    task = next(t for t in standard[0] if t.expected_answer)
+    session = freight_sandbox.open(freight_bundle, task.init_config)
+    try:
+        session.call_many([(c.tool, c.args) for c in task.reference_calls])
+        final = session.state()
+    finally:
+        session.close()
+    calls = [(c.tool, dict(c.args)) for c in reversed(task.reference_calls)]
+    assert grade(task, Outcome(final_state=final, answer=dict(task.expected_answer), calls=calls)).passed
+    assert all(i.check is not None and i.check.kind not in ("called", "not_called") for i in task.rubric)
+    wrong = {
+        k: (v + 1 if isinstance(v, (int, float)) and not isinstance(v, bool) else "nope")
+        for k, v in task.expected_answer.items()
+    }
+    assert not grade(task, Outcome(final_state=final, answer=wrong)).passed
+    # changing a record nobody asked about fails the general item
+    table = next(t for t, v in final.items() if isinstance(v, dict) and v)
+    key = sorted(final[table])[-1]
+    field = next(
+        f
+        for f in final[table][key]
+        if isinstance(final[table][key][f], str)
+        and f.endswith(("name", "note", "description", "city", "title"))
+        or f == "zzz"
+    )
+    meddled = {**final, table: {**final[table], key: {**final[table][key], field: "meddled"}}}
+    score = grade(task, Outcome(final_state=meddled, answer=dict(task.expected_answer)))
+    assert not score.passed and any(i.id == "G1" and i.passed is False for i in score.items)
+
+
+def _rebuilt(task: Task, **changes: Any) -> Task:
+    data = task.model_dump(exclude={"id"})
+    data.update(changes)
+    return Task.model_validate(data)
+
+
+def test_consistency_rejects_unrelated_writes_and_ungrounded_arguments(
+    standard: Synth, freight_spec: EnvSpec
+) -> None:
+    task = standard[0][0]
+    assert consistency_problems(task, freight_spec) == []
+    table = "carriers"
+    key = sorted(task.init_config[table])[0]
+    stray = ReferenceCall(
+        tool="delete_consignment", args={"consignment_id": "X"}, sources={"consignment_id": "literal"}
+    )
+    diff = {"table": table, "key": key, "field": "name", "before": "a", "after": "b"}
+    tampered = _rebuilt(
+        task, reference_calls=[*task.reference_calls, stray], expected_diff=[*task.expected_diff, diff]
+    )
+    problems = consistency_problems(tampered, freight_spec)
+    assert any("no objective in the description asks for it" in p for p in problems)
+    assert any("which no objective names" in p for p in problems)
+    for source in ("s0", "query"):
+        i, call = next(
+            (i, c)
+            for t in standard[0]
+            for i, c in enumerate(t.reference_calls)
+            if any(v.startswith(source) for v in c.sources.values()) and (task := t)
+        )
+        param = next(p for p, v in call.sources.items() if v.startswith(source))
+        forged = ReferenceCall(tool=call.tool, args={**call.args, param: "FORGED-1"}, sources=call.sources)
+        calls = list(task.reference_calls)
+        calls[i] = forged
+        problems = grounding_problems(_rebuilt(task, reference_calls=calls))
+        assert problems and "FORGED-1" in problems[0]
+
+
+def test_synthesis_is_deterministic_for_a_seed(
+    freight_dir: Path, freight_sandbox: Sandbox, standard: Synth
+) -> None:
+    again, _ = synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=5, seed=0)
+    assert [t.id for t in again] == [t.id for t in standard[0]]
+    other, _ = synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=2, seed=7)
+    assert {t.id for t in other} != {t.id for t in standard[0][:2]}
+
+
+class _Rephraser:
+    """A stand-in model: returns the query with a prefix, or with a leak if told to."""
+
+    model = "fake"
+
+    def __init__(self, leak: str | None) -> None:
+        self.leak = leak
+        self.seen = 0
+
+    def complete(self, messages: Any, **kwargs: Any) -> LLMResponse:
+        self.seen += 1
+        text = messages[-1]["content"]
+        new = f"Hi there! {text}" + (f" Use {self.leak}." if self.leak else "")
+        return LLMResponse(text=new, data={"query": new}, request_hash=str(self.seen))
+
+    @property
+    def usage(self) -> Usage:
+        return Usage()
+
+
+def test_llm_phrasing_is_used_only_when_it_passes_the_checks(
+    freight_dir: Path, freight_sandbox: Sandbox
+) -> None:
+    clean = _Rephraser(None)
+    tasks, _ = synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=1, llm=clean)
+    assert (
+        clean.seen >= 1
+        and tasks[0].query.startswith("Hi there!")
+        and tasks[0].metadata["phrased_by"] == "llm"
+    )
+    leaky = _Rephraser("get_consignment")
+    tasks, _ = synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=1, llm=leaky)
+    assert "get_consignment" not in tasks[0].query and tasks[0].metadata["phrased_by"] == "template"
+
+
+def test_summary_counts_what_an_asset_shows(standard: Synth, challenge: Synth) -> None:
+    tasks = standard[0] + challenge[0]
+    summary = summarize_tasks(tasks, standard[1] + challenge[1])
+    assert summary["kept"] == len(tasks) and summary["by_variant"]["dag_challenge"] == len(challenge[0])
+    assert sum(summary["depth"].values()) == len(tasks)
+    assert sum(summary["rejected_by_stage"].values()) == len(standard[1]) + len(challenge[1])
