@@ -359,7 +359,9 @@ def cmd_bench_envs(args: argparse.Namespace) -> Result:
 def cmd_tasks_synth(args: argparse.Namespace) -> Result:
     kind = args.kind.replace("-", "_")
     if kind != "solver" and not args.env:
-        raise CLIError(f"--kind {args.kind} needs --env BUNDLE_DIR (an environment built by `agentomnia env build` or a run)")
+        raise CLIError(
+            f"--kind {args.kind} needs --env BUNDLE_DIR (an environment built by `agentomnia env build` or a run)"
+        )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     box = _sandbox()
@@ -367,7 +369,9 @@ def cmd_tasks_synth(args: argparse.Namespace) -> Result:
         if kind in ("dag_standard", "dag_challenge"):
             from agentomnia.tasks.dag.synth import synthesize_dag_tasks
 
-            tasks, rejected = synthesize_dag_tasks(Path(args.env), box, variant=args.kind, n=args.n, seed=args.seed)
+            tasks, rejected = synthesize_dag_tasks(
+                Path(args.env), box, variant=args.kind, n=args.n, seed=args.seed
+            )
         elif kind == "program":
             from agentomnia.tasks.program import synthesize_program_tasks
 
@@ -376,9 +380,13 @@ def cmd_tasks_synth(args: argparse.Namespace) -> Result:
             from agentomnia.tasks.solver import synthesize_solver_tasks
 
             per_family = max(1, args.n // 6)
-            tasks, _dirs, rejected = synthesize_solver_tasks(box, per_family=per_family, seed=args.seed, out_dir=out / "envs")
+            tasks, _dirs, rejected = synthesize_solver_tasks(
+                box, per_family=per_family, seed=args.seed, out_dir=out / "envs"
+            )
         else:
-            raise CLIError(f"unknown task kind {args.kind!r}; use dag-standard, dag-challenge, program or solver")
+            raise CLIError(
+                f"unknown task kind {args.kind!r}; use dag-standard, dag-challenge, program or solver"
+            )
     finally:
         box.close()
     for t in tasks:
@@ -416,7 +424,12 @@ def cmd_tasks_check(args: argparse.Namespace) -> Result:
                 continue
             env_dir = envs_root / task.env_id
             if not env_dir.exists():
-                failures.append({"file": f.name, "problem": f"environment {task.env_id} not found under {envs_root}; pass --envs"})
+                failures.append(
+                    {
+                        "file": f.name,
+                        "problem": f"environment {task.env_id} not found under {envs_root}; pass --envs",
+                    }
+                )
                 continue
             bundle = Bundle.load(env_dir)
             if task.kind == "program":
@@ -429,16 +442,26 @@ def cmd_tasks_check(args: argparse.Namespace) -> Result:
 
                 result = check_task(task, box, bundle)
                 ok_ref, ok_empty = result.replay_ok and result.oracle_pass, result.empty_fail
-                problems = result.consistency + result.leakage + result.state + ([result.detail] if result.detail else [])
+                problems = (
+                    result.consistency
+                    + result.leakage
+                    + result.state
+                    + ([result.detail] if result.detail else [])
+                )
             oracle += ok_ref
             empty += ok_empty
             if not (ok_ref and ok_empty) or (task.kind != "program" and problems):
-                failures.append({"file": f.name, "task": task.id, "problem": "; ".join(problems)[:300] or "oracle failed"})
+                failures.append(
+                    {"file": f.name, "task": task.id, "problem": "; ".join(problems)[:300] or "oracle failed"}
+                )
     finally:
         box.close()
     data = {"tasks": len(files), "oracle_pass": oracle, "empty_fail": empty, "failures": failures}
     if failures:
-        raise CLIError(f"{len(failures)} of {len(files)} tasks fail their checks: " + "; ".join(f"{x['file']}: {x['problem']}" for x in failures[:3]))
+        raise CLIError(
+            f"{len(failures)} of {len(files)} tasks fail their checks: "
+            + "; ".join(f"{x['file']}: {x['problem']}" for x in failures[:3])
+        )
     return data, f"{len(files)} tasks: oracle passes {oracle}, empty run fails {empty}"
 
 
@@ -532,14 +555,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", type=int, default=40, help="how many selected candidates to build")
     p.add_argument("--workers", type=int, default=2)
 
-    tasks = verbs.add_parser("tasks", help="task synthesis and checks").add_subparsers(dest="tasks_verb", required=True)
-    p = verb(tasks, "synth", cmd_tasks_synth, "synthesize verified tasks on one environment bundle; one JSON file per task")
+    tasks = verbs.add_parser("tasks", help="task synthesis and checks").add_subparsers(
+        dest="tasks_verb", required=True
+    )
+    p = verb(
+        tasks,
+        "synth",
+        cmd_tasks_synth,
+        "synthesize verified tasks on one environment bundle; one JSON file per task",
+    )
     p.add_argument("--env", help="environment bundle folder (not needed for solver tasks)")
     p.add_argument("--kind", required=True, choices=["dag-standard", "dag-challenge", "program", "solver"])
     p.add_argument("--n", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True)
-    p = verb(tasks, "check", cmd_tasks_check, "re-run oracle and consistency checks on every task file in a folder")
+    p = verb(
+        tasks, "check", cmd_tasks_check, "re-run oracle and consistency checks on every task file in a folder"
+    )
     p.add_argument("dir")
     p.add_argument("--envs", help="folder holding the environment bundles (default $AGENTOMNIA_HOME/envs)")
 

@@ -91,7 +91,7 @@ SCALES: dict[str, dict[str, dict[str, Any]]] = {
         "solver_tasks": {"per_family": 4, "guided_per_family": 2},
     },
     "full": {
-        "dag_tasks": {"standard_per_env": 6, "challenge_per_env": 3},
+        "dag_tasks": {"standard_per_env": 8, "challenge_per_env": 4},
         "program_tasks": {"per_env": 2},
         "solver_tasks": {"per_family": 25, "guided_per_family": 5},
     },

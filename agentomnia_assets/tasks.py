@@ -6,7 +6,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetCheckResult, AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset, asset_check
+from dagster import (
+    AssetCheckResult,
+    AssetExecutionContext,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    asset_check,
+)
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.lineage import Edge, LineageRow, lineage_row
@@ -17,7 +25,12 @@ from agentomnia.tasks.dag.synth import check_task, summarize_tasks, synthesize_d
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.models import Task, TaskRejection
 from agentomnia.tasks.program import check_program_task, control_flow, synthesize_program_tasks
-from agentomnia.tasks.solver import FAMILIES, GUIDED_OFFLINE_NOTE, synthesize_guided_tasks, synthesize_solver_tasks
+from agentomnia.tasks.solver import (
+    FAMILIES,
+    GUIDED_OFFLINE_NOTE,
+    synthesize_guided_tasks,
+    synthesize_solver_tasks,
+)
 from agentomnia_assets._common import count_table, md_table
 from agentomnia_assets.environments import environments
 from agentomnia_assets.instance import DUCKDB_POOL
@@ -42,13 +55,35 @@ def _publish_tasks(
     round_key = context.partition_key
     tasks = [t.in_round(round_key) for t in tasks]
     path = save_records(store.artifact(asset_name, round_key), tasks, flat=["env_id", "kind", "query"])
-    write_parquet(store.artifact(asset_name, round_key, "rejected.parquet"), [r.model_dump() for r in rejected], columns=["env_id", "kind", "stage", "reason"])
-    rows = [lineage_row(t, run_id=context.run_id, location=str(path), meta={"task_kind": t.kind, "calls": len(t.reference_calls)}) for t in tasks]
+    write_parquet(
+        store.artifact(asset_name, round_key, "rejected.parquet"),
+        [r.model_dump() for r in rejected],
+        columns=["env_id", "kind", "stage", "reason"],
+    )
+    rows = [
+        lineage_row(
+            t,
+            run_id=context.run_id,
+            location=str(path),
+            meta={"task_kind": t.kind, "calls": len(t.reference_calls)},
+        )
+        for t in tasks
+    ]
     edges = [Edge(child=t.id, parent=t.env_id, relation="task_on") for t in tasks]
     reasons = Counter((r.env_id, r.kind, r.stage, r.reason[:160]) for r in rejected)
     for (env_id, kind, stage, reason), n in reasons.items():
         rid = f"rej-{asset_name}-{round_key}-{abs(hash((env_id, kind, stage, reason))) % 10**12}"
-        rows.append(LineageRow(id=rid, kind="task", round=round_key, status="rejected", reason=f"{stage}: {reason}", run_id=context.run_id, meta={"task_kind": kind, "times": n}))
+        rows.append(
+            LineageRow(
+                id=rid,
+                kind="task",
+                round=round_key,
+                status="rejected",
+                reason=f"{stage}: {reason}",
+                run_id=context.run_id,
+                meta={"task_kind": kind, "times": n},
+            )
+        )
         edges.append(Edge(child=rid, parent=env_id, relation="task_on"))
     lineage.get().record(rows, edges)
     return path
@@ -77,7 +112,12 @@ class DagTasksConfig(Config):
     ),
 )
 def dag_tasks(
-    context: AssetExecutionContext, config: DagTasksConfig, storage: StorageResource, lineage: LineageResource, llm: LLMResource, sandbox: SandboxResource
+    context: AssetExecutionContext,
+    config: DagTasksConfig,
+    storage: StorageResource,
+    lineage: LineageResource,
+    llm: LLMResource,
+    sandbox: SandboxResource,
 ) -> MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     dirs = environment_dirs(store, context.partition_key, config.max_environments)
@@ -85,7 +125,10 @@ def dag_tasks(
     def one(folder: Path) -> tuple[list[Task], list[TaskRejection]]:
         tasks: list[Task] = []
         rejected: list[TaskRejection] = []
-        for variant, n in (("dag-standard", config.standard_per_env), ("dag-challenge", config.challenge_per_env)):
+        for variant, n in (
+            ("dag-standard", config.standard_per_env),
+            ("dag-challenge", config.challenge_per_env),
+        ):
             if n:
                 kept, rej = synthesize_dag_tasks(folder, box, variant=variant, n=n, llm=model)
                 tasks += kept
@@ -117,9 +160,15 @@ def dag_tasks(
             "depth_mean_challenge": mean([float(t.metadata.get("depth", 0)) for t in chal]),
             "calls_histogram": md_table([{"calls": k, "tasks": v} for k, v in summary["calls"].items()]),
             "depth_histogram": md_table([{"depth": k, "tasks": v} for k, v in summary["depth"].items()]),
-            "chain_length_histogram": md_table([{"chain_length": k, "count": v} for k, v in summary["chain_length"].items()]),
-            "atoms": md_table([{"atom": k, "tasks": v} for k, v in sorted(summary["atoms"].items(), key=lambda kv: -kv[1])]),
-            "rejected_by_stage": md_table([{"stage": k, "count": v} for k, v in summary["rejected_by_stage"].items()]),
+            "chain_length_histogram": md_table(
+                [{"chain_length": k, "count": v} for k, v in summary["chain_length"].items()]
+            ),
+            "atoms": md_table(
+                [{"atom": k, "tasks": v} for k, v in sorted(summary["atoms"].items(), key=lambda kv: -kv[1])]
+            ),
+            "rejected_by_stage": md_table(
+                [{"stage": k, "count": v} for k, v in summary["rejected_by_stage"].items()]
+            ),
             "path": MetadataValue.path(str(path)),
         }
     )
@@ -129,18 +178,33 @@ def _bundles_by_env(store: Storage, tasks: Sequence[Task]) -> dict[str, Bundle]:
     return {env_id: Bundle.load(store.env_dir(env_id)) for env_id in {t.env_id for t in tasks}}
 
 
-@asset_check(asset=dag_tasks, partitions_def=rounds, blocking=True, description="Every kept DAG task passes its oracle check on replay.")
+@asset_check(
+    asset=dag_tasks,
+    partitions_def=rounds,
+    blocking=True,
+    description="Every kept DAG task passes its oracle check on replay.",
+)
 def dag_oracle_passes(context, storage: StorageResource, sandbox: SandboxResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
     store = storage.get()
     tasks = load_records(store.artifact("dag_tasks", context.partition_key), Task)
     bundles = _bundles_by_env(store, tasks)
     box = sandbox.get()
     results = _parallel(box, tasks, lambda t: check_task(t, box, bundles[t.env_id]))
-    bad = [{"task": r.task_id, "detail": r.detail or "; ".join(r.consistency + r.state)} for r in results if not (r.replay_ok and r.oracle_pass and r.empty_fail)]
-    return AssetCheckResult(passed=not bad, metadata={"tasks": len(tasks), "failing": len(bad), "failures": md_table(bad)})
+    bad = [
+        {"task": r.task_id, "detail": r.detail or "; ".join(r.consistency + r.state)}
+        for r in results
+        if not (r.replay_ok and r.oracle_pass and r.empty_fail)
+    ]
+    return AssetCheckResult(
+        passed=not bad, metadata={"tasks": len(tasks), "failing": len(bad), "failures": md_table(bad)}
+    )
 
 
-@asset_check(asset=dag_tasks, partitions_def=rounds, description="No DAG task names a tool, parameter key or (for Challenge) an id literal.")
+@asset_check(
+    asset=dag_tasks,
+    partitions_def=rounds,
+    description="No DAG task names a tool, parameter key or (for Challenge) an id literal.",
+)
 def dag_queries_leak_nothing(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
     store = storage.get()
     tasks = load_records(store.artifact("dag_tasks", context.partition_key), Task)
@@ -150,7 +214,9 @@ def dag_queries_leak_nothing(context, storage: StorageResource) -> AssetCheckRes
         problems = leakage_problems(t.query, specs[t.env_id], forbid_ids=t.kind == "dag_challenge")
         if problems:
             bad.append({"task": t.id, "kind": t.kind, "problem": problems[0]})
-    return AssetCheckResult(passed=not bad, metadata={"tasks": len(tasks), "leaking": len(bad), "examples": md_table(bad)})
+    return AssetCheckResult(
+        passed=not bad, metadata={"tasks": len(tasks), "leaking": len(bad), "examples": md_table(bad)}
+    )
 
 
 class ProgramTasksConfig(Config):
@@ -171,7 +237,12 @@ class ProgramTasksConfig(Config):
     ),
 )
 def program_tasks(
-    context: AssetExecutionContext, config: ProgramTasksConfig, storage: StorageResource, lineage: LineageResource, llm: LLMResource, sandbox: SandboxResource
+    context: AssetExecutionContext,
+    config: ProgramTasksConfig,
+    storage: StorageResource,
+    lineage: LineageResource,
+    llm: LLMResource,
+    sandbox: SandboxResource,
 ) -> MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     dirs = environment_dirs(store, context.partition_key, config.max_environments)
@@ -196,15 +267,26 @@ def program_tasks(
     )
 
 
-@asset_check(asset=program_tasks, partitions_def=rounds, blocking=True, description="Every program task: reference passes, empty run and one-wrong-item run fail.")
+@asset_check(
+    asset=program_tasks,
+    partitions_def=rounds,
+    blocking=True,
+    description="Every program task: reference passes, empty run and one-wrong-item run fail.",
+)
 def program_oracle_passes(context, storage: StorageResource, sandbox: SandboxResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
     store = storage.get()
     tasks = load_records(store.artifact("program_tasks", context.partition_key), Task)
     bundles = _bundles_by_env(store, tasks)
     box = sandbox.get()
     reports = _parallel(box, tasks, lambda t: check_program_task(t, box, bundles[t.env_id]))
-    bad = [{"task": t.id, "details": "; ".join(r.details)[:200]} for t, r in zip(tasks, reports, strict=True) if not r.passed]
-    return AssetCheckResult(passed=not bad, metadata={"tasks": len(tasks), "failing": len(bad), "failures": md_table(bad)})
+    bad = [
+        {"task": t.id, "details": "; ".join(r.details)[:200]}
+        for t, r in zip(tasks, reports, strict=True)
+        if not r.passed
+    ]
+    return AssetCheckResult(
+        passed=not bad, metadata={"tasks": len(tasks), "failing": len(bad), "failures": md_table(bad)}
+    )
 
 
 class SolverTasksConfig(Config):
@@ -224,21 +306,37 @@ class SolverTasksConfig(Config):
     ),
 )
 def solver_tasks(
-    context: AssetExecutionContext, config: SolverTasksConfig, storage: StorageResource, lineage: LineageResource, llm: LLMResource, sandbox: SandboxResource
+    context: AssetExecutionContext,
+    config: SolverTasksConfig,
+    storage: StorageResource,
+    lineage: LineageResource,
+    llm: LLMResource,
+    sandbox: SandboxResource,
 ) -> MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     out_dir = store.root / "envs"
     seed = int(context.partition_key.lstrip("r") or 0)
-    tasks, dirs, rejected = synthesize_solver_tasks(box, per_family=config.per_family, seed=seed, out_dir=out_dir)
-    guided, gdirs, grejected, notes = synthesize_guided_tasks(box, model, per_family=config.guided_per_family, seed=seed, out_dir=out_dir)
+    tasks, dirs, rejected = synthesize_solver_tasks(
+        box, per_family=config.per_family, seed=seed, out_dir=out_dir
+    )
+    guided, gdirs, grejected, notes = synthesize_guided_tasks(
+        box, model, per_family=config.guided_per_family, seed=seed, out_dir=out_dir
+    )
     all_tasks = tasks + guided
     env_rows = [
-        LineageRow(id=d.name, kind="environment", round=context.partition_key, run_id=context.run_id, location=str(d), meta={"origin": "solver"})
+        LineageRow(
+            id=d.name,
+            kind="environment",
+            round=context.partition_key,
+            run_id=context.run_id,
+            location=str(d),
+            meta={"origin": "solver"},
+        )
         for d in dirs + gdirs
     ]
     lineage.get().record(env_rows)
     path = _publish_tasks(context, store, lineage, "solver_tasks", all_tasks, rejected + grejected)
-    gaps = [float(t.metadata.get("baseline_gap_pct", 0.0)) for t in tasks]
+    gaps = [float(t.metadata.get("baseline_gap_pct") or 0.0) for t in tasks]
     return MaterializeResult(
         metadata={
             "tasks": len(all_tasks),

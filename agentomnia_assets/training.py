@@ -17,6 +17,7 @@ class SFTConfig(Config):
     base_model_path: str = ""  # a local Hugging Face checkpoint; empty = the tiny offline Qwen3
     max_steps: int = 40
     learning_rate: float = 3e-3
+    max_length: int = 2048
 
 
 class GRPOConfig(Config):
@@ -24,7 +25,9 @@ class GRPOConfig(Config):
     num_generations: int = 2
 
 
-def _checkpoint_row(context: AssetExecutionContext, kind: str, folder: str, report: dict, parent: str) -> tuple[LineageRow, Edge]:  # type: ignore[type-arg]
+def _checkpoint_row(
+    context: AssetExecutionContext, kind: str, folder: str, report: dict, parent: str
+) -> tuple[LineageRow, Edge]:  # type: ignore[type-arg]
     rid = content_hash({"kind": kind, "folder": folder, "loss": report.get("loss_history")})
     row = LineageRow(id=rid, kind="checkpoint", round=context.partition_key, run_id=context.run_id, location=folder,
                      meta={"trainer": kind, "steps": report.get("steps"), "last_loss": report.get("last_loss")})  # fmt: skip
@@ -41,17 +44,35 @@ def _checkpoint_row(context: AssetExecutionContext, kind: str, folder: str, repo
         "warmup; the model, tokenizer, config and loss curve. Offline: a tiny Qwen3 with a locally trained tokenizer."
     ),
 )
-def sft_checkpoint(context: AssetExecutionContext, config: SFTConfig, storage: StorageResource, lineage: LineageResource) -> MaterializeResult:
+def sft_checkpoint(
+    context: AssetExecutionContext, config: SFTConfig, storage: StorageResource, lineage: LineageResource
+) -> MaterializeResult:
     from trainers import ModelSettings, SFTSettings, train_sft
 
     store = storage.get()
     data = store.dataset_dir("sft", context.partition_key) / "hf"
     out = store.checkpoint_dir("sft", context.partition_key)
-    settings = SFTSettings(model=ModelSettings(path=config.base_model_path or None), max_steps=config.max_steps, learning_rate=config.learning_rate)
+    settings = SFTSettings(
+        model=ModelSettings(path=config.base_model_path or None),
+        max_steps=config.max_steps,
+        learning_rate=config.learning_rate,
+        max_length=config.max_length,
+    )
     report = train_sft(data, out, settings)
     dump = json.loads(report.model_dump_json())
     row, edge = _checkpoint_row(context, "sft", str(out), dump, f"dataset:sft:{context.partition_key}")
-    lineage.get().record([row, LineageRow(id=f"dataset:sft:{context.partition_key}", kind="dataset", round=context.partition_key, location=str(data))], [edge])
+    lineage.get().record(
+        [
+            row,
+            LineageRow(
+                id=f"dataset:sft:{context.partition_key}",
+                kind="dataset",
+                round=context.partition_key,
+                location=str(data),
+            ),
+        ],
+        [edge],
+    )
     return MaterializeResult(
         metadata={
             "steps": report.steps,
@@ -77,7 +98,11 @@ def sft_checkpoint(context: AssetExecutionContext, config: SFTConfig, storage: S
     ),
 )
 def rl_checkpoint(
-    context: AssetExecutionContext, config: GRPOConfig, storage: StorageResource, lineage: LineageResource, sandbox: SandboxResource
+    context: AssetExecutionContext,
+    config: GRPOConfig,
+    storage: StorageResource,
+    lineage: LineageResource,
+    sandbox: SandboxResource,
 ) -> MaterializeResult:
     import datasets
 
@@ -87,10 +112,23 @@ def rl_checkpoint(
     rows = list(datasets.load_from_disk(str(store.dataset_dir("rl", context.partition_key) / "hf")))
     init = store.checkpoint_dir("sft", context.partition_key)
     out = store.checkpoint_dir("rl", context.partition_key)
-    report = train_grpo(rows, None, sandbox.get(), init, out, GRPOSettings(max_steps=config.max_steps, num_generations=config.num_generations))
+    report = train_grpo(
+        rows,
+        None,
+        sandbox.get(),
+        init,
+        out,
+        GRPOSettings(max_steps=config.max_steps, num_generations=config.num_generations),
+    )
     dump = json.loads(report.model_dump_json())
     row, edge = _checkpoint_row(context, "grpo", str(out), dump, f"dataset:rl:{context.partition_key}")
-    lineage.get().record([row, LineageRow(id=f"dataset:rl:{context.partition_key}", kind="dataset", round=context.partition_key)], [edge])
+    lineage.get().record(
+        [
+            row,
+            LineageRow(id=f"dataset:rl:{context.partition_key}", kind="dataset", round=context.partition_key),
+        ],
+        [edge],
+    )
     extra = report.extra or {}
     return MaterializeResult(
         metadata={

@@ -2,7 +2,15 @@
 
 from pathlib import Path
 
-from dagster import AssetCheckResult, AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset, asset_check
+from dagster import (
+    AssetCheckResult,
+    AssetExecutionContext,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    asset_check,
+)
 
 from agentomnia.lineage import Edge, lineage_row
 from agentomnia.sandbox.bundle import Bundle
@@ -60,21 +68,47 @@ class TrajectoriesConfig(Config):
     ),
 )
 def trajectories(
-    context: AssetExecutionContext, config: TrajectoriesConfig, storage: StorageResource, lineage: LineageResource, llm: LLMResource, sandbox: SandboxResource
+    context: AssetExecutionContext,
+    config: TrajectoriesConfig,
+    storage: StorageResource,
+    lineage: LineageResource,
+    llm: LLMResource,
+    sandbox: SandboxResource,
 ) -> MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     round_key = context.partition_key
     tasks = round_tasks(store, round_key)
     bundles = bundles_for(store, tasks)
     teacher = "llm" if config.teacher == "llm" and model is not None else "offline"
-    guided = generate_trajectories(tasks, bundles, box, teacher=teacher, guidance=True, llm=model, max_steps=config.max_steps)  # type: ignore[arg-type]
-    plain = generate_trajectories(tasks, bundles, box, teacher=teacher, guidance=False, llm=model, max_steps=config.max_steps)  # type: ignore[arg-type]
+    guided = generate_trajectories(
+        tasks, bundles, box, teacher=teacher, guidance=True, llm=model, max_steps=config.max_steps
+    )  # type: ignore[arg-type]
+    plain = generate_trajectories(
+        tasks, bundles, box, teacher=teacher, guidance=False, llm=model, max_steps=config.max_steps
+    )  # type: ignore[arg-type]
     all_runs = [t.in_round(round_key) for t in guided + plain]
-    path = save_records(store.artifact("trajectories", round_key), all_runs, flat=["task_id", "env_id", "task_kind", "policy", "guidance", "stop_reason"])
-    rows = [lineage_row(t, status="ok" if t.verified else "rejected", reason=None if t.verified else _why(t), run_id=context.run_id, location=str(path)) for t in all_runs]
+    path = save_records(
+        store.artifact("trajectories", round_key),
+        all_runs,
+        flat=["task_id", "env_id", "task_kind", "policy", "guidance", "stop_reason"],
+    )
+    rows = [
+        lineage_row(
+            t,
+            status="ok" if t.verified else "rejected",
+            reason=None if t.verified else _why(t),
+            run_id=context.run_id,
+            location=str(path),
+        )
+        for t in all_runs
+    ]
     edges = [Edge(child=t.id, parent=t.task_id, relation="trajectory_of") for t in all_runs]
     lineage.get().record(rows, edges)
-    plot = guidance_ablation_png(pass_rates(guided), pass_rates(plain), store.artifact("trajectories", round_key, "guidance_ablation.png"))
+    plot = guidance_ablation_png(
+        pass_rates(guided),
+        pass_rates(plain),
+        store.artifact("trajectories", round_key, "guidance_ablation.png"),
+    )
     with_g, without_g = summarize(guided), summarize(plain)
     return MaterializeResult(
         metadata={
@@ -86,7 +120,12 @@ def trajectories(
             "consistency_pass_rate": with_g["consistency_pass_rate"],
             "leak_pass_rate": with_g["leak_pass_rate"],
             "mean_steps": with_g["mean_steps"],
-            "pass_rates": md_table([{"paradigm": r.paradigm, "guidance": r.guidance, "total": r.total, **r.rates} for r in pass_rates(guided) + pass_rates(plain)]),
+            "pass_rates": md_table(
+                [
+                    {"paradigm": r.paradigm, "guidance": r.guidance, "total": r.total, **r.rates}
+                    for r in pass_rates(guided) + pass_rates(plain)
+                ]
+            ),
             "guidance_ablation": png(plot, "verified rate per paradigm, with and without guidance"),
             "path": MetadataValue.path(str(path)),
         }
@@ -98,7 +137,11 @@ def _why(t: Trajectory) -> str:
         return f"error: {t.error}"[:300]
     if t.verification is None:
         return "not verified"
-    failed = [name for name in ("correctness", "grounding", "consistency", "continuity", "leak") if getattr(t.verification, name).passed is False]
+    failed = [
+        name
+        for name in ("correctness", "grounding", "consistency", "continuity", "leak")
+        if getattr(t.verification, name).passed is False
+    ]
     return "failed: " + ", ".join(failed) if failed else "unverified checks"
 
 
@@ -112,11 +155,22 @@ def verified_trajectories(context: AssetExecutionContext, storage: StorageResour
     store = storage.get()
     runs = load_records(store.artifact("trajectories", context.partition_key), Trajectory)
     kept = [t for t in runs if t.verified and t.guidance != "none"] or [t for t in runs if t.verified]
-    path = save_records(store.artifact("verified_trajectories", context.partition_key), kept, flat=["task_id", "env_id", "task_kind"])
-    return MaterializeResult(metadata={"verified": len(kept), "of": len(runs), "path": MetadataValue.path(str(path))})
+    path = save_records(
+        store.artifact("verified_trajectories", context.partition_key),
+        kept,
+        flat=["task_id", "env_id", "task_kind"],
+    )
+    return MaterializeResult(
+        metadata={"verified": len(kept), "of": len(runs), "path": MetadataValue.path(str(path))}
+    )
 
 
-@asset_check(asset=verified_trajectories, partitions_def=rounds, blocking=True, description="No retained trajectory contains guidance text.")
+@asset_check(
+    asset=verified_trajectories,
+    partitions_def=rounds,
+    blocking=True,
+    description="No retained trajectory contains guidance text.",
+)
 def no_guidance_in_trajectories(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
     store = storage.get()
     kept = load_records(store.artifact("verified_trajectories", context.partition_key), Trajectory)
@@ -126,7 +180,14 @@ def no_guidance_in_trajectories(context, storage: StorageResource) -> AssetCheck
 
 
 def _split(store: Storage, round_key: str) -> tuple[list[str], list[str]]:
-    return partition_tasks([t.task_id for t in load_records(store.artifact("verified_trajectories", round_key), Trajectory)])
+    return partition_tasks(
+        [t.task_id for t in load_records(store.artifact("verified_trajectories", round_key), Trajectory)]
+    )
+
+
+class SFTDatasetConfig(Config):
+    # the tools a trajectory used plus distractors up to this many: every schema is rendered into the prompt
+    max_tools: int = 8
 
 
 @asset(
@@ -139,13 +200,21 @@ def _split(store: Storage, round_key: str) -> tuple[list[str], list[str]]:
         "`messages` and `tools` columns for TRL's SFTTrainer, and OpenAI fine-tuning JSONL."
     ),
 )
-def sft_dataset(context: AssetExecutionContext, storage: StorageResource) -> MaterializeResult:
+def sft_dataset(
+    context: AssetExecutionContext, config: SFTDatasetConfig, storage: StorageResource
+) -> MaterializeResult:
     store = storage.get()
     runs = load_records(store.artifact("verified_trajectories", context.partition_key), Trajectory)
     sft_ids, _ = _split(store, context.partition_key)
     bundles = {env: Bundle.load(store.env_dir(env)) for env in {t.env_id for t in runs}}
     out = store.dataset_dir("sft", context.partition_key)
-    report = build_sft_dataset(runs, out, tools_by_env={env: b.tools for env, b in bundles.items()}, task_ids=sft_ids, max_tools=24)
+    report = build_sft_dataset(
+        runs,
+        out,
+        tools_by_env={env: b.tools for env, b in bundles.items()},
+        task_ids=sft_ids,
+        max_tools=config.max_tools,
+    )
     return MaterializeResult(
         metadata={
             "rows": report.rows,
@@ -161,11 +230,19 @@ def sft_dataset(context: AssetExecutionContext, storage: StorageResource) -> Mat
     )
 
 
-@asset_check(asset=sft_dataset, partitions_def=rounds, blocking=True, description="Every SFT row passes format validation.")
+@asset_check(
+    asset=sft_dataset,
+    partitions_def=rounds,
+    blocking=True,
+    description="Every SFT row passes format validation.",
+)
 def sft_rows_valid(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
     path = storage.get().dataset_dir("sft", context.partition_key) / "hf"
     problems = validate_sft_dataset(path)
-    return AssetCheckResult(passed=not problems, metadata={"problems": len(problems), "examples": md_table([{"problem": p} for p in problems[:20]])})
+    return AssetCheckResult(
+        passed=not problems,
+        metadata={"problems": len(problems), "examples": md_table([{"problem": p} for p in problems[:20]])},
+    )
 
 
 class RLDatasetConfig(Config):
@@ -182,14 +259,21 @@ class RLDatasetConfig(Config):
         "set; each item with its golden trajectory (columns prompt, task, bundle_dir, golden)."
     ),
 )
-def rl_dataset(context: AssetExecutionContext, config: RLDatasetConfig, storage: StorageResource, sandbox: SandboxResource) -> MaterializeResult:
+def rl_dataset(
+    context: AssetExecutionContext,
+    config: RLDatasetConfig,
+    storage: StorageResource,
+    sandbox: SandboxResource,
+) -> MaterializeResult:
     store = storage.get()
     runs = load_records(store.artifact("verified_trajectories", context.partition_key), Trajectory)
     sft_ids, rl_ids = _split(store, context.partition_key)
     tasks = [t for t in round_tasks(store, context.partition_key) if t.id in set(rl_ids)]
     dirs: dict[str, str | Path] = {env: store.env_dir(env) for env in {t.env_id for t in tasks}}
     out = store.dataset_dir("rl", context.partition_key)
-    report = build_rl_dataset(tasks, runs, out, sandbox=sandbox.get(), bundle_dirs=dirs, k=config.k, sft_task_ids=sft_ids)
+    report = build_rl_dataset(
+        tasks, runs, out, sandbox=sandbox.get(), bundle_dirs=dirs, k=config.k, sft_task_ids=sft_ids
+    )
     return MaterializeResult(
         metadata={
             "rows": report.rows,

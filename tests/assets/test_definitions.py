@@ -15,6 +15,15 @@ EXPECTED_GROUPS = {
     "toolsets": "environments",
     "environments": "environments",
     "environment_stats": "environments",
+    "dag_tasks": "tasks",
+    "program_tasks": "tasks",
+    "solver_tasks": "tasks",
+    "trajectories": "trajectories",
+    "verified_trajectories": "trajectories",
+    "sft_dataset": "trajectories",
+    "rl_dataset": "trajectories",
+    "sft_checkpoint": "training",
+    "rl_checkpoint": "training",
 }
 
 
@@ -53,6 +62,8 @@ def test_lineage_order_of_the_synthesis_stages() -> None:
     assert parents("selected_environment_seeds") == {"environment_candidates"}
     assert parents("state_specs") == {"selected_environment_seeds"}
     assert parents("environments") == {"toolsets"}
+    assert parents("trajectories") == {"dag_tasks", "program_tasks", "solver_tasks"}
+    assert parents("rl_checkpoint") == {"sft_checkpoint", "rl_dataset"}
 
 
 def test_jobs_schedules_and_checks() -> None:
