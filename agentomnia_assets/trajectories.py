@@ -1,6 +1,7 @@
 """Trajectory synthesis and training datasets (paper §4.5, §5.1-5.2.1)."""
 
 from pathlib import Path
+from typing import Literal
 
 from dagster import (
     AssetCheckResult,
@@ -79,13 +80,13 @@ def trajectories(
     round_key = context.partition_key
     tasks = round_tasks(store, round_key)
     bundles = bundles_for(store, tasks)
-    teacher = "llm" if config.teacher == "llm" and model is not None else "offline"
+    teacher: Literal["offline", "llm"] = "llm" if config.teacher == "llm" and model is not None else "offline"
     guided = generate_trajectories(
         tasks, bundles, box, teacher=teacher, guidance=True, llm=model, max_steps=config.max_steps
-    )  # type: ignore[arg-type]
+    )
     plain = generate_trajectories(
         tasks, bundles, box, teacher=teacher, guidance=False, llm=model, max_steps=config.max_steps
-    )  # type: ignore[arg-type]
+    )
     all_runs = [t.in_round(round_key) for t in guided + plain]
     path = save_records(
         store.artifact("trajectories", round_key),
