@@ -113,10 +113,19 @@ def build_guidance(task: Task, *, enabled: bool = True) -> Guidance:
     )
     if answer_fields:
         parts.append(
-            "Solution-level hint: report the answer with the fields " + ", ".join(answer_fields) + "."
+            "Solution-level hint: report the answer with the fields "
+            + ", ".join(answer_fields)
+            + "; a reference solution reaches "
+            + json.dumps(task.expected_answer, sort_keys=True, default=str)
+            + " (equal or better is fine)."
         )
     return Guidance(
-        kind="planning", text="\n".join(parts), answer_fields=answer_fields, plan=plan, criteria=criteria
+        kind="planning",
+        text="\n".join(parts),
+        answer_fields=answer_fields,
+        target_answer=dict(task.expected_answer),
+        plan=plan,
+        criteria=criteria,
     )
 
 
