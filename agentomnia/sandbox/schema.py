@@ -85,7 +85,7 @@ _UNSUPPORTED = frozenset(
 
 
 class _Unsupported(Exception):
-    pass
+    """A schema construct the fast validator does not handle; the full validator takes over."""
 
 
 def _is_number(value: Any) -> bool:

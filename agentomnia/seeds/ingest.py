@@ -60,11 +60,8 @@ def _kind_of(path: Path) -> SeedKind | None:
 
 
 def _source(path: Path, base: Path | None) -> str:
-    if base is not None:
-        try:
-            return str(path.resolve().relative_to(base.resolve()))
-        except ValueError:
-            pass
+    if base is not None and path.resolve().is_relative_to(base.resolve()):
+        return str(path.resolve().relative_to(base.resolve()))
     return str(path)
 
 

@@ -62,7 +62,7 @@ class ChatServer:
                 self.wfile.write(raw)
 
             def log_message(self, *args: object) -> None:
-                pass
+                """Keep the test output free of request logs."""
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
