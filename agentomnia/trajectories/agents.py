@@ -25,6 +25,7 @@ from agentomnia.tasks.models import ReferenceCall, Task
 from agentomnia.trajectories.evidence import (
     ID_PATTERN,
     Evidence,
+    combines,
     needs_support,
     record_index,
     state_facts,
@@ -343,6 +344,7 @@ class OfflineTeacher:
 
     def _final(self, messages: Sequence[Mapping[str, Any]], evidence: Evidence) -> str:
         answer: dict[str, Any] = {}
+        derivable: dict[str, Any] = {}
         for field in self._answer_fields(messages):
             target = self.guidance.target_answer.get(field) if self.guidance is not None else None
             if target is not None and (not self._needs(target) or evidence.supports(target)):
@@ -351,6 +353,15 @@ class OfflineTeacher:
             observed = self._observed_value(field, messages)
             if observed is not None:
                 answer[field] = observed
+            elif isinstance(target, (int, float)) and not isinstance(target, bool):
+                derivable[field] = target
+        # a total or difference of values already reported is derived from them, not invented
+        stated = [
+            float(v) for v in answer.values() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
+        for field, target in derivable.items():
+            if combines(float(target), stated):
+                answer[field] = target
         done = []
         for m in messages:
             if m.get("role") == "tool":

@@ -73,6 +73,18 @@ def _derived(value: Any, out: set[str]) -> None:
             _derived(v, out)
 
 
+def combines(value: float, grounded: Sequence[float]) -> bool:
+    """Whether `value` is one arithmetic step (+, -, x, /) from two grounded numbers of the same message:
+    a total or a difference of values the run already stated is derived, not invented."""
+    target = float(value)
+    for i, a in enumerate(grounded):
+        for b in grounded[i + 1 :]:
+            for candidate in (a + b, a - b, b - a, a * b, a / b if b else None, b / a if a else None):
+                if candidate is not None and abs(candidate - target) <= max(0.005, 1e-6 * abs(target)):
+                    return True
+    return False
+
+
 def _token_pattern(value: str) -> re.Pattern[str]:
     return re.compile(r"(?<![A-Za-z0-9_-])" + re.escape(value.casefold()) + r"(?![A-Za-z0-9_])")
 

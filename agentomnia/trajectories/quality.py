@@ -32,6 +32,7 @@ from agentomnia.trajectories.evidence import (
     DATE_PATTERN,
     ID_PATTERN,
     Evidence,
+    combines,
     needs_support,
     numbers_in,
     record_index,
@@ -106,8 +107,10 @@ def check_grounding(
                 problems.append(
                     f"turn {i}: {claim!r} in the text appears in no earlier message, schema or result"
                 )
-        for number in numbers_in(content):
-            if not evidence.has_number(number):
+        stated = numbers_in(content)
+        grounded_here = [n for n in stated if evidence.has_number(n)]
+        for number in stated:
+            if not evidence.has_number(number) and not combines(number, grounded_here):
                 problems.append(
                     f"turn {i}: the number {number:g} in the text is not in, nor derived from, any earlier result"
                 )
