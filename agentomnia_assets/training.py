@@ -109,7 +109,16 @@ def rl_checkpoint(
     from trainers import GRPOSettings, train_grpo
 
     store = storage.get()
-    rows = list(datasets.load_from_disk(str(store.dataset_dir("rl", context.partition_key) / "hf")))
+    data = store.dataset_dir("rl", context.partition_key) / "hf"
+    if not data.exists():
+        # every RL candidate was too easy for the pass@K policy, or none was verified: nothing to learn from
+        context.log.warning(
+            f"no RL rows for round {context.partition_key}; the RL checkpoint is not trained this round"
+        )
+        return MaterializeResult(
+            metadata={"steps": 0, "rows": 0, "trained": False, "reason": "the RL dataset has no rows"}
+        )
+    rows = list(datasets.load_from_disk(str(data)))
     init = store.checkpoint_dir("sft", context.partition_key)
     out = store.checkpoint_dir("rl", context.partition_key)
     report = train_grpo(
@@ -134,6 +143,7 @@ def rl_checkpoint(
         metadata={
             "steps": report.steps,
             "rows": len(rows),
+            "trained": True,
             "mean_reward_by_step": str(extra.get("rewards", []))[:200],
             "prefix_turns_by_step": str(extra.get("prefix_turns", []))[:200],
             "loss_rl": str(extra.get("loss_rl", []))[:200],

@@ -38,7 +38,16 @@ def test_a_small_round_runs_end_to_end_with_lineage(home: Path) -> None:
     assert failed_checks == []
     store = LineageStore(home / "lineage.duckdb")
     kinds = {(r["kind"], r["status"]) for r in store.counts()}
-    for kind in ("seed", "env_candidate", "environment", "tool", "task", "trajectory", "checkpoint"):
+    for kind in (
+        "seed",
+        "env_candidate",
+        "environment",
+        "tool",
+        "task",
+        "trajectory",
+        "checkpoint",
+        "dataset",
+    ):
         assert (kind, "ok") in kinds, kind
     # a DAG task traces back through its environment to the seed it came from
     task = next(
@@ -46,4 +55,12 @@ def test_a_small_round_runs_end_to_end_with_lineage(home: Path) -> None:
     )
     ancestor_kinds = {row.kind for row in store.trace(task.id).rows.values() if row is not None}
     assert {"environment", "toolset", "env_spec", "env_candidate", "seed"} <= ancestor_kinds
-    assert (home / "checkpoints" / "rl" / "r0").exists()
+    assert (home / "checkpoints" / "sft" / "r0").exists()
+    rl = next(
+        e.materialization
+        for e in result.get_asset_materialization_events()
+        if e.materialization.asset_key == AssetKey("rl_checkpoint")
+    )
+    rl_rows = rl.metadata["rows"].value
+    # the RL set keeps only tasks the pass@K policy does not find easy; when none is left, nothing is trained
+    assert (home / "checkpoints" / "rl" / "r0").exists() == (rl_rows > 0) == rl.metadata["trained"].value
