@@ -12,32 +12,7 @@ from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.seeds.inference import propose_offline
 from agentomnia.seeds.parsers import parse_mcp
 from agentomnia.taxonomy import load_taxonomy
-
-PARCEL_TOOLS = {
-    "tools": [
-        {"name": "get_shipment", "description": "Look up a shipment.", "annotations": {"readOnlyHint": True},
-         "inputSchema": {"type": "object", "properties": {"shipment_id": {"type": "string"}}, "required": ["shipment_id"]}},
-        {"name": "list_shipments", "description": "List shipments by status.", "annotations": {"readOnlyHint": True},
-         "inputSchema": {"type": "object", "properties": {
-             "status": {"type": "string", "enum": ["booked", "in_transit", "delivered", "exception"]},
-             "limit": {"type": "integer", "minimum": 1, "maximum": 50}}}},
-        {"name": "open_claim", "description": "Open a damage claim for a delivered shipment.",
-         "inputSchema": {"type": "object", "properties": {
-             "shipment_id": {"type": "string"}, "amount": {"type": "number", "minimum": 0},
-             "reason": {"type": "string", "enum": ["damaged", "lost", "late"]}}, "required": ["shipment_id", "amount", "reason"]}},
-        {"name": "approve_claim", "description": "Approve an open claim.",
-         "inputSchema": {"type": "object", "properties": {"claim_id": {"type": "string"}}, "required": ["claim_id"]}},
-        {"name": "reject_claim", "description": "Reject an open claim.",
-         "inputSchema": {"type": "object", "properties": {"claim_id": {"type": "string"}, "note": {"type": "string"}}, "required": ["claim_id"]}},
-        {"name": "assign_adjuster", "description": "Assign an adjuster to a claim.",
-         "inputSchema": {"type": "object", "properties": {"claim_id": {"type": "string"}, "adjuster_id": {"type": "string"}}, "required": ["claim_id", "adjuster_id"]}},
-        {"name": "list_adjusters", "description": "List claim adjusters.", "annotations": {"readOnlyHint": True},
-         "inputSchema": {"type": "object", "properties": {"region": {"type": "string"}}}},
-        {"name": "update_shipment", "description": "Correct a shipment's declared value or weight.",
-         "inputSchema": {"type": "object", "properties": {"shipment_id": {"type": "string"}, "declared_value": {"type": "number", "minimum": 0},
-                                                           "weight_kg": {"type": "number", "minimum": 0.1, "maximum": 30000}}, "required": ["shipment_id"]}},
-    ]
-}  # fmt: skip
+from tests.envs.conftest import PARCEL_TOOLS
 
 
 @pytest.fixture(scope="module")
