@@ -63,7 +63,7 @@ def cmd_run(args: argparse.Namespace) -> Result:
     _dagster_layer()
     from agentomnia_assets.pipeline import run_pipeline
 
-    summary = run_pipeline(round_key=args.round, scale=args.scale)
+    summary = run_pipeline(round_key=args.round, scale=args.scale, evolve=not args.no_evolve)
     return summary.model_dump(mode="json"), summary.render()
 
 
@@ -468,6 +468,132 @@ def cmd_tasks_check(args: argparse.Namespace) -> Result:
 # -- parser --------------------------------------------------------------------------------
 
 
+def _configured_llm() -> Any:
+    from agentomnia import config
+    from agentomnia.llm import make_llm
+
+    storage = Storage()
+    return make_llm(config.mode(), config.LLMSettings.from_env(), storage.llm_cache_path)
+
+
+def _report_text(title: str, report: Any) -> str:
+    return f"{title}\n\n{report.render()}"
+
+
+def cmd_omniabench_run(args: argparse.Namespace) -> Result:
+    from agentomnia.lineage import LineageStore
+    from agentomnia.omniabench.service import NoBenchmark, run_evaluation
+    from agentomnia.sandbox.sandbox import Sandbox
+
+    storage = Storage()
+    box = Sandbox(workers=max(1, args.workers), idle_timeout_s=0)
+    try:
+        outcome = run_evaluation(
+            storage, box, LineageStore(storage.lineage_path), policy=args.policy, round_key=args.round,
+            trials=args.trials, max_steps=args.max_steps, llm=_configured_llm(), limit=args.limit,
+        )  # fmt: skip
+    except NoBenchmark as exc:
+        raise CLIError(str(exc)) from exc
+    except ValueError as exc:  # an unknown policy spec or a bad checkpoint folder
+        raise CLIError(str(exc)) from exc
+    finally:
+        box.close()
+    data = {
+        "eval_id": outcome.eval_id, "policy": outcome.policy, "round": outcome.round, "tasks": outcome.tasks,
+        "trials": outcome.trials, "failures": outcome.failures, "new_failures": outcome.new_failures,
+        "infra_errors": outcome.infra_errors, "seconds": round(outcome.seconds, 2), "results": str(outcome.path),
+        "report": outcome.report.model_dump(mode="json"),
+    }  # fmt: skip
+    head = (
+        f"{outcome.policy} on OmniaBench, round {outcome.round}: {outcome.tasks} tasks x {outcome.trials} trials, "
+        f"{outcome.failures} failed trials ({outcome.new_failures} new in the failure table), "
+        f"{outcome.infra_errors} infrastructure errors, {outcome.seconds:.1f}s"
+    )
+    return data, _report_text(head, outcome.report)
+
+
+def cmd_omniabench_report(args: argparse.Namespace) -> Result:
+    from agentomnia.omniabench.metrics import report
+    from agentomnia.omniabench.service import load_results
+
+    found = load_results(Storage(), args.round, args.policy)
+    if not found:
+        raise CLIError(
+            f"no OmniaBench results for round {args.round}"
+            + (f" and policy {args.policy}" if args.policy else "")
+            + "; run `agentomnia omniabench run --policy P --round R` first"
+        )
+    data, texts = {}, []
+    for policy, results in sorted(found.items()):
+        trials = max(r.trial for r in results) + 1
+        rep = report(results, k=trials)
+        data[policy] = rep.model_dump(mode="json")
+        texts.append(_report_text(f"{policy}, round {args.round} ({trials} trials per task)", rep))
+    return {"round": args.round, "policies": data}, "\n\n".join(texts)
+
+
+def cmd_evolution_status(args: argparse.Namespace) -> Result:
+    from agentomnia.evolution.prd import PRD
+    from agentomnia.omniabench.store import FailureStore
+    from agentomnia.storage import load_records
+
+    storage = Storage()
+    art = storage.root / "artifacts"
+    rounds = sorted(
+        {
+            p.name
+            for a in ("raw_seeds", "prds", "omniabench_eval")
+            for p in (art / a).glob("r*")
+            if p.is_dir()
+        },
+        key=lambda r: int(r[1:]) if r[1:].isdigit() else 10**9,
+    )
+    evaluations: dict[str, list[Any]] = {}
+    if storage.lineage_path.exists():
+        for e in FailureStore(storage.lineage_path).evaluations():
+            evaluations.setdefault(e.round, []).append(e)
+    out = []
+    lines = [f"self-evolution in {storage.root}", ""]
+    for r in rounds:
+        prd_path = art / "prds" / r / "data.parquet"
+        prds = load_records(prd_path, PRD) if prd_path.exists() else []
+        align_path = art / "prd_alignment" / r / "alignment.json"
+        align = json.loads(align_path.read_text()) if align_path.exists() else {}
+        evals = [
+            {"eval_id": e.eval_id, "policy": e.policy, "status": e.status, "pass_at_1": e.pass_at_1}
+            for e in evaluations.get(r, [])
+        ]
+        prd_rows = [
+            {"id": p.prd_id, "priority": p.priority, "status": p.status, "source": p.source, "title": p.title}
+            for p in sorted(prds, key=lambda p: (p.priority, p.prd_id))
+        ]
+        entry: dict[str, Any] = {
+            "round": r,
+            "parent_round": align.get("parent_round"),
+            "prds": prd_rows,
+            "kl_round": align.get("kl_round"),
+            "kl_previous": align.get("kl_previous"),
+            "evaluations": evals,
+        }  # fmt: skip
+        out.append(entry)
+        kl = (
+            f"KL(round||failures) {entry['kl_round']:.3f} vs KL(previous||failures) {entry['kl_previous']:.3f}"
+            if isinstance(entry["kl_round"], float) and isinstance(entry["kl_previous"], float)
+            else "KL n/a"
+        )
+        lines.append(f"{r}  parent {entry['parent_round'] or '-'}  {len(prds)} PRDs  {kl}")
+        for p in prd_rows:
+            lines.append(
+                f"    {p['priority']}  {p['id']:<14} {p['status']:<9} {p['source']:<24} {p['title'][:60]}"
+            )
+        for ev in evals:
+            p1 = f"{ev['pass_at_1']:.3f}" if ev["pass_at_1"] is not None else "n/a"
+            lines.append(f"    eval {ev['eval_id']}  {ev['policy']:<24} {ev['status']:<9} pass@1 {p1}")
+    if not rounds:
+        lines.append("no rounds yet; `agentomnia run` makes the first")
+    return {"home": str(storage.root), "rounds": out}, "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentomnia", description=__doc__.splitlines()[0])
     common = argparse.ArgumentParser(add_help=False)
@@ -489,6 +615,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="default",
         choices=["default", "full"],
         help="how much to make (default: minutes on 2 cores)",
+    )
+    p.add_argument(
+        "--no-evolve",
+        action="store_true",
+        help="stop after the round; by default one failure-sensor tick follows and runs the PRD-guided round it asks for",
     )
     verb(verbs, "status", cmd_status, "records by kind and round, and each asset's latest materialization")
 
@@ -602,6 +733,36 @@ def build_parser() -> argparse.ArgumentParser:
         "re-run the three-level verification of a bundle; exit non-zero on failure",
     )
     p.add_argument("dir", help="bundle folder")
+    omnia = verbs.add_parser("omniabench", help="the held-out benchmark").add_subparsers(
+        dest="omniabench_verb", required=True
+    )
+    p = verb(
+        omnia, "run", cmd_omniabench_run, "evaluate a policy on OmniaBench; results and failures are stored"
+    )
+    p.add_argument("--policy", required=True,
+                   help="openai:<model> | hf:<checkpoint folder> | baseline:heuristic | baseline:noop | reference")  # fmt: skip
+    p.add_argument("--round", default="r0", help="the round the evaluation belongs to (default r0)")
+    p.add_argument("--trials", type=int, default=3, help="runs per task (pass@k and pass^k use k = trials)")
+    p.add_argument("--max-steps", type=int, default=20, help="assistant turns per run")
+    p.add_argument("--limit", type=int, default=0, help="only the first N benchmark tasks (0 = all)")
+    p.add_argument("--workers", type=int, default=2, help="sandbox worker processes")
+    p = verb(
+        omnia,
+        "report",
+        cmd_omniabench_report,
+        "pass@1 / pass@k / pass^k by route, split, L1, capability, atom",
+    )
+    p.add_argument("--round", default="r0")
+    p.add_argument("--policy", help="only this policy (default: every policy evaluated in the round)")
+    evo = verbs.add_parser("evolution", help="failure-driven self-evolution").add_subparsers(
+        dest="evolution_verb", required=True
+    )
+    verb(
+        evo,
+        "status",
+        cmd_evolution_status,
+        "rounds, their PRDs with priorities, evaluations and KL alignment",
+    )
     return parser
 
 

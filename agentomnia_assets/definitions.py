@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from dagster import Definitions, load_asset_checks_from_modules, load_assets_from_modules
 
-from agentomnia_assets import environments, seeds, tasks, taxonomy, training, trajectories
+from agentomnia_assets import (
+    environments,
+    evolution,
+    omniabench,
+    seeds,
+    tasks,
+    taxonomy,
+    training,
+    trajectories,
+)
 from jobs import ALL_JOBS, ALL_SCHEDULES
 from resources import default_resources
 from sensors import ALL_SENSORS
 
-STAGE_MODULES = [taxonomy, seeds, environments, tasks, trajectories, training]
+STAGE_MODULES = [taxonomy, evolution, seeds, environments, tasks, omniabench, trajectories, training]
 
 defs = Definitions(
     assets=load_assets_from_modules(STAGE_MODULES),

@@ -23,3 +23,10 @@ def next_round(existing: list[str]) -> str:
     """The round after the highest existing one (`r0` when there is none)."""
     indices = [round_index(k) for k in existing if _ROUND.match(k)]
     return f"r{max(indices) + 1}" if indices else BASE_ROUND
+
+
+def previous_round(key: str, existing: list[str]) -> str | None:
+    """The highest existing round below `key` (None for the base round or when there is none)."""
+    index = round_index(key)
+    below = [round_index(k) for k in existing if _ROUND.match(k) and round_index(k) < index]
+    return f"r{max(below)}" if below else None

@@ -31,6 +31,47 @@ class StageReport(BaseModel):
     group: str
     seconds: float
     metadata: dict[str, Any] = Field(default_factory=dict)
+    round: str = ""
+
+
+class EvolutionReport(BaseModel):
+    """What one tick of the failure sensor started."""
+
+    triggered: bool
+    reason: str = ""
+    rounds: list[str] = Field(default_factory=list)
+    stages: list[StageReport] = Field(default_factory=list)
+    home: str = ""
+
+
+class LoopSummary(BaseModel):
+    """The self-evolution loop at a glance: benchmark results per round, PRDs, KL alignment."""
+
+    rounds: list[dict[str, Any]] = Field(default_factory=list)
+    evolution: EvolutionReport | None = None
+
+    def render(self) -> list[str]:
+        lines = ["", "self-evolution loop"]
+        if self.evolution is not None and not self.evolution.triggered:
+            lines.append(f"  no round triggered: {self.evolution.reason}")
+        for r in self.rounds:
+            lines.append(
+                f"  round {r['round']}"
+                + (f" (from the failures of {r['parent']})" if r.get("parent") else "")
+            )
+            for policy, by_split in r.get("pass_at_1_by_split", {}).items():
+                cells = ", ".join(f"{k} {v:.3f}" for k, v in by_split.items())
+                lines.append(f"    OmniaBench pass@1 {policy}: {cells}")
+            if r.get("failures") is not None:
+                lines.append(f"    failed trials in the failure table: {r['failures']}")
+            lines.append(f"    PRDs: {r.get('prds', 0)}")
+            if r.get("kl_round") is not None:
+                prev = r.get("kl_previous")
+                lines.append(
+                    f"    KL(P_round || P_failures) = {r['kl_round']:.3f}; KL(P_previous || P_failures) = "
+                    + (f"{prev:.3f}" if isinstance(prev, (int, float)) else "n/a")
+                )
+        return lines
 
 
 class PipelineSummary(BaseModel):
@@ -42,18 +83,21 @@ class PipelineSummary(BaseModel):
     records: list[dict[str, Any]]
     rejections: list[dict[str, Any]] = Field(default_factory=list)
     where: dict[str, str]
+    loop: LoopSummary | None = None
 
     def render(self) -> str:
         lines = [f"AgentOmnia pipeline: round {self.round}, scale {self.scale}, {self.seconds:.1f}s", ""]
         width = max((len(s.asset) for s in self.stages), default=10)
         for s in self.stages:
             counts = ", ".join(f"{k}={v}" for k, v in s.metadata.items())
-            lines.append(f"  {s.asset:<{width}}  {s.seconds:7.1f}s  {counts}")
+            lines.append(f"  {s.round or '':<6} {s.asset:<{width}}  {s.seconds:7.1f}s  {counts}")
         lines += ["", "records in the lineage store (kind / round / status: count)"]
         lines += [f"  {r['kind']:<22} {r['round']:<6} {r['status']:<10} {r['count']}" for r in self.records]
         if self.rejections:
             lines += ["", "rejected, by reason"]
             lines += [f"  {r['kind']:<22} {r['count']:>5}  {r['reason'][:90]}" for r in self.rejections[:15]]
+        if self.loop is not None:
+            lines += self.loop.render()
         lines += ["", "where to look"] + [f"  {k:<9} {v}" for k, v in self.where.items()]
         return "\n".join(lines)
 
@@ -105,22 +149,25 @@ def run_config_for(scale: str, asset_names: set[str], quiet: bool) -> dict[str, 
     return {**(QUIET if quiet else {}), **({"ops": ops} if ops else {})}
 
 
-def run_pipeline(round_key: str = "r0", scale: str = "default", *, quiet: bool = True) -> PipelineSummary:
+def _materialize_round(
+    instance: DagsterInstance,
+    round_key: str,
+    scale: str,
+    quiet: bool,
+    tags: dict[str, str],
+    partitioned_only: bool,
+) -> list[StageReport]:
     from agentomnia_assets.definitions import defs
 
-    storage = Storage()
-    ensure_dagster_home(storage.root)
-    instance = DagsterInstance.get()
     if not instance.has_dynamic_partition(rounds.name, round_key):  # type: ignore[arg-type]
         instance.add_dynamic_partitions(rounds.name, [round_key])  # type: ignore[arg-type]
     assets: list[AssetsDefinition] = [a for a in defs.assets or [] if isinstance(a, AssetsDefinition)]
     checks = list(defs.asset_checks or [])
     resources = dict(defs.resources or {})
-    tags = {"agentomnia/scale": scale}
-
-    started = time.perf_counter()
     stages: list[StageReport] = []
     for partitioned in (False, True):
+        if partitioned_only and not partitioned:
+            continue
         selected = [a for a in assets if (a.partitions_def is not None) == partitioned]
         if not selected:
             continue
@@ -131,7 +178,7 @@ def run_pipeline(round_key: str = "r0", scale: str = "default", *, quiet: bool =
             instance=instance,
             resources=resources,
             partition_key=round_key if partitioned else None,
-            tags=tags,
+            tags={"agentomnia/scale": scale, **tags},
             run_config=run_config_for(scale, {a.node_def.name for a in selected}, quiet),
         )
         seconds = _stage_seconds(result)
@@ -147,24 +194,114 @@ def run_pipeline(round_key: str = "r0", scale: str = "default", *, quiet: bool =
                         group=a.group_names_by_key.get(key, ""),
                         seconds=seconds[step],
                         metadata=_scalar_metadata(result, key),
+                        round=round_key if partitioned else "static",
                     )
                 )
+    return stages
+
+
+def evolve_once(instance: DagsterInstance, scale: str = "default", *, quiet: bool = True) -> EvolutionReport:
+    """One tick of the failure sensor, then the self-evolution runs it requests, in process.
+
+    The same sensor the daemon runs decides; a round already started for an evaluation (a run tagged
+    with its id exists) is reported, not run again, so repeating `agentomnia run` adds no rounds.
+    """
+    from dagster import RunsFilter, SensorResult, build_sensor_context
+
+    from agentomnia_assets.definitions import defs
+    from sensors import omniabench_failure_sensor
+
+    storage = Storage()
+    context = build_sensor_context(instance=instance, resources=dict(defs.resources or {}))
+    outcome = omniabench_failure_sensor(context)
+    if not isinstance(outcome, SensorResult) or not outcome.run_requests:
+        reason = getattr(getattr(outcome, "skip_reason", None), "skip_message", None) or str(outcome)
+        return EvolutionReport(triggered=False, reason=reason)
+    stages: list[StageReport] = []
+    rounds_run: list[str] = []
+    for request in outcome.run_requests:
+        source = request.tags.get("agentomnia/source_eval", "")
+        done = instance.get_run_records(RunsFilter(tags={"agentomnia/source_eval": source}), limit=1)
+        if done:
+            existing = done[0].dagster_run.tags.get("agentomnia/round", "?")
+            rounds_run.append(existing)
+            continue
+        round_key = str(request.partition_key)
+        stages += _materialize_round(
+            instance, round_key, scale, quiet, dict(request.tags), partitioned_only=True
+        )
+        rounds_run.append(round_key)
+    return EvolutionReport(
+        triggered=True, reason="", rounds=rounds_run, stages=stages, home=str(storage.root)
+    )
+
+
+def run_pipeline(
+    round_key: str = "r0", scale: str = "default", *, quiet: bool = True, evolve: bool = True
+) -> PipelineSummary:
+    storage = Storage()
+    ensure_dagster_home(storage.root)
+    instance = DagsterInstance.get()
+    started = time.perf_counter()
+    stages = _materialize_round(instance, round_key, scale, quiet, {}, partitioned_only=False)
+    evolution = evolve_once(instance, scale, quiet=quiet) if evolve else None
+    if evolution is not None:
+        stages += evolution.stages
     store = LineageStore(storage.lineage_path)
     records = store.counts()
+    shown = {round_key, "static", *(evolution.rounds if evolution else [])}
     return PipelineSummary(
         home=str(storage.root),
         round=round_key,
         scale=scale,
         seconds=time.perf_counter() - started,
         stages=stages,
-        records=[r for r in records if r["round"] in (round_key, "static")],
+        records=[r for r in records if r["round"] in shown],
         rejections=store.rejection_reasons(round_key),
         where={
             "lineage": str(storage.lineage_path),
             "artifacts": str(storage.root / "artifacts"),
+            "benchmark": str(storage.root / "benchmark"),
             "ui": "make ui, then http://127.0.0.1:3000",
         },
+        loop=loop_summary(storage, [round_key, *(evolution.rounds if evolution else [])], evolution),
     )
+
+
+def loop_summary(storage: Storage, round_keys: list[str], evolution: EvolutionReport | None) -> LoopSummary:
+    """Per round: pass@1 by split of every evaluated policy, failures, PRDs and both KL values."""
+    import json
+
+    from agentomnia.omniabench.metrics import report
+    from agentomnia.omniabench.service import load_results
+    from agentomnia.omniabench.store import FailureStore
+
+    rows = []
+    failures = FailureStore(storage.lineage_path)
+    for key in dict.fromkeys(round_keys):
+        entry: dict[str, Any] = {"round": key, "pass_at_1_by_split": {}}
+        for policy, results in load_results(storage, key).items():
+            rep = report(results, k=max(r.trial for r in results) + 1)
+            entry["pass_at_1_by_split"][policy] = {
+                row["split"]: row["pass@1"] for row in rep.rows("split") if "split" in row and "pass@1" in row
+            }
+        entry["failures"] = len(failures.failures(round=key))
+        prd_path = storage.artifact("prds", key)
+        if prd_path.exists():
+            from agentomnia.evolution import PRD
+            from agentomnia.storage import load_records
+
+            entry["prds"] = len(load_records(prd_path, PRD))
+        align = storage.artifact("prd_alignment", key, "alignment.json")
+        if align.exists():
+            data = json.loads(align.read_text())
+            entry.update(
+                parent=data.get("parent_round"),
+                kl_round=data.get("kl_round"),
+                kl_previous=data.get("kl_previous"),
+            )
+        rows.append(entry)
+    return LoopSummary(rounds=rows, evolution=evolution)
 
 
 def latest_materializations(storage: Storage) -> list[dict[str, Any]]:

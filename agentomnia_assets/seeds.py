@@ -14,14 +14,16 @@ from dagster import (
     asset_check,
 )
 
+from agentomnia.evolution import seeds_for
 from agentomnia.lineage import Edge, lineage_row
 from agentomnia.seeds.inference import DomainMatcher, EnvCandidate, candidate_text, infer_candidates
 from agentomnia.seeds.ingest import corpus_dir, ingest
 from agentomnia.seeds.models import Seed, SeedRejection
 from agentomnia.seeds.selection import SelectionConfig, select
 from agentomnia.storage import load_records, save_records, write_parquet
-from agentomnia.taxonomy import Coordinate, load_taxonomy
+from agentomnia.taxonomy import Coordinate, load_knowledge, load_taxonomy
 from agentomnia_assets._common import count_table, md_table
+from agentomnia_assets.evolution import round_directives, round_prds
 from agentomnia_assets.instance import DUCKDB_POOL
 from agentomnia_assets.partitions import BASE_ROUND, rounds
 from resources import EmbedderResource, LineageResource, LLMResource, StorageResource
@@ -35,11 +37,12 @@ class SeedsConfig(Config, SelectionConfig):  # type: ignore[misc]
     group_name="seeds",
     partitions_def=rounds,
     pool=DUCKDB_POOL,
-    deps=[AssetKey("taxonomy")],
+    deps=[AssetKey("taxonomy"), AssetKey("prds")],
     description=(
         "Seeds parsed from files: user queries (JSONL/CSV/Parquet/HF datasets), SKILL.md skills, MCP tools/list "
         "results and OpenAPI/Swagger specs. Round r0 reads the shipped corpus; every round reads "
-        "$AGENTOMNIA_HOME/seeds/. Unreadable inputs become rejected records with the file, place and fix."
+        "$AGENTOMNIA_HOME/seeds/; a round with PRDs in force adds query seeds composed for the targeted domains "
+        "and capabilities. Unreadable inputs become rejected records with the file, place and fix."
     ),
 )
 def raw_seeds(
@@ -51,7 +54,12 @@ def raw_seeds(
     result = ingest([corpus_dir()], relative_to=corpus_dir()) if round_key == BASE_ROUND else ingest([])
     if inbox.exists():
         result.extend(ingest([inbox], relative_to=store.root))
-    seeds = [s.in_round(round_key) for s in result.accepted]
+    directives = round_directives(store, round_key)
+    documents = round_prds(store, round_key)
+    steered = []
+    if directives is not None:
+        steered = seeds_for(directives, load_taxonomy(), load_knowledge(), prds=documents)
+    seeds = [s.in_round(round_key) for s in [*result.accepted, *steered]]
     seeds = list({s.id: s for s in seeds}.values())  # the same seed in two places is one seed
     rejected = [r.in_round(round_key) for r in result.rejected]
     path = save_records(
@@ -62,10 +70,18 @@ def raw_seeds(
     )
     rows = [lineage_row(s, run_id=context.run_id, location=str(path)) for s in seeds]
     rows += [lineage_row(r, status="rejected", reason=r.message, run_id=context.run_id) for r in rejected]
-    lineage.get().record(rows)
+    record_of = {p.prd_id: p.id for p in documents}
+    edges = [
+        Edge(child=s.id, parent=record_of[pid], relation="steered_by")
+        for s in seeds
+        for pid in s.metadata.get("prd_ids") or ()
+        if pid in record_of
+    ]
+    lineage.get().record(rows, edges)
     return MaterializeResult(
         metadata={
             "seeds": len(seeds),
+            "prd_seeds": len(steered),
             "rejected": len(rejected),
             "tools": sum(len(s.tools) for s in seeds),
             "by_kind": count_table([s.kind for s in seeds], "kind"),

@@ -18,7 +18,7 @@ from dagster import (
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.lineage import Edge, LineageRow, lineage_row
-from agentomnia.sandbox.bundle import Bundle
+from agentomnia.omniabench.service import bundles_for
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.storage import Storage, load_records, read_parquet, save_records, write_parquet
 from agentomnia.tasks.dag.synth import check_task, summarize_tasks, synthesize_dag_tasks
@@ -33,6 +33,7 @@ from agentomnia.tasks.solver import (
 )
 from agentomnia_assets._common import count_table, md_table
 from agentomnia_assets.environments import environments
+from agentomnia_assets.evolution import round_directives
 from agentomnia_assets.instance import DUCKDB_POOL
 from agentomnia_assets.partitions import rounds
 from resources import LineageResource, LLMResource, SandboxResource, StorageResource
@@ -97,6 +98,9 @@ def _parallel(box: Sandbox, items: Sequence[Any], fn: Callable[[Any], Any]) -> l
 class DagTasksConfig(Config):
     standard_per_env: int = 6
     challenge_per_env: int = 3
+    multi_turn_share: float = (
+        0.3  # of DAG tasks posed multi-turn, with a detail withheld for the simulated user
+    )
     max_environments: int = 0  # 0 = every verified environment
 
 
@@ -108,7 +112,9 @@ class DagTasksConfig(Config):
     description=(
         "DAG-based tasks (DAG-Standard and DAG-Challenge): tool dependency graphs with typed edges, "
         "topology-aware group sampling, augmented DAGs with virtual nodes, hardened initial states, "
-        "execution-grounded generation in the sandbox, outcome-focused rubrics with an oracle check."
+        "execution-grounded generation in the sandbox, outcome-focused rubrics with an oracle check. In a PRD-guided "
+        "round, the PRDs' task variations (depth, implicit references, transformations) and environment variations "
+        "(distractors, unavailable entities, conflicting states) shape the profiles."
     ),
 )
 def dag_tasks(
@@ -121,6 +127,7 @@ def dag_tasks(
 ) -> MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     dirs = environment_dirs(store, context.partition_key, config.max_environments)
+    directives = round_directives(store, context.partition_key)  # a PRD-guided round's variations
 
     def one(folder: Path) -> tuple[list[Task], list[TaskRejection]]:
         tasks: list[Task] = []
@@ -130,7 +137,15 @@ def dag_tasks(
             ("dag-challenge", config.challenge_per_env),
         ):
             if n:
-                kept, rej = synthesize_dag_tasks(folder, box, variant=variant, n=n, llm=model)
+                kept, rej = synthesize_dag_tasks(
+                    folder,
+                    box,
+                    variant=variant,
+                    n=n,
+                    llm=model,
+                    directives=directives,
+                    multi_turn=config.multi_turn_share,
+                )
                 tasks += kept
                 rejected += rej
         return tasks, rejected
@@ -174,10 +189,6 @@ def dag_tasks(
     )
 
 
-def _bundles_by_env(store: Storage, tasks: Sequence[Task]) -> dict[str, Bundle]:
-    return {env_id: Bundle.load(store.env_dir(env_id)) for env_id in {t.env_id for t in tasks}}
-
-
 @asset_check(
     asset=dag_tasks,
     partitions_def=rounds,
@@ -187,7 +198,7 @@ def _bundles_by_env(store: Storage, tasks: Sequence[Task]) -> dict[str, Bundle]:
 def dag_oracle_passes(context, storage: StorageResource, sandbox: SandboxResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
     store = storage.get()
     tasks = load_records(store.artifact("dag_tasks", context.partition_key), Task)
-    bundles = _bundles_by_env(store, tasks)
+    bundles = bundles_for(store, tasks)
     box = sandbox.get()
     results = _parallel(box, tasks, lambda t: check_task(t, box, bundles[t.env_id]))
     bad = [
@@ -208,7 +219,7 @@ def dag_oracle_passes(context, storage: StorageResource, sandbox: SandboxResourc
 def dag_queries_leak_nothing(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
     store = storage.get()
     tasks = load_records(store.artifact("dag_tasks", context.partition_key), Task)
-    specs = {b: EnvSpec.model_validate(bundle.spec) for b, bundle in _bundles_by_env(store, tasks).items()}
+    specs = {b: EnvSpec.model_validate(bundle.spec) for b, bundle in bundles_for(store, tasks).items()}
     bad = []
     for t in tasks:
         problems = leakage_problems(t.query, specs[t.env_id], forbid_ids=t.kind == "dag_challenge")
@@ -276,7 +287,7 @@ def program_tasks(
 def program_oracle_passes(context, storage: StorageResource, sandbox: SandboxResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
     store = storage.get()
     tasks = load_records(store.artifact("program_tasks", context.partition_key), Task)
-    bundles = _bundles_by_env(store, tasks)
+    bundles = bundles_for(store, tasks)
     box = sandbox.get()
     reports = _parallel(box, tasks, lambda t: check_program_task(t, box, bundles[t.env_id]))
     bad = [

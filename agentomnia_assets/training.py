@@ -1,16 +1,27 @@
 """Agentic post-training (paper §5): SFT capability bootstrapping, then GRPO with the rollback curriculum."""
 
 import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
 
 from agentomnia.lineage import Edge, LineageRow
+from agentomnia.omniabench.service import bundles_for
 from agentomnia.records import content_hash
+from agentomnia.rewards import CalibrationSettings, judge_calibration
+from agentomnia.rewards.judges import outcome_groups, transcript_judge
+from agentomnia.storage import load_records, write_parquet
+from agentomnia.tasks.models import Task
+from agentomnia.trajectories import Trajectory
+from agentomnia.trajectories.rollout import replay
 from agentomnia_assets._common import png
 from agentomnia_assets.instance import DUCKDB_POOL
+from agentomnia_assets.omniabench import round_tasks
 from agentomnia_assets.partitions import rounds
-from agentomnia_assets.trajectories import rl_dataset, sft_dataset
-from resources import LineageResource, SandboxResource, StorageResource
+from agentomnia_assets.trajectories import rl_dataset, sft_dataset, trajectories
+from resources import LineageResource, LLMResource, SandboxResource, StorageResource
 
 
 class SFTConfig(Config):
@@ -154,3 +165,104 @@ def rl_checkpoint(
             "checkpoint": MetadataValue.path(str(out)),
         }
     )
+
+
+class RewardModelConfig(Config):
+    repeats: int = 3  # scorings of each outcome, for the consistency dimension
+    max_groups: int = 60  # tasks (rollout groups) to calibrate on; 0 = all
+    min_overall: float = 0.7
+
+
+@asset(
+    group_name="training",
+    partitions_def=rounds,
+    pool=DUCKDB_POOL,
+    deps=[trajectories],
+    description=(
+        "Reward-model calibration: the judge that would score rubric items without code checks (LLM mode: the "
+        "configured model; offline: a transcript judge that reads only the calls and the answer) is scored "
+        "against code-checked rubric items on the round's rollout groups: advanced-balanced rubric reliability, "
+        "C_Rank (Kendall tau-b), C_Dir (AdvFNR/AdvFPR), C_Mag (advantage MSE), C_Con (repeat variance)."
+    ),
+)
+def reward_model_report(
+    context: AssetExecutionContext,
+    config: RewardModelConfig,
+    storage: StorageResource,
+    llm: LLMResource,
+    sandbox: SandboxResource,
+) -> MaterializeResult:
+    from agentomnia.trajectories.quality import rubric_judge
+
+    store, box, model = storage.get(), sandbox.get(), llm.get()
+    round_key = context.partition_key
+    tasks = {t.id: t for t in round_tasks(store, round_key)}
+    runs = load_records(store.artifact("trajectories", round_key), Trajectory)
+    bundles = bundles_for(store, list(tasks.values()))
+
+    def final_state(task: Task, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+        return replay(task, bundles[task.env_id], box, calls)[1]
+
+    groups = outcome_groups(tasks, runs, final_state)
+    if config.max_groups:
+        groups = groups[: config.max_groups]
+    judge_name = f"llm:{model.model}" if model is not None else "offline:transcript"
+    judge = rubric_judge(model) if model is not None else transcript_judge()
+    if not groups:
+        return MaterializeResult(metadata={"groups": 0, "judge": judge_name, "passed": False,
+                                           "reason": "no task has two or more runs to compare"})  # fmt: skip
+    report = judge_calibration(
+        groups, judge, repeats=config.repeats, settings=CalibrationSettings(min_overall=config.min_overall)
+    )
+    path = store.artifact("reward_model_report", round_key, "report.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report.model_dump_json(indent=2))
+    write_parquet(
+        store.artifact("reward_model_report", round_key),
+        [
+            {"dimension": d, "score": s, "minimum": CalibrationSettings().minimums.get(d)}
+            for d, s in report.scores.items()
+        ],
+    )
+    plot = _calibration_png(
+        {str(d): v for d, v in report.scores.items()},
+        store.artifact("reward_model_report", round_key, "calibration.png"),
+    )
+    return MaterializeResult(
+        metadata={
+            "judge": judge_name,
+            "groups": len(groups),
+            "outcomes": sum(len(o) for _, o in groups),
+            **{d: round(s, 4) if s is not None else "n/a" for d, s in report.scores.items()},
+            "overall": round(report.overall, 4) if report.overall is not None else "n/a",
+            "passed": report.passed,
+            "failures": MetadataValue.md("\n".join(f"- {f}" for f in report.failures) or "_none_"),
+            "plot": png(plot, "calibration"),
+            "report": MetadataValue.path(str(path)),
+        }
+    )
+
+
+def _calibration_png(scores: Mapping[str, float | None], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    dims = list(scores)
+    values = [float(scores[d] or 0.0) for d in dims]
+    minimums = {str(d): v for d, v in CalibrationSettings().minimums.items()}
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.bar(dims, values, color=["#4c72b0" if scores[d] is not None else "#cccccc" for d in dims])
+    ax.scatter(
+        dims, [minimums.get(d, 0.0) for d in dims], marker="_", s=600, color="#c44e52", label="minimum"
+    )
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("score")
+    ax.set_title("reward-model calibration")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -14,6 +14,7 @@ from dagster import (
 )
 
 from agentomnia.lineage import Edge, lineage_row
+from agentomnia.omniabench.service import bundles_for, training_task_ids
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.storage import Storage, load_records, save_records
 from agentomnia.tasks.models import Task
@@ -31,24 +32,20 @@ from agentomnia.trajectories import (
 )
 from agentomnia_assets._common import md_table, png
 from agentomnia_assets.instance import DUCKDB_POOL
+from agentomnia_assets.omniabench import omniabench_split, round_tasks
 from agentomnia_assets.partitions import rounds
-from agentomnia_assets.tasks import dag_tasks, program_tasks, solver_tasks
 from resources import LineageResource, LLMResource, SandboxResource, StorageResource
 
-TASK_ASSETS = ("dag_tasks", "program_tasks", "solver_tasks")
 
-
-def round_tasks(store: Storage, round_key: str) -> list[Task]:
-    tasks: list[Task] = []
-    for name in TASK_ASSETS:
-        path = store.artifact(name, round_key)
-        if path.exists():
-            tasks += load_records(path, Task)
-    return tasks
-
-
-def bundles_for(store: Storage, tasks: list[Task]) -> dict[str, Bundle]:
-    return {env_id: Bundle.load(store.env_dir(env_id)) for env_id in sorted({t.env_id for t in tasks})}
+def training_tasks(store: Storage, round_key: str) -> list[Task]:
+    """The round's tasks that training may see: never a benchmark item, nor one too close to it."""
+    allowed = training_task_ids(store, round_key)
+    if allowed is None:
+        raise RuntimeError(
+            f"round {round_key} has no OmniaBench split yet; materialize `omniabench_split` for it first so "
+            "training data cannot include held-out benchmark tasks"
+        )
+    return [t for t in round_tasks(store, round_key) if t.id in allowed]
 
 
 class TrajectoriesConfig(Config):
@@ -60,7 +57,7 @@ class TrajectoriesConfig(Config):
     group_name="trajectories",
     partitions_def=rounds,
     pool=DUCKDB_POOL,
-    deps=[dag_tasks, program_tasks, solver_tasks],
+    deps=[omniabench_split],
     description=(
         "Agent trajectories on every task: a teacher (offline: follows the reference plan through the tools, "
         "reasoning only from observations; llm: an OpenAI-compatible model) with capability-aware privileged "
@@ -78,7 +75,7 @@ def trajectories(
 ) -> MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     round_key = context.partition_key
-    tasks = round_tasks(store, round_key)
+    tasks = training_tasks(store, round_key)
     bundles = bundles_for(store, tasks)
     teacher: Literal["offline", "llm"] = "llm" if config.teacher == "llm" and model is not None else "offline"
     guided = generate_trajectories(

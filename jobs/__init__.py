@@ -2,6 +2,13 @@
 
 Each job is a selection over asset groups, so a stage added later joins its job without edits
 here. The nightly schedule adds the next `rounds` partition, then asks for the synthesis run.
+
+- `synthesis_job`: PRDs in force (evolution) -> seeds -> environments -> tasks -> trajectories and
+  datasets, with the benchmark hold-out that keeps training data away from OmniaBench;
+- `training_job`: SFT, GRPO with the rollback curriculum, reward-model calibration;
+- `omniabench_job`: the benchmark split and the evaluation of the round's policies;
+- `evolution_job`: one whole self-evolution round, everything above for one partition — what the
+  failure and inbox sensors request.
 """
 
 from __future__ import annotations
@@ -17,12 +24,35 @@ from dagster import (
 
 from agentomnia_assets.partitions import next_round, rounds
 
-SYNTHESIS_GROUPS = ("seeds", "environments", "tasks", "trajectories")
+SYNTHESIS_GROUPS = ("evolution", "seeds", "environments", "tasks", "trajectories")
+ROUND_GROUPS = (*SYNTHESIS_GROUPS, "training", "omniabench")
 
 synthesis_job = define_asset_job(
     "synthesis_job",
-    selection=AssetSelection.groups(*SYNTHESIS_GROUPS) - AssetSelection.assets("taxonomy"),
-    description="One round of synthesis: seeds -> environment candidates -> selected seeds (and later stages).",
+    selection=(AssetSelection.groups(*SYNTHESIS_GROUPS) | AssetSelection.assets("omniabench_split"))
+    - AssetSelection.assets("taxonomy"),
+    description=(
+        "One round of synthesis: PRDs in force -> seeds -> environments -> tasks (held-out benchmark items "
+        "set aside) -> trajectories -> SFT and RL datasets."
+    ),
+)
+training_job = define_asset_job(
+    "training_job",
+    selection=AssetSelection.groups("training"),
+    description="Post-training on one round's datasets: SFT, then GRPO with the rollback curriculum; judge calibration.",
+)
+omniabench_job = define_asset_job(
+    "omniabench_job",
+    selection=AssetSelection.groups("omniabench"),
+    description="The held-out benchmark split and the evaluation of the round's policies on it.",
+)
+evolution_job = define_asset_job(
+    "evolution_job",
+    selection=AssetSelection.groups(*ROUND_GROUPS) - AssetSelection.assets("taxonomy"),
+    description=(
+        "One whole self-evolution round for a new partition: diagnosis of the failures that triggered it, PRDs, "
+        "PRD-guided synthesis, training and evaluation. Requested by the failure and PRD-inbox sensors."
+    ),
 )
 
 
@@ -47,5 +77,5 @@ def nightly_synthesis(context: ScheduleEvaluationContext) -> RunRequest:
     )
 
 
-ALL_JOBS = [synthesis_job]
+ALL_JOBS = [synthesis_job, training_job, omniabench_job, evolution_job]
 ALL_SCHEDULES = [nightly_synthesis]

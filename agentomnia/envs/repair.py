@@ -13,6 +13,7 @@ import ast
 import re
 
 from agentomnia.llm import LLM
+from agentomnia.sandbox.policy import parse_python
 from agentomnia.sandbox.rules import ALLOWED_MODULES
 
 _UNDEFINED = re.compile(r"name '([A-Za-z_][A-Za-z0-9_]*)' is not defined")
@@ -22,7 +23,7 @@ _SIGNATURE = re.compile(r"tool `(\w+)`.*?parameter[s]? `?(\w+)`?", re.S)
 
 def _parses(source: str) -> bool:
     try:
-        ast.parse(source)
+        parse_python(source)
         return True
     except SyntaxError:
         return False
@@ -30,7 +31,7 @@ def _parses(source: str) -> bool:
 
 def add_import(source: str, module: str) -> str:
     """`import module` after the docstring and the other imports."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     line = 0
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)) or (
@@ -48,7 +49,7 @@ def add_import(source: str, module: str) -> str:
 
 def add_parameter(source: str, method: str, param: str) -> str | None:
     """Give `method` a keyword parameter `param=None` (before any **kwargs)."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == method:
             if any(a.arg == param for a in node.args.args + node.args.kwonlyargs):
@@ -75,7 +76,7 @@ def rule_based_patch(source: str, error: str) -> str | None:
 
 
 def method_source(source: str, method: str) -> str | None:
-    tree = ast.parse(source)
+    tree = parse_python(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == method:
             return ast.get_source_segment(source, node)
@@ -84,7 +85,7 @@ def method_source(source: str, method: str) -> str | None:
 
 def replace_method(source: str, method: str, new_method: str) -> str | None:
     """Swap one method's source for another (indentation normalised to the class body's)."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == method:
             lines = source.splitlines(keepends=True)

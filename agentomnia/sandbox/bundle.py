@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentomnia.records import canonical_json, content_hash
+from agentomnia.sandbox.policy import parse_python
 
 InitMode = Literal["constructor", "attributes"]
 ReturnMode = Literal["tool_result", "any"]
@@ -205,7 +206,7 @@ def config_seed(key: str) -> int:
 def detect_class_name(source: str, tool_names: Iterable[str] = ()) -> str:
     """The environment class: the only top-level class, else the one defining most tools, else the last."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError as exc:
         raise ValueError(f"env.py does not parse (line {exc.lineno}: {exc.msg}); fix the source") from None
     classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]

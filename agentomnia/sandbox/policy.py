@@ -93,11 +93,11 @@ def prepare(source: str, kind: CodeKind, *, label: str | None = None) -> Prepare
     what = label or f"{kind} code"
     if violations:
         raise PolicyError(what, violations)
-    tree = ast.parse(source)
-    tree = _Guarder().visit(tree)
-    ast.fix_missing_locations(tree)
     filename = f"<{kind}:{key[:12]}>"
-    code = compile(tree, filename, "exec", dont_inherit=True)
+    with AST_LOCK:
+        tree = _Guarder().visit(ast.parse(source))
+        ast.fix_missing_locations(tree)
+        code = compile(tree, filename, "exec", dont_inherit=True)
     prepared = PreparedCode(
         key=key, kind=kind, filename=filename, payload=base64.b64encode(marshal.dumps(code)).decode("ascii")
     )
@@ -106,6 +106,17 @@ def prepare(source: str, kind: CodeKind, *, label: str | None = None) -> Prepare
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     return prepared
+
+
+# CPython 3.11 can fail ("AST constructor recursion depth mismatch") when threads parse or compile
+# at the same time; evaluation and synthesis run sessions on threads, so every parse goes through this.
+AST_LOCK = threading.RLock()
+
+
+def parse_python(source: str) -> ast.Module:
+    """`ast.parse`, serialized across threads (see AST_LOCK)."""
+    with AST_LOCK:
+        return ast.parse(source)
 
 
 _CACHE: OrderedDict[str, PreparedCode] = OrderedDict()
@@ -124,7 +135,7 @@ def _parse(source: str) -> tuple[ast.Module | None, list[PolicyViolation]]:
             )
         ]
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError as exc:
         return None, [
             PolicyViolation(

@@ -4,6 +4,11 @@ An outcome is what a run left behind: the final state, the final answer (a dict)
 made. Each rubric item with a deterministic check passes or fails; an item without one is unscored
 (`None`) unless a judge is given — never silently 0. The score is earned / total over scored
 items, and a task passes (Pass@1) only when every item is scored and the score is exactly 1.0.
+
+General items that guard against harm (no collateral change, a tool not called) are constraints
+on doing the task, not achievements: a run that achieved none of the task-specific items earns
+nothing for having broken nothing, so a do-nothing run scores 0 (the vacuous-pass guard), while
+the items themselves still report what they found.
 """
 
 from __future__ import annotations
@@ -201,9 +206,12 @@ def grade(
             passed, detail, judged = None, "no deterministic check; needs a judge", False
         items.append(ItemResult(id=item.id, passed=passed, weight=item.weight, detail=detail, judged=judged))
     scored = [i for i in items if i.passed is not None]
+    scopes = {item.id: item.scope for item in task.rubric}
+    achieved = any(i.passed for i in scored if scopes[i.id] == "task")
+    has_task_items = any(scope == "task" for scope in scopes.values())
     return Score(
         items=items,
-        earned=sum(i.weight for i in scored if i.passed),
+        earned=sum(i.weight for i in scored if i.passed) if achieved or not has_task_items else 0,
         total=sum(i.weight for i in scored),
         unscored=len(items) - len(scored),
     )

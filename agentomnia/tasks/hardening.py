@@ -4,8 +4,9 @@ A generated s0 is valid but easy: every name is distinct, no value sits on a rul
 history piles up under one record. Each operator here rewrites a copy of a state in one targeted
 way — several lookalike candidates, distractors, a boundary value or a tie, evidence spread over a
 join, an aggregatable history, records that writes can still move, a record a write can act on and a
-read can confirm — and every result is checked with `state_violations`, the same invariant checker
-the environments use. An operator that cannot keep the invariants returns the state unchanged with
+read can confirm, records taken out of service, a twin entry that disagrees on one decisive field —
+and every result is checked with `state_violations`, the same invariant checker the environments use.
+An operator that cannot keep the invariants returns the state unchanged with
 `applied=False` and says why, so callers never receive a broken state.
 
 Every operator has the shape `op(spec, state, rng, **params) -> HardeningResult`; parameters are
@@ -451,6 +452,241 @@ def closed_loop(
     return _finish(spec, name, state, out, notes, [target], {"entity": e.name, "key": target})
 
 
+# Enum values (and flag names) that take a record out of service, matched as whole words of the
+# entity's own value, so `Closed`, `out-of-stock` and `permanently_closed` all count and `enclosed`
+# does not. Values that end a request (denied, rejected, settled) are outcomes, not unavailability,
+# so they stay off the list: a denied claim is still a claim one can look up and act on.
+UNAVAILABLE_WORDS = frozenset({
+    "inactive", "closed", "cancelled", "canceled", "out_of_stock", "sold_out", "suspended", "archived",
+    "discontinued", "retired", "expired", "withdrawn", "terminated", "deactivated", "disabled", "blocked",
+    "unavailable", "void", "voided", "revoked", "decommissioned", "deleted", "lapsed", "banned", "obsolete",
+    "frozen", "dormant", "locked", "out_of_service", "delisted", "unlisted", "on_hold",
+})  # fmt: skip
+# Boolean flags whose False means "not available" (a carrier with active=False takes no freight).
+AVAILABLE_FLAGS = frozenset({"active", "available", "enabled", "in_stock", "open", "bookable", "in_service"})
+
+
+def _words_of(value: str) -> str:
+    return "_" + "_".join(value.lower().replace("-", " ").replace("_", " ").split()) + "_"
+
+
+def means_unavailable(value: Any) -> bool:
+    """Whether an enum value says its record is out of service (see UNAVAILABLE_WORDS)."""
+    if not isinstance(value, str):
+        return False
+    padded = _words_of(value)
+    return any(f"_{w}_" in padded for w in UNAVAILABLE_WORDS)
+
+
+def _availability(entity: EntitySpec) -> tuple[AttributeSpec, tuple[Any, ...]] | None:
+    """The attribute that says whether a record is in service, and its values that say it is not:
+    the lifecycle enum first, then any other enum, then a flag such as `active` or `archived`."""
+    status = entity.status_attribute
+    enums = [a for a in entity.attributes if a.type == "enum"]
+    for a in ([status] if status is not None else []) + [a for a in enums if a is not status]:
+        values = tuple(v for v in a.enum if means_unavailable(v))
+        if values:
+            return a, values
+    for a in entity.attributes:
+        if a.type != "bool":
+            continue
+        name = a.name.removeprefix("is_")
+        if name in AVAILABLE_FLAGS:
+            return a, (False,)
+        if means_unavailable(name):
+            return a, (True,)
+    return None
+
+
+def has_availability(entity: EntitySpec) -> bool:
+    """Whether `unavailable_entities` can act on this entity (it has a word for out of service)."""
+    return _availability(entity) is not None
+
+
+def unavailable_entities(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    rng: random.Random,
+    *,
+    entity: str | None = None,
+    keys: Sequence[str] | None = None,
+    count: int = 2,
+) -> HardeningResult:
+    """Take a few records out of service with the entity's own words for it (cancelled, inactive,
+    out of stock...), so an agent that acts without checking availability picks a dead record.
+
+    At least one record stays available. Where a lifecycle rule governs the attribute, records that
+    could move to the unavailable stage in one step go first, so the state still tells a plausible
+    story (a shipment is cancelled before pickup, not after delivery).
+    """
+    name = "unavailable_entities"
+    e = _pick_entity(spec, state, rng, entity, has_availability)
+    found = _availability(e) if e is not None else None
+    if e is None or found is None:
+        which = f"{entity} has no records or" if entity else "no entity with records has"
+        return _unchanged(name, state, f"{which} no status or flag that means unavailable")
+    attr, dead = found
+    out: State = copy.deepcopy(dict(state))
+    table = _table(out, e)
+    live = sorted(k for k, r in table.items() if r.get(attr.name) not in dead)
+    lifecycle = next(
+        (r for r in spec.rules if r.kind == "transition" and r.entity == e.name and r.attr == attr.name), None
+    )
+
+    def moves(k: str) -> tuple[str, ...]:
+        return lifecycle.allowed.get(str(table[k].get(attr.name)), ()) if lifecycle else ()
+
+    if keys is not None:
+        missing = [k for k in keys if k not in table]
+        if missing:
+            return _unchanged(name, state, f"{e.name} {missing[0]!r} does not exist")
+        chosen = [k for k in keys if k in live]
+    else:
+        first = [k for k in live if any(v in dead for v in moves(k))]
+        rest = [k for k in live if k not in first]
+        rng.shuffle(first)
+        rng.shuffle(rest)
+        chosen = (first + rest)[: max(0, min(count, len(live) - 1))]  # one record stays available
+    if not chosen:
+        return _unchanged(name, state, f"{e.table} has no available record to spare (needs two or more)")
+    values: dict[str, Any] = {}
+    for k in chosen:
+        options = [v for v in dead if v in moves(k)] or list(dead)
+        values[k] = table[k][attr.name] = rng.choice(options)
+    available = sorted(k for k, r in table.items() if r.get(attr.name) not in dead)
+    shown = ", ".join(f"{k} ({attr.name}={v!r})" for k, v in values.items())
+    notes = [f"{len(chosen)} {e.table} are out of service: {shown}; {len(available)} remain available"]
+    facts = {
+        "entity": e.name,
+        "attr": attr.name,
+        "values": values,
+        "unavailable": chosen,
+        "available": available,
+    }
+    return _finish(spec, name, state, out, notes, chosen, facts)
+
+
+def _decisive(entity: EntitySpec, exclude: set[str]) -> AttributeSpec | None:
+    """The field two otherwise identical records can disagree on that changes what one does with
+    them: the lifecycle status first, then an amount, then any enum, flag, number or date."""
+    status = entity.status_attribute
+    order: list[AttributeSpec] = [status] if status is not None else []
+    for types in (("money",), ("enum",), ("bool",), ("int", "float"), ("date", "datetime")):
+        order += [a for a in entity.attributes if a.type in types and a not in order]
+    return next((a for a in order if a.name not in exclude and a.name != entity.key), None)
+
+
+def _conflicting_value(
+    spec: EnvSpec, attr: AttributeSpec, entity: EntitySpec, rng: random.Random, current: Any
+) -> Any:
+    if attr.type in _NUMERIC and isinstance(current, (int, float)) and not isinstance(current, bool):
+        low, high = _range(spec, entity, attr.name)
+        factor = rng.choice((0.5, 0.75, 1.25, 1.5))
+        value: Any = int(round(current * factor)) if attr.type == "int" else round(current * factor, 2)
+        value = min(max(value, low if low is not None else value), high if high is not None else value)
+        if value != current:
+            return value
+    return _different(attr, entity, rng, current)
+
+
+def conflicting_target(spec: EnvSpec, entity: EntitySpec) -> bool:
+    """Whether `conflicting_states` can act on this entity (a twin could disagree on some field)."""
+    return _decisive(entity, _single_unique(spec, entity)) is not None
+
+
+def conflicting_states(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    rng: random.Random,
+    *,
+    entity: str | None = None,
+    key: str | None = None,
+) -> HardeningResult:
+    """Add a twin of one record: the same name, links, dates and text, but a different value of one
+    decisive field (its status, its amount), so reading one entry is not enough; the agent has to
+    notice there are two and check which one the request is about.
+
+    Uniqueness rules decide what the twin may share: where a rule covers the decisive field the twin
+    differs there anyway; otherwise one other field of the rule is changed as little as possible.
+    """
+    name = "conflicting_states"
+    e = _pick_entity(spec, state, rng, entity, lambda x: conflicting_target(spec, x))
+    if e is None:
+        which = f"{entity} has no records or" if entity else "no entity with records has"
+        return _unchanged(name, state, f"{which} no field two entries could disagree on")
+    out: State = copy.deepcopy(dict(state))
+    table = _table(out, e)
+    target = key if key is not None else rng.choice(sorted(table))
+    if target not in table:
+        return _unchanged(name, state, f"{e.name} {target!r} does not exist")
+    decisive = _decisive(e, _single_unique(spec, e))
+    if decisive is None:
+        return _unchanged(name, state, f"{e.name} has no field two entries could disagree on")
+    original = table[target]
+    twin_key = new_key(e, table)
+    for _ in range(6):  # a drawn value may break a comparison rule; a few draws find one that fits
+        twin = copy.deepcopy(original)
+        twin[e.key] = twin_key
+        twin[decisive.name] = _conflicting_value(spec, decisive, e, rng, original.get(decisive.name))
+        for rule in spec.rules:
+            if rule.kind != "unique" or rule.entity != e.name or decisive.name in rule.attrs:
+                continue
+            _break_tie(spec, out, e, twin, original, rule.attrs, rng)
+        table[twin_key] = twin
+        if twin.get(decisive.name) != original.get(decisive.name) and not state_violations(
+            spec, out, tables={e.table}
+        ):
+            break
+        del table[twin_key]
+    else:
+        return _unchanged(name, state, f"no value of {e.name}.{decisive.name} keeps every rule for a twin")
+    shared = sorted(
+        a.name for a in e.attributes if a.name != e.key and twin.get(a.name) == original.get(a.name)
+    )
+    notes = [
+        f"{e.name} {twin_key} repeats {target} ({', '.join(shared) or 'no field'}) but has "
+        f"{decisive.name}={twin.get(decisive.name)!r} instead of {original.get(decisive.name)!r}"
+    ]
+    facts = {
+        "entity": e.name,
+        "key": target,
+        "twin": twin_key,
+        "attr": decisive.name,
+        "values": {target: original.get(decisive.name), twin_key: twin.get(decisive.name)},
+        "shared": shared,
+    }
+    return _finish(spec, name, state, out, notes, [target, twin_key], facts)
+
+
+def _single_unique(spec: EnvSpec, entity: EntitySpec) -> set[str]:
+    """Attributes unique on their own: a twin can never share them, so they cannot be the decider."""
+    return {
+        r.attrs[0] for r in spec.rules if r.kind == "unique" and r.entity == entity.name and len(r.attrs) == 1
+    }
+
+
+def _break_tie(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    entity: EntitySpec,
+    twin: dict[str, Any],
+    original: Mapping[str, Any],
+    attrs: Sequence[str],
+    rng: random.Random,
+) -> None:
+    """Change one member of a uniqueness rule on the twin, a plain field before a link."""
+    members = [a for name in attrs if (a := entity.attribute(name)) is not None]
+    for a in sorted(members, key=lambda x: x.type == "ref"):
+        if a.type != "ref":
+            twin[a.name] = _redraw(a, entity, rng, original.get(a.name))
+            return
+        pool = sorted(_table(state, spec.entity(a.ref or "")))
+        others = [k for k in pool if k != original.get(a.name)]
+        if others:
+            twin[a.name] = rng.choice(others)
+            return
+
+
 OPERATORS: dict[str, Operator] = {
     "multi_candidate": multi_candidate,
     "distractor_injection": distractor_injection,
@@ -459,6 +695,8 @@ OPERATORS: dict[str, Operator] = {
     "aggregatable_history": aggregatable_history,
     "mutable_objects": mutable_objects,
     "closed_loop": closed_loop,
+    "unavailable_entities": unavailable_entities,
+    "conflicting_states": conflicting_states,
 }
 # Which taxonomy lever (and so which atom) each operator activates when a task depends on it.
 LEVERS: dict[str, str] = {
@@ -469,6 +707,8 @@ LEVERS: dict[str, str] = {
     "aggregatable_history": "aggregation_required",
     "mutable_objects": "dependent_steps",
     "closed_loop": "dependent_steps",
+    "unavailable_entities": "replan_on_failure",
+    "conflicting_states": "conflicting_sources",
 }
 
 

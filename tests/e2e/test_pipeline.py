@@ -1,4 +1,5 @@
-"""One small round through every stage in process: seeds -> ... -> RL checkpoint, with lineage."""
+"""One small round through every stage in process — seeds -> ... -> RL checkpoint -> OmniaBench, with
+lineage — then the failure sensor's tick and the PRD-guided round it asks for."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def test_a_small_round_runs_end_to_end_with_lineage(home: Path) -> None:
         "solver_tasks": {"per_family": 1, "guided_per_family": 1},
         "sft_checkpoint": {"max_steps": 8},
         "rl_checkpoint": {"max_steps": 1},
+        "omniabench_eval": {"policies": ["baseline:heuristic"], "trials": 2, "max_steps": 12},
     }
     selection = [k for k in defs.resolve_asset_graph().get_all_asset_keys() if k != AssetKey("taxonomy")]
     with instance_for_test() as instance:
@@ -64,3 +66,55 @@ def test_a_small_round_runs_end_to_end_with_lineage(home: Path) -> None:
     rl_rows = rl.metadata["rows"].value
     # the RL set keeps only tasks the pass@K policy does not find easy; when none is left, nothing is trained
     assert (home / "checkpoints" / "rl" / "r0").exists() == (rl_rows > 0) == rl.metadata["trained"].value
+    _evolve(home, small)
+
+
+def _evolve(home: Path, small: dict) -> None:  # type: ignore[type-arg]
+    """r0's heuristic failures -> a sensor tick -> round r1 from PRDs, closer to the failures."""
+    import json
+
+    from dagster import DagsterInstance, SensorResult, build_sensor_context
+
+    from agentomnia.omniabench.store import FailureStore
+    from agentomnia.seeds.models import Seed
+    from agentomnia.storage import Storage, load_records
+    from agentomnia_assets.definitions import defs
+    from sensors import omniabench_failure_sensor
+
+    store = Storage(home)
+    failures = FailureStore(store.lineage_path).failures(round="r0")
+    assert failures and all(f.tags for f in failures)
+    with DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions("rounds", ["r0"])
+        tick = omniabench_failure_sensor(build_sensor_context(instance=instance, resources=defs.resources))
+        assert isinstance(tick, SensorResult) and tick.run_requests
+        request = tick.run_requests[0]
+        assert request.partition_key == "r1" and request.tags["agentomnia/parent_round"] == "r0"
+        instance.add_dynamic_partitions("rounds", ["r1"])
+        names = {"failure_diagnosis", "prds", "raw_seeds", "environment_candidates", "selected_environment_seeds",
+                 "state_specs", "toolsets", "environments", "dag_tasks", "program_tasks", "solver_tasks",
+                 "omniabench_split", "prd_alignment"}  # fmt: skip
+        result = materialize(
+            [*defs.assets, *defs.asset_checks],  # type: ignore[list-item]
+            selection=[AssetKey(n) for n in names],
+            partition_key="r1",
+            instance=instance,
+            resources=defs.resources,
+            tags=dict(request.tags),
+            run_config={"ops": {n: {"config": c} for n, c in small.items() if n in names}},
+        )
+    assert result.success
+    prds = next(e.materialization for e in result.get_asset_materialization_events()
+                if e.materialization.asset_key == AssetKey("prds"))  # fmt: skip
+    assert prds.metadata["prds"].value >= 1
+    seeds = load_records(store.artifact("raw_seeds", "r1"), Seed)
+    assert seeds and all(s.metadata.get("prd_ids") for s in seeds)  # every r1 seed serves a PRD
+    alignment = json.loads(store.artifact("prd_alignment", "r1", "alignment.json").read_text())
+    assert alignment["kl_round"] < alignment["kl_previous"]
+    # the benchmark stays held out of the new round's training tasks
+    from agentomnia.omniabench.service import load_benchmark, training_task_ids
+
+    benchmark = load_benchmark(store)
+    training = training_task_ids(store, "r1")
+    assert benchmark is not None and training is not None
+    assert not set(benchmark[0].task_ids) & training

@@ -7,12 +7,17 @@ from typing import Any
 
 import pytest
 
+from agentomnia.envs.build import BuiltEnv, build_environment
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec
 from agentomnia.envs.state import generate_state, state_violations
-from agentomnia.tasks.hardening import LEVERS, OPERATORS, apply_all
-from agentomnia.taxonomy import Coordinate
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.seeds.inference import propose_offline
+from agentomnia.seeds.parsers import parse_mcp
+from agentomnia.tasks.hardening import LEVERS, OPERATORS, apply_all, means_unavailable
+from agentomnia.taxonomy import Coordinate, load_taxonomy
 from agentomnia.taxonomy.axes import lever
 from agentomnia.taxonomy.knowledge import Relation, Rule
+from tests.trajectories.conftest import _parcel_tools
 
 
 def _tool(name: str, op: str, entity: str, props: dict[str, Any], binding: dict[str, Any]) -> ToolSpec:
@@ -167,3 +172,108 @@ def test_apply_all_composes_and_rejects_unknown_operators(spec: EnvSpec, s0: dic
     assert again == state  # deterministic for a fixed generator
     with pytest.raises(KeyError, match="unknown hardening operator"):
         apply_all(spec, s0, random.Random(0), [("shuffle_everything", {})])
+
+
+# -- the two operators PRD rounds ask for, on the parcel-claims environment -------------------------
+
+
+@pytest.fixture(scope="module")
+def parcel() -> BuiltEnv:
+    """The parcel-claims environment the trajectory tests use, built once for this module."""
+    box = Sandbox(workers=1, idle_timeout_s=0)
+    try:
+        seed = parse_mcp(_parcel_tools(), source="test://parcel-claims.json", name="parcel-claims")
+        domain = load_taxonomy().by_id(20096)
+        candidate = propose_offline(seed, domain, 0.55, 0.3, [0.55, 0.5, 0.4])
+        built = build_environment(candidate, [seed], domain, box)
+    finally:
+        box.close()
+    assert isinstance(built, BuiltEnv), built
+    return built
+
+
+def test_availability_words_match_whole_words_of_the_entitys_own_values() -> None:
+    for value in ("cancelled", "Out of stock", "permanently-closed", "SUSPENDED", "on_hold"):
+        assert means_unavailable(value), value
+    for other in ("enclosed", "open", "denied", "rejected", "active", "", None, 0):
+        assert not means_unavailable(other), other
+
+
+def test_unavailable_entities_uses_the_lifecycle_word_and_moves_only_records_that_could_get_there(
+    parcel: BuiltEnv,
+) -> None:
+    spec, s0 = parcel.spec, parcel.s0
+    lifecycle = next(r for r in spec.rules if r.kind == "transition" and r.entity == "shipment")
+    could = {k for k, s in s0["shipments"].items() if "cancelled" in lifecycle.allowed.get(s["status"], ())}
+    before = repr(s0)
+    r = OPERATORS["unavailable_entities"](spec, s0, random.Random(0), entity="shipment", count=2)
+    assert r.applied and r.facts["attr"] == "status", r.notes
+    chosen = r.facts["unavailable"]
+    assert len(chosen) == min(2, len(could)) and set(chosen) <= could
+    assert all(r.state["shipments"][k]["status"] == "cancelled" for k in chosen)
+    assert r.targets == chosen and all(k in r.notes[0] for k in chosen)
+    live = {k for k, s in r.state["shipments"].items() if s["status"] != "cancelled"}
+    assert set(r.facts["available"]) == live and live
+    assert state_violations(spec, r.state) == [] and repr(s0) == before
+
+
+def test_unavailable_entities_reads_outcomes_as_outcomes_and_flags_as_flags(parcel: BuiltEnv) -> None:
+    spec, s0 = parcel.spec, parcel.s0
+    claims = OPERATORS["unavailable_entities"](spec, s0, random.Random(0), entity="claim")
+    # withdrawn takes a claim out of play; denied and rejected are decisions on a live claim
+    assert {claims.state["claims"][k]["status"] for k in claims.facts["unavailable"]} == {"withdrawn"}
+    carriers = OPERATORS["unavailable_entities"](spec, s0, random.Random(0), entity="carrier", count=50)
+    assert carriers.applied and carriers.facts["attr"] == "active"
+    assert all(carriers.state["carriers"][k]["active"] is False for k in carriers.facts["unavailable"])
+    assert len(carriers.facts["available"]) == 1  # however many are asked for, one stays in service
+    assert state_violations(spec, carriers.state) == []
+
+
+def test_unavailable_entities_is_not_applied_where_nothing_means_unavailable(parcel: BuiltEnv) -> None:
+    for entity in ("freight_invoice", "adjuster"):
+        r = OPERATORS["unavailable_entities"](parcel.spec, parcel.s0, random.Random(0), entity=entity)
+        assert not r.applied and r.state == parcel.s0
+        assert "no status or flag that means unavailable" in r.notes[0]
+
+
+def test_conflicting_states_adds_a_twin_that_disagrees_on_the_status_only(parcel: BuiltEnv) -> None:
+    spec, s0 = parcel.spec, parcel.s0
+    target = sorted(s0["claims"])[0]
+    r = OPERATORS["conflicting_states"](spec, s0, random.Random(0), entity="claim", key=target)
+    assert r.applied, r.notes
+    twin, original = r.state["claims"][r.facts["twin"]], s0["claims"][target]
+    assert r.facts["key"] == target and r.targets == [target, r.facts["twin"]]
+    assert r.facts["attr"] == "status" and twin["status"] != original["status"]
+    assert {k for k in original if original[k] != twin[k]} == {"claim_id", "status"}
+    assert state_violations(spec, r.state) == []
+
+
+def test_conflicting_states_keeps_a_uniqueness_rule_that_covers_the_identity(parcel: BuiltEnv) -> None:
+    spec, s0 = parcel.spec, parcel.s0
+    target = sorted(s0["tracking_events"])[0]
+    r = OPERATORS["conflicting_states"](spec, s0, random.Random(0), entity="tracking_event", key=target)
+    # the checkpoint code is the decisive field and part of the one-scan-per-code rule, so the twin
+    # can share the shipment and the time and still be unique
+    assert r.applied and r.facts["attr"] == "code"
+    assert {"shipment_id", "occurred_at"} <= set(r.facts["shared"])
+    assert state_violations(spec, r.state) == []
+
+
+def test_conflicting_states_redraws_a_unique_field_and_falls_back_to_an_amount(
+    spec: EnvSpec, s0: dict[str, Any]
+) -> None:
+    target = sorted(s0["customers"])[0]
+    r = OPERATORS["conflicting_states"](spec, s0, random.Random(0), entity="customer", key=target)
+    twin = r.state["customers"][r.facts["twin"]]
+    assert r.facts["attr"] == "credit" and twin["credit"] != s0["customers"][target]["credit"]
+    assert (
+        twin["name"] == s0["customers"][target]["name"] and twin["email"] != s0["customers"][target]["email"]
+    )
+    assert state_violations(spec, r.state) == []
+
+
+def test_conflicting_states_is_not_applied_where_records_have_nothing_to_disagree_on(
+    parcel: BuiltEnv,
+) -> None:
+    r = OPERATORS["conflicting_states"](parcel.spec, parcel.s0, random.Random(0), entity="adjuster")
+    assert not r.applied and r.state == parcel.s0 and "no field two entries could disagree on" in r.notes[0]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 from pydantic import BaseModel, Field
@@ -31,16 +31,26 @@ from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.generate import Generated, Generator, Reject, run_group
 from agentomnia.tasks.dag.graph import build_tool_graph
+from agentomnia.tasks.dag.interaction import make_multi_turn
 from agentomnia.tasks.dag.profiles import RefinementProfile, profile_for
 from agentomnia.tasks.dag.sampling import ToolGroup, chain_pool, sample_groups
 from agentomnia.tasks.grading import Outcome, diff_states, empty_outcome, grade
-from agentomnia.tasks.hardening import LEVERS, HardeningResult, apply_all
+from agentomnia.tasks.hardening import (
+    LEVERS,
+    HardeningResult,
+    apply_all,
+    conflicting_target,
+    has_availability,
+)
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.models import ReferenceCall, Task, TaskRejection
 from agentomnia.tasks.quality import consistency_problems
 from agentomnia.tasks.rubric import build_rubric
 from agentomnia.taxonomy import Coordinate
 from agentomnia.taxonomy.axes import lever
+
+if TYPE_CHECKING:
+    from agentomnia.evolution.directives import SynthesisDirectives
 
 EnvInput = str | Path | Bundle
 
@@ -97,6 +107,14 @@ def _harden(
         elif name in ("boundary_tie", "mutable_objects"):
             options = sorted(touched)
             steps.append((name, {"entity": rng.choice(options)} if options else {}))
+        elif name == "unavailable_entities":
+            # out-of-service records only matter where the task's tools look
+            options = sorted(t for t in touched if has_availability(spec.entity(t)))
+            steps.append((name, {"entity": rng.choice(options)} if options else {}))
+        elif name == "conflicting_states":
+            options = [anchor] if anchor and conflicting_target(spec, spec.entity(anchor)) else []
+            options = options or sorted(t for t in touched if conflicting_target(spec, spec.entity(t)))
+            steps.append((name, {"entity": options[0]} if options else {}))
         else:
             steps.append((name, {}))
     state, results = apply_all(spec, s0, rng, [(n, p) for n, p in steps if _applicable(spec, n, p)])
@@ -111,6 +129,12 @@ def _harden(
             preferred.setdefault(str(facts["entity"]), []).insert(0, str(facts["key"]))
         elif "entity" in facts and "keys" in facts:
             preferred.setdefault(str(facts["entity"]), []).extend(str(k) for k in facts["keys"])
+        if "available" in facts:
+            # steer the task to records still in service: acting on a cancelled one would reward
+            # exactly the carelessness the out-of-service records are there to catch
+            available = [str(k) for k in facts["available"]]
+            rng.shuffle(available)
+            preferred.setdefault(str(facts["entity"]), []).extend(available)
     return state, results, preferred
 
 
@@ -122,7 +146,22 @@ def _applicable(spec: EnvSpec, name: str, params: Mapping[str, Any]) -> bool:
         return any(r.kind == "transition" and r.entity == entity for r in spec.rules)
     if name == "multi_candidate":
         return spec.entity(str(entity)).label_attribute is not None
+    if name == "unavailable_entities":
+        return has_availability(spec.entity(str(entity)))
+    if name == "conflicting_states":
+        return conflicting_target(spec, spec.entity(str(entity)))
     return True
+
+
+def _writes_to_unavailable(out: Generated, hardening: Sequence[HardeningResult]) -> str | None:
+    """Why the reference must not stand, if one of its writes involves a record taken out of service:
+    such a task would reward acting without checking availability, the opposite of its purpose."""
+    dead = {str(k) for r in hardening if r.applied for k in r.facts.get("unavailable", ())}
+    for c in out.calls:
+        hit = sorted(dead & {v for v in c.args.values() if isinstance(v, str)})
+        if c.tool.kind == "write" and hit:
+            return f"{c.tool.name} acts on {hit[0]}, which the state marks out of service"
+    return None
 
 
 def _compose(spec: EnvSpec, out: Generated, profile: RefinementProfile, rng: random.Random) -> str:
@@ -227,8 +266,13 @@ def build_task(
     llm: LLM | None = None,
     seed: int = 0,
     spares_from: Sequence[tuple[str, ...]] = (),
+    directives: SynthesisDirectives | None = None,
 ) -> Task:
-    """One task from one group, or Reject with the stage that failed."""
+    """One task from one group, or Reject with the stage that failed.
+
+    `directives` only labels the task (round, PRD ids, variations in effect); the profile passed in
+    must already carry them (`profile_for_directives`).
+    """
     state, hardening, preferred = _harden(spec, bundle.s0, group, profile, rng)
     sandbox_session.reset(state)
     gen = Generator(spec, sandbox_session, graph, rng, allow_ids=profile.allow_ids, preferred=preferred)
@@ -245,6 +289,9 @@ def build_task(
     broken = state_violations(spec, final)
     if broken:
         raise Reject("state", f"the end state breaks an invariant: {broken[0]}")
+    dead = _writes_to_unavailable(out, hardening)
+    if dead:
+        raise Reject("hardening", dead)
     gen.recheck_answers()
     forbid = {"forbid_ids": not profile.allow_ids}
     query = _compose(spec, out, profile, rng)
@@ -262,6 +309,11 @@ def build_task(
     touched = {key for c in out.calls if c.focus for key in [c.focus[1]]}
     used = [r for r in hardening if r.applied and touched & set(r.targets)]
     diff = [d for d in diff_states(state, final) if isinstance(state.get(d["table"]), Mapping)]
+    labels: dict[str, Any] = {}
+    if directives is not None:
+        from agentomnia.evolution.variations import variation_metadata  # see synthesize_dag_tasks
+
+        labels = variation_metadata(directives, hardening)
     task = Task(
         env_id=env_id,
         kind=profile.variant,
@@ -293,6 +345,7 @@ def build_task(
             "hardening_used": [r.operator for r in used],
             "phrased_by": phrased_by,
             "seed": seed,
+            **labels,
         },
     )
     problems = consistency_problems(task, spec)
@@ -315,17 +368,32 @@ def synthesize_dag_tasks(
     seed: int = 0,
     llm: LLM | None = None,
     attempts_per_task: int | None = None,
+    directives: SynthesisDirectives | None = None,
+    multi_turn: float = 0.0,
 ) -> tuple[list[Task], list[TaskRejection]]:
     """Up to `n` verified DAG tasks on one environment, and every rejected candidate with its reason.
 
-    Deterministic for a fixed seed (and a fixed model cache in LLM mode).
+    About a `multi_turn` share of them is posed multi-turn: a detail of the request is withheld
+    for the simulated user to give when asked (`interaction.make_multi_turn`).
+
+    With `directives` (a PRD-guided round), the variant's profile is adjusted by the round's
+    variations and every task records the round, its PRD ids and the variations in effect in its
+    metadata. Deterministic for a fixed seed (and a fixed model cache in LLM mode).
     """
     bundle, spec, env_id = load_env(env)
-    profile = profile_for(variant)
+    base = profile = profile_for(variant)
+    if directives is not None:
+        # imported here: the evolution package builds on task synthesis, so a module-level import
+        # would tie the two packages' import order together
+        from agentomnia.evolution.variations import profile_for_directives
+
+        profile = profile_for_directives(profile, directives)
     rng = random.Random(f"{env_id}:{profile.variant}:{seed}")
     graph, _report = build_tool_graph(spec)
     # longer groups fail more often (every call must succeed), so a Challenge task gets more tries
     tries = attempts_per_task or (4 if profile.variant == "dag_standard" else 10)
+    if attempts_per_task is None and profile.chain_len[1] > base.chain_len[1]:
+        tries += tries // 2  # a round that deepens the chains pays for it in failed runs
     pool = chain_pool(graph, rng, min_len=profile.chain_len[0], max_len=profile.chain_len[1])
     groups = sample_groups(
         graph, pool, rng, n=max(n * tries, n + 4), chains=profile.chains,
@@ -351,13 +419,16 @@ def synthesize_dag_tasks(
             group_rng = random.Random(f"{env_id}:{profile.variant}:{seed}:{index}")
             try:
                 task = build_task(
-                    spec, env_id, bundle, session, graph, group, profile, group_rng, llm=llm, seed=seed
-                )
+                    spec, env_id, bundle, session, graph, group, profile, group_rng,
+                    llm=llm, seed=seed, directives=directives,
+                )  # fmt: skip
             except Reject as exc:
                 rejected.append(
                     TaskRejection(env_id=env_id, kind=profile.variant, stage=exc.stage, reason=exc.reason)
                 )
                 continue
+            if multi_turn and group_rng.random() < multi_turn:
+                task = make_multi_turn(task, group_rng) or task
             if all(t.id != task.id for t in tasks):
                 tasks.append(task)
     finally:

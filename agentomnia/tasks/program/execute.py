@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.llm import LLM
 from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.policy import parse_python
 from agentomnia.sandbox.results import ProgramCall, ProgramResult
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.grading import diff_states
@@ -59,7 +60,7 @@ class ControlFlow(BaseModel):
 
 def control_flow(source: str) -> ControlFlow:
     """Loops and branches in a program's source (comprehension filters count as branches)."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     loops = sum(isinstance(n, (ast.For, ast.While, ast.comprehension)) for n in ast.walk(tree))
     branches = sum(isinstance(n, (ast.If, ast.IfExp)) for n in ast.walk(tree))
     branches += sum(len(n.ifs) for n in ast.walk(tree) if isinstance(n, ast.comprehension))

@@ -1,0 +1,389 @@
+"""PRD-guided synthesis planning: active PRDs -> one round's directives -> the seeds that round starts from.
+
+A self-evolution round runs through the same seeds -> environments -> tasks assets as the base
+round; what changes is its input. `directives_for` merges the active PRDs into one
+`SynthesisDirectives` (targets, variations, and per-L1 weights proportional to priority-weighted
+failure counts). `seeds_for` then writes the round's seeds: query seeds composed offline from the
+domain knowledge base for every targeted L2 domain (user requests that exercise the targeted
+capabilities and variations), plus shipped-corpus seeds that already sit in a targeted domain.
+Every seed names the PRDs it serves and its target taxonomy id in its metadata, so lineage can
+trace a synthesized task back to the failures that asked for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from agentomnia.evolution.directives import SynthesisDirectives
+from agentomnia.evolution.prd import PRD, PRIORITIES
+from agentomnia.records import content_hash
+from agentomnia.seeds.inference import DomainMatcher, seed_text, singular, words
+from agentomnia.seeds.models import Seed
+from agentomnia.seeds.parsers import QueryColumns, query_seed
+from agentomnia.taxonomy import Domain, DomainKnowledge, Taxonomy, taxonomy_index
+from agentomnia.taxonomy.knowledge import Entity, Operation
+
+DEFAULT_MAX_DOMAINS = 8
+DEFAULT_SEEDS_PER_DOMAIN = 2
+MAX_CAPABILITY_CLAUSES = 3
+
+
+def _ordered(prds: Sequence[PRD]) -> list[PRD]:
+    """Highest priority first; within a priority, the larger score, then the id (deterministic)."""
+    return sorted(prds, key=lambda p: (PRIORITIES.index(p.priority), -(p.priority_score or 0.0), p.prd_id))
+
+
+def _merge(values: Sequence[Sequence[str]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for group in values for v in group))
+
+
+def directives_for(
+    prds: Sequence[PRD],
+    round_key: str,
+    *,
+    max_domains: int = DEFAULT_MAX_DOMAINS,
+    seeds_per_domain: int = DEFAULT_SEEDS_PER_DOMAIN,
+    statuses: Collection[str] = ("active",),
+    taxonomy: Taxonomy | None = None,
+) -> SynthesisDirectives:
+    """Merge the PRDs whose status is in `statuses` into one round's directives.
+
+    Weights: each PRD adds (priority weight x failures) to every L1 it targets, the failures taken
+    from its `failure_counts` (1 per targeted L1 for a PRD without counts, e.g. an external one);
+    P0 weighs 8, P1 4, P2 2, P3 1. Of the `max_domains` L2 slots, each targeted L1 gets one
+    (heaviest first, while slots last) and the rest go in proportion to the weights
+    (highest-averages allocation, so the round's seeds follow the failure distribution),
+    and within an L1 first to the L2 domains its PRDs name (highest priority first), then to the
+    L1's other L2 domains in taxonomy order.
+    """
+    if max_domains < 1:
+        raise ValueError(f"max_domains must be at least 1, got {max_domains}")
+    active = _ordered([p for p in prds if p.status in statuses])
+    if not active:
+        return SynthesisDirectives(round=round_key, seeds_per_domain=seeds_per_domain)
+    tax = taxonomy or taxonomy_index()
+    weight: dict[str, float] = {}
+    candidates: dict[str, list[int]] = {}
+    for prd in active:
+        counts = prd.failure_counts or dict.fromkeys(prd.target_l1, 1)
+        for key in prd.target_l1:
+            weight[key] = weight.get(key, 0.0) + prd.weight * max(1, counts.get(key, 1))
+            named = [i for i in prd.target_l2 if tax.by_id(i).l1_key == key]
+            candidates.setdefault(key, []).extend(i for i in named if i not in candidates[key])
+    for key, ids in candidates.items():
+        # After the named L2s, the L1's other L2s (taxonomy order): a heavily failing L1 can then take
+        # as many slots as its weight earns, so the round's seeds follow the failure distribution.
+        split, name = key.split("/", 1)
+        ids.extend(d.id for d in tax.l2s(split=split, l1=name) if d.id not in ids)
+    order = sorted(weight, key=lambda k: -weight[k])  # stable: ties keep PRD priority order
+    slots = dict.fromkeys(order, 0)
+    total = min(max_domains, sum(len(candidates[k]) for k in order))
+    for key in order[:total]:
+        slots[key] = 1  # every targeted L1 is served once while slots last, heaviest first
+    for _ in range(total - sum(slots.values())):
+        # Highest averages (D'Hondt): the next slot goes where weight per slot already given is largest.
+        open_l1 = [k for k in order if slots[k] < len(candidates[k])]
+        chosen = max(open_l1, key=lambda k: (weight[k] / (slots[k] + 1), -order.index(k)))
+        slots[chosen] += 1
+    kept = [k for k in order if slots[k] > 0]
+    target_l2 = tuple(i for k in kept for i in candidates[k][: slots[k]])
+    kept_weight = sum(weight[k] for k in kept)
+    return SynthesisDirectives(
+        round=round_key,
+        prd_ids=tuple(p.prd_id for p in active),
+        target_l1=tuple(kept),
+        target_l2=target_l2,
+        target_capabilities=_merge([p.capabilities for p in active]),
+        target_atoms=_merge([p.atoms for p in active]),
+        env_variations=_merge([p.env_variations for p in active]),
+        task_variations=_merge([p.task_variations for p in active]),
+        seeds_per_domain=seeds_per_domain,
+        weights={k: round(weight[k] / kept_weight, 6) for k in kept},
+    )
+
+
+# -- composing query seeds from the knowledge base --------------------------------------------------
+
+
+def _plural(noun: str) -> str:
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return noun[:-1] + "ies"
+    if noun.endswith(("s", "x", "ch", "sh")):
+        return noun + "es"
+    return noun + "s"
+
+
+def _phrase(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _clause(sentence: str) -> str:
+    sentence = sentence.strip().rstrip(".")
+    return sentence[:1].lower() + sentence[1:]
+
+
+class _Scene:
+    """The pieces of one domain a request is built from, chosen deterministically by index."""
+
+    def __init__(self, domain: Domain, kb: DomainKnowledge, index: int) -> None:
+        self.domain, self.kb, self.index = domain, kb, index
+        self.workflow = kb.workflows[index % len(kb.workflows)] if kb.workflows else None
+        writes = [o for o in kb.operations if o.kind == "write"] or list(kb.operations)
+        # The write the workflow talks about, so the request's parts describe one piece of work;
+        # without overlap, the index picks one.
+        said = {singular(w) for w in words(self.workflow or "")}
+        overlap = [len({singular(w) for w in words(f"{o.name} {o.entity}")} & said) for o in writes]
+        best = max(overlap)
+        fitting = [o for o, n in zip(writes, overlap, strict=True) if n == best] if best else writes
+        self.write: Operation = fitting[index % len(fitting)]
+        entity = kb.entity(self.write.entity)
+        self.entity: Entity = entity if entity is not None else kb.entities[0]
+        relations = [r for r in kb.relations if r.source == self.entity.name]
+        self.related: str | None = relations[0].target if relations else None
+        reads = [o for o in kb.operations if o.kind == "read"]
+        preferred = [o for o in reads if o.entity in (self.related, self.entity.name)]
+        pool = preferred or reads
+        self.read: Operation | None = pool[index % len(pool)] if pool else None
+        enums = [a for a in self.entity.attributes if a.type == "enum"]
+        # A lifecycle field picks out a record the way a person would ("the booking that is still open").
+        enums.sort(key=lambda a: a.name not in ("status", "state"))
+        self.enum = enums[0] if enums else None
+        numbers = [
+            a
+            for e in (self.entity, *kb.entities)
+            for a in e.attributes
+            if a.type in ("money", "int", "float")
+        ]
+        self.number = numbers[0].name if numbers else None
+        rules = [r for r in kb.rules if r.entity == self.entity.name] or list(kb.rules)
+        self.rule = rules[index % len(rules)] if rules else None
+        digest = int(content_hash([domain.id, index, self.entity.name], 8), 16)
+        initials = "".join(part[0] for part in self.entity.name.split("_")).upper()
+        self.record_id = f"{initials}-{1000 + digest % 9000}"
+
+    @property
+    def noun(self) -> str:
+        return _phrase(self.entity.name)
+
+    def describe(self) -> str | None:
+        """The record by one of its enum fields, as a person would pick it out ("that is currently booked")."""
+        if self.enum is None:
+            return None
+        value = _phrase(self.enum_value() or "")
+        if self.enum.name in ("status", "state"):
+            return f"that is currently {value}"
+        return f"whose {_phrase(self.enum.name)} is {value}"
+
+    def enum_value(self, offset: int = 0) -> str | None:
+        if self.enum is None:
+            return None
+        return self.enum.enum[(self.index + offset) % len(self.enum.enum)]
+
+
+def _capability_clause(cap: str, s: _Scene) -> str | None:
+    noun, plural = s.noun, _plural(s.noun)
+    value, other = s.enum_value(), s.enum_value(1)
+    attr = _phrase(s.enum.name) if s.enum is not None else None
+    if cap == "task_understanding" and value:
+        return f"Only {plural} whose {attr} is {_phrase(value)} count here; leave everything else as it is."
+    if cap == "information_gathering":
+        if s.related:
+            return (
+                f"Look up the {_phrase(s.related)} it is linked to first and go by what is recorded there, "
+                "not by what you assume."
+            )
+        return f"Check the current {noun} record before changing anything."
+    if cap == "planning_decision" and s.read is not None:
+        branch = (
+            f" If the {noun} turns out to be {_phrase(other)}, stop and tell me what you found."
+            if other
+            else ""
+        )
+        return f"First {_clause(s.read.description)}, then {_clause(s.write.description)}.{branch}"
+    if cap == "state_management":
+        return f"Change only what this needs and leave every other {noun} exactly as it is."
+    if cap == "tool_use":
+        # Named, not identified: the id must be looked up before the write tool accepts it.
+        target = _phrase(s.related) if s.related else noun
+        return f"I only know the {target} by its name, not by its id."
+    if cap == "reliability_safety" and s.rule is not None:
+        return f"{s.rule.text.rstrip('.')}. If that does not hold, do not force it; explain what blocks it."
+    if cap == "data_analysis" and s.number:
+        return f"Then tell me the total {_phrase(s.number)} across all {plural} involved."
+    if cap == "code_programmatic":
+        return f"Apply it to every matching {noun} in one pass and tell me how many changed."
+    if cap == "office_document":
+        return "Finish with a short written summary of the changes that I can forward to the team."
+    if cap == "interactive_collaboration":
+        return f"Check with me before you {_clause(s.write.description)}."
+    return None
+
+
+def _variation_clauses(s: _Scene, env: Sequence[str], task: Sequence[str]) -> list[str]:
+    noun, plural = s.noun, _plural(s.noun)
+    out = []
+    if "dependency_depth" in task and s.related:
+        out.append(f"That depends on the {_phrase(s.related)} it belongs to, so sort that record out first.")
+    if "data_transformations" in task:
+        out.append(f"Report the outcome as a share of all {plural}, in percent.")
+    if "distractor_injection" in env:
+        out.append(f"Several {plural} look alike, so make sure you have the right one.")
+    if "unavailable_entities" in env:
+        target = _phrase(s.related) if s.related else noun
+        out.append(f"If the {target} you would pick is unavailable, choose another suitable one.")
+    if "conflicting_states" in env and s.enum is not None:
+        out.append(
+            f"The records may disagree about the {_phrase(s.enum.name)}; trust the {noun} record itself."
+        )
+    return out
+
+
+def compose_request(
+    domain: Domain,
+    kb: DomainKnowledge,
+    index: int,
+    *,
+    capabilities: Sequence[str],
+    env_variations: Sequence[str] = (),
+    task_variations: Sequence[str] = (),
+) -> str:
+    """A user request in `domain` that exercises the capabilities and variations; `index` varies it."""
+    s = _Scene(domain, kb, index)
+    parts = []
+    if s.workflow:
+        parts.append(f"Please {_clause(s.workflow)}.")
+    else:
+        parts.append(f"Please {_clause(s.write.description)}.")
+    description = s.describe() if "implicit_references" in task_variations else None
+    if description is not None:
+        parts.append(f"It is about the {s.noun} {description}; I don't have its id.")
+    else:
+        parts.append(f"It is about {s.noun} {s.record_id}.")
+    caps = list(capabilities) or ["tool_use"]
+    rotated = caps[index % len(caps) :] + caps[: index % len(caps)]
+    clauses = [c for cap in rotated if (c := _capability_clause(cap, s))]
+    parts += clauses[:MAX_CAPABILITY_CLAUSES]
+    parts += _variation_clauses(s, env_variations, task_variations)
+    return " ".join(dict.fromkeys(parts))
+
+
+# -- the round's seeds -------------------------------------------------------------------------------
+
+
+def _serving(prds: Sequence[PRD], directives: SynthesisDirectives, domain: Domain) -> list[PRD]:
+    chosen = [p for p in prds if p.prd_id in directives.prd_ids]
+    return [p for p in chosen if domain.id in p.target_l2 or domain.l1_key in p.target_l1]
+
+
+def seeds_for(
+    directives: SynthesisDirectives,
+    taxonomy: Taxonomy,
+    knowledge: Mapping[int, DomainKnowledge],
+    *,
+    prds: Sequence[PRD] = (),
+    corpus_seeds: Sequence[Seed] = (),
+    matcher: DomainMatcher | None = None,
+) -> list[Seed]:
+    """The seeds a PRD round starts from: composed query seeds, then matching corpus seeds.
+
+    (a) For each targeted L2, `seeds_per_domain` query seeds composed from its knowledge entry.
+    With `prds`, each domain's seeds use the capabilities and variations of the PRDs that target
+    it and name exactly those PRDs; without, the directives' merged targets and all their PRD ids.
+    (b) Corpus seeds whose domain is targeted, at most `seeds_per_domain` per L2: the domain is
+    the seed's `metadata["taxonomy_id"]` when present, else the matcher's choice (seeds that have
+    neither are skipped). Deterministic: the same inputs give the same seeds in the same order.
+    """
+    if directives.empty:
+        return []
+    out: list[Seed] = []
+    columns = QueryColumns.default()
+    for taxonomy_id in directives.target_l2:
+        domain = taxonomy.by_id(taxonomy_id)
+        kb = knowledge.get(taxonomy_id) or domain.knowledge
+        if kb is None:
+            continue  # nothing to compose from; corpus seeds may still cover the domain
+        serving = _serving(prds, directives, domain)
+        if serving:
+            caps = _merge([p.capabilities for p in serving]) or directives.target_capabilities
+            atoms = _merge([p.atoms for p in serving]) or directives.target_atoms
+            env = _merge([p.env_variations for p in serving])
+            task = _merge([p.task_variations for p in serving])
+            prd_ids = tuple(p.prd_id for p in serving)
+        else:
+            caps, atoms = directives.target_capabilities, directives.target_atoms
+            env, task, prd_ids = directives.env_variations, directives.task_variations, directives.prd_ids
+        for index in range(directives.seeds_per_domain):
+            name = f"prd-{directives.round}-{taxonomy_id}-{index + 1}"
+            text = compose_request(
+                domain, kb, index, capabilities=caps, env_variations=env, task_variations=task
+            )
+            row = {
+                "id": name,
+                "query": text,
+                "origin": "prd",
+                "prd_ids": list(prd_ids),
+                "taxonomy_id": taxonomy_id,
+                "split": domain.split,
+                "l1": domain.l1_key,
+                "capabilities": list(caps),
+                "atoms": list(atoms),
+                "env_variations": list(env),
+                "task_variations": list(task),
+            }
+            seed = query_seed(
+                row,
+                columns=columns,
+                source=f"prd:{directives.round}",
+                place=f"{taxonomy_id}-{index + 1}",
+                default_name=name,
+            )
+            out.append(seed.in_round(directives.round))
+    out += _corpus_seeds(directives, taxonomy, prds, corpus_seeds, matcher)
+    return out
+
+
+def _corpus_seeds(
+    directives: SynthesisDirectives,
+    taxonomy: Taxonomy,
+    prds: Sequence[PRD],
+    corpus_seeds: Sequence[Seed],
+    matcher: DomainMatcher | None,
+) -> list[Seed]:
+    placed: dict[int, int] = {}  # index in corpus_seeds -> taxonomy id
+    unplaced: list[int] = []
+    for i, seed in enumerate(corpus_seeds):
+        raw = seed.metadata.get("taxonomy_id")
+        if raw is not None and str(raw).isdigit() and int(raw) in taxonomy:
+            placed[i] = int(raw)
+        else:
+            unplaced.append(i)
+    if matcher is not None and unplaced:
+        texts = [seed_text(corpus_seeds[i]) for i in unplaced]
+        for i, (domain, _, _, _) in zip(
+            unplaced, matcher.match(texts, [words(t) for t in texts]), strict=True
+        ):
+            placed[i] = domain.id
+    targeted_l2 = set(directives.target_l2)
+    targeted_l1 = set(directives.target_l1)
+    taken: dict[int, int] = {}
+    out = []
+    for i in sorted(placed):
+        domain = taxonomy.by_id(placed[i])
+        if domain.id not in targeted_l2 and domain.l1_key not in targeted_l1:
+            continue
+        if taken.get(domain.id, 0) >= directives.seeds_per_domain:
+            continue
+        taken[domain.id] = taken.get(domain.id, 0) + 1
+        seed = corpus_seeds[i]
+        serving = _serving(prds, directives, domain)
+        metadata = seed.metadata | {
+            "origin": "corpus",
+            "corpus_seed_id": seed.id,
+            "prd_ids": [p.prd_id for p in serving] if serving else list(directives.prd_ids),
+            "taxonomy_id": domain.id,
+            "split": domain.split,
+            "l1": domain.l1_key,
+        }
+        data = seed.model_dump(exclude={"id"}) | {"metadata": metadata, "round": directives.round}
+        out.append(Seed.model_validate(data))
+    return out

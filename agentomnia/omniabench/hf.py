@@ -1,0 +1,180 @@
+"""A local Hugging Face checkpoint as an evaluation policy, and the Qwen3 tool-call text format.
+
+The project's trained checkpoints (a model folder with its tokenizer and the Qwen3 chat template)
+are evaluated in-process: the conversation is rendered with the checkpoint's own chat template,
+exactly as the SFT rows were, decoded greedily, and the reply text is turned back into an
+OpenAI-format assistant message. Qwen3 writes each call as
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` and may think inside `<think>...</think>`
+first; the thinking is dropped. A block that does not parse is still returned as a call (its raw
+text as the arguments) so the rollout records an invalid call, which counts against the policy's
+invalid-call allowance, instead of mistaking a broken call for a final answer.
+
+Loading takes seconds, so each (checkpoint, device) is loaded once per process and shared by every
+rollout. This module imports torch and transformers only when a checkpoint is actually used.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentomnia.trajectories.messages import assistant_message
+from agentomnia.trajectories.sft import align_context
+
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
+_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+# Turn and padding markers a decoder keeps when special tokens are not skipped (they must not be
+# skipped wholesale: <tool_call> is itself a special token in Qwen3 vocabularies).
+_END_MARKERS = ("<|im_end|>", "<|endoftext|>", "<|im_start|>")
+
+
+def strip_thinking(text: str) -> str:
+    """The reply without `<think>` blocks (an unterminated one runs to the end of the text)."""
+    return _THINK.sub("", text).replace("</think>", "").strip()
+
+
+def _call_from_block(block: str, index: int) -> tuple[dict[str, Any], bool]:
+    """(OpenAI-format call, well formed) from the JSON inside a `<tool_call>` block; a block that
+    does not parse keeps its raw text as the arguments so the rollout rejects it as an invalid call."""
+    call_id = f"call_{index}"
+    payload = _json_object(block)
+    if payload is not None and isinstance(payload.get("name"), str):
+        arguments = payload.get("arguments", payload.get("parameters", {}))
+        if isinstance(arguments, Mapping):
+            text = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True)
+        else:
+            # A string is passed on as written (the loop parses it); anything else is left for the
+            # loop to refuse as "not an object".
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        function = {"name": payload["name"], "arguments": text}
+        return {"id": call_id, "type": "function", "function": function}, True
+    named = _NAME.search(block)
+    function = {"name": named.group(1) if named else "", "arguments": block.strip()}
+    return {"id": call_id, "type": "function", "function": function}, False
+
+
+def parse_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """(content, calls) from Qwen3-style generated text.
+
+    The content is the text outside `<tool_call>` blocks with thinking removed; when some block is
+    malformed the whole visible text is kept as content, so the transcript shows what was written.
+    """
+    visible = strip_thinking(text)
+    for marker in _END_MARKERS:
+        visible = visible.replace(marker, "")
+    blocks = [m.group(1).strip() for m in _CALL_BLOCK.finditer(visible)]
+    parsed = [_call_from_block(block, i) for i, block in enumerate(blocks)]
+    calls = [call for call, _ in parsed]
+    malformed = not all(ok for _, ok in parsed)
+    content = visible if malformed else _CALL_BLOCK.sub("", visible)
+    return content.strip(), calls
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def to_assistant_message(text: str) -> dict[str, Any]:
+    content, calls = parse_tool_calls(text)
+    return assistant_message(content, calls)
+
+
+# ------------------------------------------------------------------ checkpoints
+
+_LOADED: dict[tuple[str, str], tuple[Any, Any]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def check_checkpoint(path: Path) -> Path:
+    """The checkpoint folder, or an error that says what a usable one holds."""
+    folder = Path(path).expanduser()
+    if not (folder / "config.json").is_file():
+        raise ValueError(
+            f"hf:{path}: no config.json in {folder}; pass a local Hugging Face checkpoint folder "
+            "(a model saved with its tokenizer, e.g. the output folder of SFT training)"
+        )
+    return folder.resolve()
+
+
+def load_checkpoint(path: Path, device: str) -> tuple[Any, Any]:
+    """(model, tokenizer) for a checkpoint folder, loaded once per (folder, device) per process."""
+    key = (str(check_checkpoint(path)), device)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(key[0], local_files_only=True)
+            if not getattr(tokenizer, "chat_template", None):
+                raise ValueError(
+                    f"hf:{path}: the tokenizer has no chat template; save the tokenizer that was used "
+                    "in training (it carries the Qwen3 template) next to the model"
+                )
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            model: Any = AutoModelForCausalLM.from_pretrained(key[0], local_files_only=True)
+            model.to(device)
+            model.eval()
+            _LOADED[key] = (model, tokenizer)
+        return _LOADED[key]
+
+
+class HFAgent:
+    """Greedy decoding of a local checkpoint through its chat template, one reply per turn."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        max_new_tokens: int = 512,
+        device: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.max_new_tokens = max_new_tokens
+        self.device = device or default_device()
+        self.name = name or f"hf:{path}"
+
+    def render(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> str:
+        """The prompt text: the conversation shaped like an SFT row (arguments as dicts, earlier
+        reasoning dropped), then the assistant generation prompt."""
+        _, tokenizer = load_checkpoint(self.path, self.device)
+        rendered = tokenizer.apply_chat_template(
+            align_context(messages), tools=list(tools) or None, add_generation_prompt=True, tokenize=False
+        )
+        return str(rendered)
+
+    def generate(self, prompt: str) -> str:
+        import torch
+
+        model, tokenizer = load_checkpoint(self.path, self.device)
+        encoded = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(self.device)
+        with torch.inference_mode():
+            output = model.generate(
+                **encoded,
+                max_new_tokens=self.max_new_tokens,
+                do_sample=False,
+                pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=tokenizer.eos_token_id,
+            )
+        new_tokens = output[0, encoded["input_ids"].shape[1] :]
+        return str(tokenizer.decode(new_tokens, skip_special_tokens=False))
+
+    def act(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        return to_assistant_message(self.generate(self.render(messages, tools)))

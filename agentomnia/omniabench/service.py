@@ -1,0 +1,279 @@
+"""OmniaBench as one service: where the benchmark lives, how a round is split, how an evaluation runs.
+
+The Dagster assets and the `agentomnia omniabench` commands both call these functions, so an
+evaluation started from the UI and one started from a terminal write the same artifacts, the same
+lineage and the same failure-table rows (which is what the self-evolution sensor watches).
+
+Layout under the platform home:
+- `benchmark/split.json` and `benchmark/tasks.parquet`: the held-out benchmark, built once from the
+  base round's tasks and fixed afterwards (rebuilding it is an explicit choice);
+- `artifacts/omniabench_split/<round>/training.parquet`: the round's tasks that training may use
+  (benchmark items and tasks too close to one are not among them);
+- `artifacts/omniabench_eval/<round>/<policy>.parquet` and `<policy>.report.json`: every scored
+  trial and its report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from agentomnia.embeddings import Embedder
+from agentomnia.lineage import Edge, LineageStore, lineage_row
+from agentomnia.llm import LLM
+from agentomnia.omniabench.failures import failures_of
+from agentomnia.omniabench.metrics import EvalReport, report
+from agentomnia.omniabench.models import BenchmarkSplit, DroppedCandidate, EvalResult
+from agentomnia.omniabench.policies import make_policy
+from agentomnia.omniabench.runner import evaluate
+from agentomnia.omniabench.split import exclude_near, hold_out
+from agentomnia.omniabench.store import FailureStore
+from agentomnia.records import content_hash
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.storage import Storage, load_records, read_parquet, save_records, write_parquet
+from agentomnia.tasks.models import Task
+
+SPLIT_ASSET = "omniabench_split"
+EVAL_ASSET = "omniabench_eval"
+
+
+class NoBenchmark(RuntimeError):
+    """There is no benchmark yet: the base round's split has not been materialized."""
+
+    def __str__(self) -> str:
+        return (
+            f"no OmniaBench split under {self.args[0]}; materialize `omniabench_split` for the base round "
+            "first (`agentomnia run` does it)"
+        )
+
+
+def benchmark_dir(store: Storage) -> Path:
+    path = store.root / "benchmark"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def load_benchmark(store: Storage) -> tuple[BenchmarkSplit, list[Task]] | None:
+    folder = store.root / "benchmark"
+    split_path, tasks_path = folder / "split.json", folder / "tasks.parquet"
+    if not split_path.exists() or not tasks_path.exists():
+        return None
+    split = BenchmarkSplit.model_validate_json(split_path.read_text())
+    tasks = load_records(tasks_path, Task)
+    order = {tid: i for i, tid in enumerate(split.task_ids)}
+    return split, sorted((t for t in tasks if t.id in order), key=lambda t: order[t.id])
+
+
+def require_benchmark(store: Storage) -> tuple[BenchmarkSplit, list[Task]]:
+    found = load_benchmark(store)
+    if found is None:
+        raise NoBenchmark(store.root / "benchmark")
+    return found
+
+
+def _save_benchmark(store: Storage, split: BenchmarkSplit, tasks: Sequence[Task]) -> Path:
+    folder = benchmark_dir(store)
+    save_records(folder / "tasks.parquet", list(tasks), flat=["env_id", "kind", "query"])
+    tmp = folder / "split.json.tmp"
+    tmp.write_text(split.model_dump_json(indent=2))
+    tmp.replace(folder / "split.json")  # the split file appears last: a reader never sees half a benchmark
+    return folder
+
+
+class SplitSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fraction: float = 0.25
+    max_items: int | None = None
+    ngram_threshold: float = 0.6
+    embedding_threshold: float = 0.92
+    seed: int = 0
+    rebuild: bool = False  # replace an existing benchmark (results against the old one stop comparing)
+
+
+class RoundSplit(BaseModel):
+    """What splitting one round did."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    split: BenchmarkSplit
+    created: bool  # this round built the benchmark (the base round, or a rebuild)
+    training: list[Task]
+    excluded: list[DroppedCandidate]
+    benchmark_tasks: list[Task]
+
+
+def split_round(
+    store: Storage, round_key: str, tasks: Sequence[Task], embedder: Embedder, settings: SplitSettings
+) -> RoundSplit:
+    """Hold out the benchmark (when none exists, or on `rebuild`), else keep the round's training tasks
+    away from it; record which tasks training may use."""
+    existing = None if settings.rebuild else load_benchmark(store)
+    if existing is None:
+        split, training = hold_out(
+            tasks, embedder, fraction=settings.fraction, max_items=settings.max_items,
+            ngram_threshold=settings.ngram_threshold, embedding_threshold=settings.embedding_threshold,
+            seed=settings.seed,
+        )  # fmt: skip
+        split = split.in_round(round_key)
+        held = set(split.task_ids)
+        bench_tasks = [t for t in tasks if t.id in held]
+        order = {tid: i for i, tid in enumerate(split.task_ids)}
+        bench_tasks = sorted({t.id: t for t in bench_tasks}.values(), key=lambda t: order[t.id])
+        _save_benchmark(store, split, bench_tasks)
+        excluded: list[DroppedCandidate] = []
+        created = True
+    else:
+        split, bench_tasks = existing
+        training, excluded = exclude_near(tasks, bench_tasks, embedder, split.thresholds)
+        created = False
+    write_parquet(
+        store.artifact(SPLIT_ASSET, round_key, "training.parquet"),
+        [{"task_id": t.id, "kind": t.kind, "env_id": t.env_id} for t in training],
+        columns=["task_id", "kind", "env_id"],
+    )
+    write_parquet(
+        store.artifact(SPLIT_ASSET, round_key, "excluded.parquet"),
+        [e.model_dump() for e in excluded],
+        columns=["task_id", "reason", "nearest", "similarity"],
+    )
+    return RoundSplit(
+        split=split, created=created, training=training, excluded=excluded, benchmark_tasks=bench_tasks
+    )
+
+
+def training_task_ids(store: Storage, round_key: str) -> set[str] | None:
+    """The task ids training may use in a round, or None when the round has not been split."""
+    path = store.artifact(SPLIT_ASSET, round_key, "training.parquet")
+    if not path.exists():
+        return None
+    return {str(r["task_id"]) for r in read_parquet(path)}
+
+
+def bundles_for(store: Storage, tasks: Sequence[Task]) -> dict[str, Bundle]:
+    return {env_id: Bundle.load(store.env_dir(env_id)) for env_id in sorted({t.env_id for t in tasks})}
+
+
+def policy_slug(policy: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", policy).strip("_")[:80] or "policy"
+
+
+def _fingerprint(spec: str) -> str:
+    """What identifies the policy beyond its name: a checkpoint's files change when it is retrained."""
+    if spec.startswith("hf:"):
+        folder = Path(spec[3:])
+        files = sorted(p for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
+        return content_hash([(p.name, p.stat().st_size, int(p.stat().st_mtime)) for p in files])
+    return ""
+
+
+class EvaluationOutcome(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    eval_id: str
+    policy: str
+    round: str
+    tasks: int
+    trials: int
+    results: list[EvalResult]
+    report: EvalReport
+    failures: int
+    new_failures: int
+    infra_errors: int
+    seconds: float
+    path: Path
+
+
+def run_evaluation(
+    store: Storage,
+    sandbox: Sandbox,
+    lineage: LineageStore | None,
+    *,
+    policy: str,
+    round_key: str,
+    trials: int = 3,
+    max_steps: int = 30,
+    llm: LLM | None = None,
+    embedder: Embedder | None = None,
+    run_id: str | None = None,
+    limit: int = 0,
+    policy_options: Mapping[str, Any] | None = None,
+    on_result: Callable[[EvalResult], None] | None = None,
+) -> EvaluationOutcome:
+    """Evaluate `policy` (a spec, see `policies.make_policy`) on the benchmark with `trials` runs per
+    task; store the results, the report, the failures (failure table + lineage)."""
+    split, tasks = require_benchmark(store)
+    if limit:
+        tasks = tasks[:limit]
+    bundles = bundles_for(store, tasks)
+    name, factory = make_policy(policy, embedder=embedder, sandbox=sandbox, **dict(policy_options or {}))
+    eval_id = "ev-" + content_hash(
+        {"round": round_key, "policy": name, "benchmark": split.id, "trials": trials, "tasks": [t.id for t in tasks],
+         "fingerprint": _fingerprint(policy), "max_steps": max_steps}
+    )  # fmt: skip
+    failures_store = FailureStore(store.lineage_path)
+    failures_store.start(eval_id, round_key, name, split.id, len(tasks), trials)
+    items = {i.task_id: i for i in split.items}
+    started = time.perf_counter()
+    results = evaluate(
+        tasks, items, bundles, sandbox, factory, policy_name=name, eval_id=eval_id, trials=trials,
+        max_steps=max_steps, llm=llm, workers=max(1, sandbox.config.workers), on_result=on_result,
+        round_key=round_key,
+    )  # fmt: skip
+    results = [r.in_round(round_key) for r in results]
+    by_id = {t.id: t for t in tasks}
+    failures = [f.in_round(round_key) for f in failures_of(results, by_id, bundles)]
+    new = failures_store.add_failures(failures)
+    rep = report(results, k=trials)
+    overall = rep.overall
+    failures_store.finish(eval_id, overall.pass_at_1)
+    slug = policy_slug(name)
+    path = save_records(
+        store.artifact(EVAL_ASSET, round_key, f"{slug}.parquet"),
+        results,
+        flat=["task_id", "route", "policy", "trial", "score", "passed", "infra_error"],
+    )
+    store.artifact(EVAL_ASSET, round_key, f"{slug}.report.json").write_text(
+        json.dumps(
+            {"eval_id": eval_id, "policy": name, "round": round_key, **rep.model_dump(mode="json")}, indent=1
+        )
+    )
+    if lineage is not None:
+        rows = [
+            lineage_row(r, status="ok" if r.passed else ("error" if r.infra_error else "failed"),
+                        reason=r.infra_error, run_id=run_id, location=str(path),
+                        meta={"policy": name, "trial": r.trial, "score": r.score, "eval_id": eval_id})
+            for r in results
+        ]  # fmt: skip
+        rows += [
+            lineage_row(f, status="ok", run_id=run_id, meta={"tags": list(f.tags), "eval_id": eval_id})
+            for f in failures
+        ]
+        edges = [Edge(child=r.id, parent=r.task_id, relation="evaluates") for r in results]
+        edges += [Edge(child=f.id, parent=f.result_id, relation="failure_of") for f in failures]
+        lineage.record(rows, edges)
+    return EvaluationOutcome(
+        eval_id=eval_id, policy=name, round=round_key, tasks=len(tasks), trials=trials, results=results,
+        report=rep, failures=len(failures), new_failures=new,
+        infra_errors=sum(1 for r in results if r.infra_error), seconds=time.perf_counter() - started, path=path,
+    )  # fmt: skip
+
+
+def load_results(store: Storage, round_key: str, policy: str | None = None) -> dict[str, list[EvalResult]]:
+    """Stored results of a round, by policy name (all policies, or the one named)."""
+    folder = store.root / "artifacts" / EVAL_ASSET / round_key
+    out: dict[str, list[EvalResult]] = {}
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.glob("*.parquet")):
+        results = load_records(path, EvalResult)
+        if results and (policy is None or results[0].policy == policy or path.stem == policy_slug(policy)):
+            out[results[0].policy] = results
+    return out

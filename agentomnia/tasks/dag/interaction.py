@@ -1,0 +1,82 @@
+"""Multi-turn DAG tasks: the same verified task, posed by a user who does not say everything at once.
+
+OmniaBench's DAG route is multi-turn with a simulated user. A verified single-turn DAG task becomes
+one by moving a detail the request states literally (a name, an amount, a level) out of the opening
+request and into the persona's `withheld` details, which the simulated user gives only when asked
+(`trajectories.users.ScriptedUser`); a terse persona also holds the rest of a long request back
+until the first question. Nothing the grader checks changes — the reference calls, the expected
+end state and answer are the same — so the conversion cannot break the task's oracle; what changes
+is that an agent must notice the gap and ask instead of guessing (progressive disclosure).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from agentomnia.tasks.models import Persona, Task
+from agentomnia.taxonomy import Coordinate
+from agentomnia.taxonomy.axes import profile_mask
+
+ASK_ME = "(ask me)"
+PERSONA_NAMES = ("Dana", "Ravi", "Mei", "Tomás", "Aisha", "Jonas", "Lena", "Kofi")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _literal(value: Any) -> str | None:
+    """How a value is written in a request built by the task composer, or None if not withholdable."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return f"{value}"
+    if isinstance(value, str) and len(value) >= 3:
+        return f"'{value}'"
+    return None
+
+
+def withholdable(task: Task) -> list[tuple[str, Any, str]]:
+    """(parameter, value, text) of request-sourced arguments that occur exactly once in the query."""
+    out: list[tuple[str, Any, str]] = []
+    seen: set[str] = set()
+    for call in task.reference_calls:
+        for param, value in call.args.items():
+            if call.sources.get(param) != "query" or param in seen:
+                continue
+            text = _literal(value)
+            if text is None or task.query.count(text) != 1:
+                continue
+            # the value must stand alone, not inside a longer number or word
+            if not re.search(rf"(?<![\w.]){re.escape(text)}(?![\w]|\.\d)", task.query):
+                continue
+            seen.add(param)
+            out.append((param, value, text))
+    return out
+
+
+def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
+    """The multi-turn variant of a single-turn DAG task, or None when no detail can be withheld."""
+    if task.interaction != "single" or task.kind not in ("dag_standard", "dag_challenge"):
+        return None
+    options = withholdable(task)
+    if not options:
+        return None
+    param, value, text = rng.choice(options)
+    query = task.query.replace(text, ASK_ME, 1)
+    sentences = [s for s in _SENTENCE.split(query.strip()) if s]
+    granularity = "terse" if len(sentences) >= 3 and rng.random() < 0.5 else "normal"
+    persona = Persona(name=rng.choice(PERSONA_NAMES), granularity=granularity, withheld={param: value})
+    coord = task.coordinate
+    coordinate = Coordinate(
+        split=coord.split, taxonomy_id=coord.taxonomy_id, l1=coord.l1, l2=coord.l2,
+        capabilities=(*coord.capabilities, "interactive_collaboration"),
+        difficulty=coord.difficulty | profile_mask(["progressive_disclosure"]),
+        primary_difficulty=coord.primary_difficulty,
+    )  # fmt: skip
+    metadata = {**task.metadata, "interaction": {"withheld": [param], "granularity": granularity}}
+    data = task.model_dump(exclude={"id"})
+    data.update(
+        query=query, interaction="multi", persona=persona.model_dump(), coordinate=coordinate.model_dump(),
+        metadata=metadata,
+    )  # fmt: skip
+    return Task.model_validate(data)

@@ -1,0 +1,279 @@
+"""Self-evolution (paper §7): the failures that triggered a round -> diagnosis -> PRDs -> the round's
+synthesis targets, and the alignment of what the round made with those failures (Figure 18).
+
+A round's evolution assets look back at its *parent* round: the round whose evaluation triggered
+it (the run tag `agentomnia/parent_round` set by the failure sensor), or else the round before it.
+The base round has no parent; its PRDs come only from the inbox, if any.
+"""
+
+import json
+from typing import Any
+
+from dagster import AssetExecutionContext, AssetKey, Config, MaterializeResult, MetadataValue, asset
+
+from agentomnia.evolution import (
+    PRD,
+    DiagnosisReport,
+    SynthesisDirectives,
+    alignment,
+    diagnose,
+    directives_for,
+    generate_prds,
+    read_inbox,
+    render_markdown,
+)
+from agentomnia.lineage import Edge, LineageRow, lineage_row
+from agentomnia.omniabench.models import EvalResult, Failure
+from agentomnia.omniabench.service import load_benchmark, load_results
+from agentomnia.omniabench.store import FailureStore
+from agentomnia.records import content_hash
+from agentomnia.storage import Storage, load_records, save_records
+from agentomnia_assets._common import count_table, md_table
+from agentomnia_assets.instance import DUCKDB_POOL
+from agentomnia_assets.partitions import previous_round, rounds
+from resources import LineageResource, LLMResource, StorageResource
+
+PARENT_TAG = "agentomnia/parent_round"
+SOURCE_EVAL_TAG = "agentomnia/source_eval"
+
+
+def parent_round(context: AssetExecutionContext) -> str | None:
+    tagged = context.run.tags.get(PARENT_TAG)
+    if tagged:
+        return tagged
+    existing = list(context.instance.get_dynamic_partitions(rounds.name))  # type: ignore[arg-type]
+    return previous_round(context.partition_key, existing)
+
+
+def parent_failures(store: Storage, parent: str | None, source_eval: str | None) -> list[Failure]:
+    if parent is None:
+        return []
+    failures = FailureStore(store.lineage_path)
+    if source_eval:
+        return failures.failures(eval_id=source_eval)
+    return failures.failures(round=parent)
+
+
+def round_directives(store: Storage, round_key: str) -> SynthesisDirectives | None:
+    """The directives the `prds` asset wrote for a round (None when it has not run or set none)."""
+    path = store.artifact("prds", round_key, "directives.json")
+    if not path.exists():
+        return None
+    directives = SynthesisDirectives.model_validate_json(path.read_text())
+    return None if directives.empty else directives
+
+
+def round_prds(store: Storage, round_key: str) -> list[PRD]:
+    path = store.artifact("prds", round_key)
+    return load_records(path, PRD) if path.exists() else []
+
+
+@asset(
+    group_name="evolution",
+    partitions_def=rounds,
+    pool=DUCKDB_POOL,
+    deps=[AssetKey("taxonomy")],
+    description=(
+        "Failure diagnosis of the evaluation that triggered this round: task level (the execution reconstructed "
+        "against the reference, the root cause) and capability level (related failures grouped by shared cause "
+        "into capability gaps with frequency and severity). LLM mode: model-written reports validated against "
+        "their protocol and revised until valid; offline: deterministic rules over failure tags and coordinates."
+    ),
+)
+def failure_diagnosis(
+    context: AssetExecutionContext, storage: StorageResource, lineage: LineageResource, llm: LLMResource
+) -> MaterializeResult:
+    store = storage.get()
+    round_key = context.partition_key
+    parent = parent_round(context)
+    source_eval = context.run.tags.get(SOURCE_EVAL_TAG)
+    failures = parent_failures(store, parent, source_eval)
+    results: dict[str, EvalResult] = {}
+    if parent is not None:
+        results = {r.id: r for rs in load_results(store, parent).values() for r in rs}
+    bench = load_benchmark(store)
+    tasks = {t.id: t for t in bench[1]} if bench else {}
+    challenging = [i.task_id for i in bench[0].items if i.challenging] if bench else []
+    report = diagnose(
+        failures, round_key=round_key, results=results, tasks=tasks, challenging=challenging, llm=llm.get()
+    ).in_round(round_key)
+    path = store.artifact("failure_diagnosis", round_key, "report.json")
+    path.write_text(report.model_dump_json(indent=1))
+    row = lineage_row(report, run_id=context.run_id, location=str(path),
+                      meta={"parent_round": parent, "failures": len(failures)})  # fmt: skip
+    lineage.get().record([row], [Edge(child=report.id, parent=f.id, relation="diagnoses") for f in failures])
+    return MaterializeResult(
+        metadata={
+            "parent_round": parent or "none (base round)",
+            "source_eval": source_eval or "all of the parent round",
+            "failures": len(failures),
+            "task_diagnoses": len(report.task_diagnoses),
+            "capability_gaps": len(report.capability_diagnoses),
+            "by_tag": count_table([t for f in failures for t in f.tags], "tag"),
+            "gaps": md_table(
+                [
+                    {
+                        "capability": g.gap.capability,
+                        "atoms": ", ".join(g.gap.atoms),
+                        "tag": g.dominant_tag,
+                        "frequency": g.frequency,
+                        "severity": g.severity,
+                        "cause": g.shared_cause[:120],
+                    }
+                    for g in report.capability_diagnoses
+                ]
+            ),  # fmt: skip
+            "report": MetadataValue.path(str(path)),
+        }
+    )
+
+
+class PRDConfig(Config):
+    max_prds: int = 6
+    max_domains: int = 8  # L2 domains the round's new seeds are spread over
+    seeds_per_domain: int = 2
+
+
+@asset(
+    group_name="evolution",
+    partitions_def=rounds,
+    pool=DUCKDB_POOL,
+    deps=[failure_diagnosis],
+    description=(
+        "Product Requirement Documents in the paper's Table-8 structure (Part I: id, priority, status, scenario, "
+        "requirements, case study; Part II: failure analysis, failure vs correct trajectory, environment and task "
+        "synthesis guidance, extra information), prioritized by failure frequency x severity, plus valid PRD "
+        "files people dropped into $AGENTOMNIA_HOME/prd_inbox/ (malformed ones rejected with reasons). Merged "
+        "into the round's synthesis directives: target domains and capabilities, environment and task variations."
+    ),
+)
+def prds(
+    context: AssetExecutionContext,
+    config: PRDConfig,
+    storage: StorageResource,
+    lineage: LineageResource,
+    llm: LLMResource,
+) -> MaterializeResult:
+    store = storage.get()
+    round_key = context.partition_key
+    report = DiagnosisReport.model_validate_json(
+        store.artifact("failure_diagnosis", round_key, "report.json").read_text()
+    )
+    generated = (
+        generate_prds(report, max_prds=config.max_prds, round_key=round_key, llm=llm.get())
+        if report.capability_diagnoses
+        else []
+    )
+    external, rejected = read_inbox(store.root / "prd_inbox")
+    documents = [p.in_round(round_key) for p in [*generated, *external]]
+    directives = directives_for(
+        documents, round_key, max_domains=config.max_domains, seeds_per_domain=config.seeds_per_domain
+    )
+    path = save_records(
+        store.artifact("prds", round_key), documents, flat=["prd_id", "priority", "status", "source"]
+    )
+    folder = store.artifact_dir("prds", round_key)
+    for old in folder.glob("*.md"):
+        old.unlink()
+    for p in documents:
+        (folder / f"{p.prd_id}.md").write_text(render_markdown(p))
+    (folder / "directives.json").write_text(directives.model_dump_json(indent=1))
+    rows = [lineage_row(p, run_id=context.run_id, location=str(folder / f"{p.prd_id}.md"),
+                        meta={"priority": p.priority, "source": p.source}) for p in documents]  # fmt: skip
+    rows += [lineage_row(r.in_round(round_key), status="rejected", reason=r.message[:500], run_id=context.run_id)
+             for r in rejected]  # fmt: skip
+    edges = [Edge(child=p.id, parent=report.id, relation="derived_from") for p in generated]
+    lineage.get().record(rows, edges)
+    return MaterializeResult(
+        metadata={
+            "prds": len(documents),
+            "from_diagnosis": len(generated),
+            "external": len(external),
+            "rejected_files": len(rejected),
+            "table": md_table(
+                [
+                    {
+                        "id": p.prd_id,
+                        "priority": p.priority,
+                        "status": p.status,
+                        "source": p.source,
+                        "capabilities": ", ".join(p.capabilities),
+                        "l1": ", ".join(p.target_l1)[:80],
+                    }
+                    for p in documents
+                ]
+            ),  # fmt: skip
+            "rejections": md_table([{"file": r.path, "problems": r.message[:300]} for r in rejected]),
+            "target_l1": ", ".join(directives.target_l1) or "none",
+            "target_l2": len(directives.target_l2),
+            "env_variations": ", ".join(directives.env_variations) or "none",
+            "task_variations": ", ".join(directives.task_variations) or "none",
+            "first_prd": MetadataValue.md(render_markdown(documents[0])) if documents else "none",
+            "path": MetadataValue.path(str(path)),
+        }
+    )
+
+
+@asset(
+    group_name="evolution",
+    partitions_def=rounds,
+    pool=DUCKDB_POOL,
+    deps=[AssetKey("omniabench_split")],
+    description=(
+        "Alignment of the round's data with the failures that triggered it (paper Figure 18): "
+        "KL(P_round || P_failures) against KL(P_previous-data || P_failures) over L1 domains, with the "
+        "distributions. The base round, with no failures before it, records that there is nothing to compare."
+    ),
+)
+def prd_alignment(
+    context: AssetExecutionContext, storage: StorageResource, lineage: LineageResource
+) -> MaterializeResult:
+    from agentomnia_assets.trajectories import training_tasks
+
+    store = storage.get()
+    round_key = context.partition_key
+    parent = parent_round(context)
+    failures = parent_failures(store, parent, context.run.tags.get(SOURCE_EVAL_TAG))
+    current = training_tasks(store, round_key)
+    previous = training_tasks(store, parent) if parent is not None else []
+    path = store.artifact("prd_alignment", round_key, "alignment.json")
+    if not failures or not current:
+        path.write_text(
+            json.dumps({"round": round_key, "parent_round": parent, "kl_round": None, "kl_previous": None})
+        )
+        why = "no failures triggered this round" if not failures else "the round has no training tasks"
+        return MaterializeResult(metadata={"kl_round": "n/a", "kl_previous": "n/a", "reason": why})
+    result = alignment(
+        [t.coordinate for t in current], [t.coordinate for t in previous], [f.coordinate for f in failures]
+    )
+    payload: dict[str, Any] = {"round": round_key, "parent_round": parent, **result.model_dump(mode="json")}
+    path.write_text(json.dumps(payload, indent=1))
+    rid = "alignment-" + content_hash(payload)
+    lineage.get().record(
+        [LineageRow(id=rid, kind="alignment", round=round_key, run_id=context.run_id, location=str(path),
+                    meta={"kl_round": result.kl_round, "kl_previous": result.kl_previous})]
+    )  # fmt: skip
+    top = sorted(result.support, key=lambda k: -result.p_failures.get(k, 0.0))[:20]
+    return MaterializeResult(
+        metadata={
+            "parent_round": parent or "none",
+            "kl_round": round(result.kl_round, 4),
+            "kl_previous": round(result.kl_previous, 4) if result.kl_previous is not None else "n/a",
+            "closer_to_failures": bool(result.improved),
+            "tasks_round": result.n_round,
+            "tasks_previous": result.n_previous,
+            "failures": result.n_failures,
+            "distributions": md_table(
+                [
+                    {
+                        "l1": k,
+                        "failures": round(result.p_failures.get(k, 0.0), 3),
+                        "round": round(result.p_round.get(k, 0.0), 3),
+                        "previous": round((result.p_previous or {}).get(k, 0.0), 3),
+                    }
+                    for k in top
+                ]
+            ),  # fmt: skip
+            "path": MetadataValue.path(str(path)),
+        }
+    )

@@ -1,0 +1,305 @@
+"""OmniaBench (paper §6): the held-out benchmark and the evaluation of a round's policies on it."""
+
+from collections import Counter
+from typing import Any
+
+from dagster import (
+    AssetCheckResult,
+    AssetExecutionContext,
+    AssetKey,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    asset_check,
+)
+
+from agentomnia.lineage import Edge, lineage_row
+from agentomnia.omniabench.metrics import EvalReport
+from agentomnia.omniabench.models import EvalResult
+from agentomnia.omniabench.plots import l1_scatter_png, pass_by_route_png
+from agentomnia.omniabench.service import (
+    SplitSettings,
+    load_results,
+    policy_slug,
+    require_benchmark,
+    run_evaluation,
+    split_round,
+)
+from agentomnia.storage import Storage, load_records
+from agentomnia.tasks.models import Task
+from agentomnia_assets._common import count_table, md_table, png
+from agentomnia_assets.instance import DUCKDB_POOL
+from agentomnia_assets.partitions import rounds
+from agentomnia_assets.tasks import dag_tasks, program_tasks, solver_tasks
+from resources import EmbedderResource, LineageResource, LLMResource, SandboxResource, StorageResource
+
+TASK_ASSETS = ("dag_tasks", "program_tasks", "solver_tasks")
+
+
+class SplitConfig(Config):
+    fraction: float = 0.25  # share of the base round's tasks held out
+    max_items: int = 0  # 0 = no cap
+    ngram_threshold: float = 0.6  # word 3-gram Jaccard at or above which two queries are near-duplicates
+    embedding_threshold: float = 0.92  # embedding cosine at or above which two queries are near-duplicates
+    rebuild: bool = False  # replace the existing benchmark (earlier results stop being comparable)
+
+
+def round_tasks(store: Storage, round_key: str) -> list[Task]:
+    """Every task a round synthesized, held-out or not."""
+    tasks: list[Task] = []
+    for name in TASK_ASSETS:
+        path = store.artifact(name, round_key)
+        if path.exists():
+            tasks += load_records(path, Task)
+    return tasks
+
+
+@asset(
+    group_name="omniabench",
+    partitions_def=rounds,
+    pool=DUCKDB_POOL,
+    deps=[dag_tasks, program_tasks, solver_tasks],
+    description=(
+        "The held-out OmniaBench split. The base round holds out a stratified share of its tasks (split x L1 x "
+        "route, covering every capability and atom present) across the DAG, DAG-S, program and solver routes, "
+        "deduplicated against the training rest by word 3-gram and embedding similarity, with a fixed "
+        "challenging subset; later rounds keep their training tasks away from it. Training reads only what "
+        "this asset leaves to it."
+    ),
+)
+def omniabench_split(
+    context: AssetExecutionContext,
+    config: SplitConfig,
+    storage: StorageResource,
+    lineage: LineageResource,
+    embedder: EmbedderResource,
+) -> MaterializeResult:
+    store = storage.get()
+    round_key = context.partition_key
+    tasks = round_tasks(store, round_key)
+    settings = SplitSettings(
+        fraction=config.fraction, max_items=config.max_items or None, ngram_threshold=config.ngram_threshold,
+        embedding_threshold=config.embedding_threshold, rebuild=config.rebuild,
+    )  # fmt: skip
+    outcome = split_round(store, round_key, tasks, embedder.get(), settings)
+    split = outcome.split
+    if outcome.created:
+        row = lineage_row(split, run_id=context.run_id, location=str(store.root / "benchmark"),
+                          meta={"items": len(split.items), "thresholds": split.thresholds})  # fmt: skip
+        edges = [Edge(child=split.id, parent=tid, relation="holds_out") for tid in split.task_ids]
+        lineage.get().record([row], edges)
+    routes = Counter(i.route for i in split.items)
+    return MaterializeResult(
+        metadata={
+            "benchmark_id": split.id,
+            "built_this_round": outcome.created,
+            "benchmark_items": len(split.items),
+            "challenging_items": sum(1 for i in split.items if i.challenging),
+            "round_tasks": len(tasks),
+            "training_tasks": len(outcome.training),
+            "excluded_near_benchmark": len(outcome.excluded),
+            "dropped_as_duplicates": len(split.dropped),
+            "ngram_threshold": split.thresholds.get("ngram_jaccard", config.ngram_threshold),
+            "embedding_threshold": split.thresholds.get("embedding_cosine", config.embedding_threshold),
+            "by_route": md_table([{"route": r, "items": n} for r, n in sorted(routes.items())]),
+            "by_split": md_table(
+                [{"split": k, "items": v} for k, v in sorted(split.strata.get("split", {}).items())]
+            ),
+            "by_l1": md_table(
+                [
+                    {"l1": k, "items": v}
+                    for k, v in sorted(split.strata.get("l1", {}).items(), key=lambda kv: -kv[1])
+                ]
+            ),
+            "excluded": md_table([e.model_dump() for e in outcome.excluded[:40]]),
+        }
+    )
+
+
+def _guard(
+    storage: StorageResource, sandbox: SandboxResource, policy: str
+) -> tuple[EvalReport, list[EvalResult]]:
+    """One trial of a privileged or vacuous policy over the whole benchmark, recorded nowhere."""
+    from agentomnia.omniabench.metrics import report
+    from agentomnia.omniabench.policies import make_policy
+    from agentomnia.omniabench.runner import evaluate
+    from agentomnia.omniabench.service import bundles_for
+
+    store = storage.get()
+    split, tasks = require_benchmark(store)
+    box = sandbox.get()
+    name, factory = make_policy(policy, sandbox=box)
+    results = evaluate(
+        tasks, {i.task_id: i for i in split.items}, bundles_for(store, tasks), box, factory,
+        policy_name=name, eval_id=f"guard-{policy_slug(name)}", trials=1, workers=box.config.workers,
+    )  # fmt: skip
+    return report(results, k=1), results
+
+
+@asset_check(
+    asset=omniabench_split,
+    partitions_def=rounds,
+    description="The reference solution scores 1.0 on every benchmark task.",
+)
+def reference_solves_every_item(
+    context, storage: StorageResource, sandbox: SandboxResource
+) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+    _, results = _guard(storage, sandbox, "reference")
+    failed = [r for r in results if not r.passed]
+    return AssetCheckResult(
+        passed=not failed,
+        metadata={
+            "items": len(results),
+            "not_solved": md_table(
+                [
+                    {
+                        "task": r.task_id,
+                        "route": r.route,
+                        "score": r.score,
+                        "infra_error": r.infra_error or "",
+                    }
+                    for r in failed[:30]
+                ]
+            ),  # fmt: skip
+        },
+    )
+
+
+@asset_check(
+    asset=omniabench_split,
+    partitions_def=rounds,
+    description="baseline:noop scores exactly 0 on every benchmark task (no vacuous credit).",
+)
+def noop_scores_zero(context, storage: StorageResource, sandbox: SandboxResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+    _, results = _guard(storage, sandbox, "baseline:noop")
+    passing = [r for r in results if r.passed or (r.score or 0.0) > 0.0]
+    return AssetCheckResult(
+        passed=not passing,
+        metadata={
+            "items": len(results),
+            "vacuous_credit": md_table(
+                [{"task": r.task_id, "route": r.route, "score": r.score} for r in passing[:30]]
+            ),
+        },  # fmt: skip
+    )
+
+
+class EvalConfig(Config):
+    policies: list[str] = [
+        "baseline:heuristic"
+    ]  # specs; "checkpoint" = this round's trained model (hf:<path>)
+    trials: int = 3
+    max_steps: int = 20
+    limit: int = 0  # evaluate only the first N benchmark items (0 = all)
+
+
+def _resolve(spec: str, store: Storage, round_key: str) -> str | None:
+    if spec != "checkpoint":
+        return spec
+    for kind in ("rl", "sft"):
+        folder = store.checkpoint_dir(kind, round_key)
+        if (folder / "config.json").exists():
+            return f"hf:{folder}"
+    return None
+
+
+@asset(
+    group_name="omniabench",
+    partitions_def=rounds,
+    pool=DUCKDB_POOL,
+    deps=[omniabench_split, AssetKey("rl_checkpoint")],
+    description=(
+        "Evaluation of the round's policies on OmniaBench: K trials per task, pass@1 (exactly 1.0), pass@k, pass^k, "
+        "by route, split, L1 domain, capability and atom; infrastructure errors kept apart; every failed trial "
+        "tagged (wrong tool, invalid arguments, wrong order, hallucinated value, ...) into the DuckDB failure "
+        "table the self-evolution sensor watches."
+    ),
+)
+def omniabench_eval(
+    context: AssetExecutionContext,
+    config: EvalConfig,
+    storage: StorageResource,
+    lineage: LineageResource,
+    llm: LLMResource,
+    embedder: EmbedderResource,
+    sandbox: SandboxResource,
+) -> MaterializeResult:
+    store, box = storage.get(), sandbox.get()
+    round_key = context.partition_key
+    outcomes = []
+    skipped = []
+    for spec in config.policies:
+        policy = _resolve(spec, store, round_key)
+        if policy is None:
+            skipped.append(f"{spec}: no trained checkpoint in round {round_key}")
+            continue
+        outcome = run_evaluation(
+            store, box, lineage.get(), policy=policy, round_key=round_key, trials=config.trials,
+            max_steps=config.max_steps, llm=llm.get(), embedder=None, run_id=context.run_id, limit=config.limit,
+        )  # fmt: skip
+        context.log.info(f"{outcome.policy}: pass@1 {outcome.report.overall.pass_at_1:.3f}")
+        outcomes.append(outcome)
+    if not outcomes:
+        raise ValueError("no policy could be evaluated: " + "; ".join(skipped))
+    main = outcomes[0]
+    folder = store.artifact_dir("omniabench_eval", round_key)
+    plots = {
+        "pass_by_route": png(pass_by_route_png(main.report, folder / "pass_by_route.png"), "pass@1 by route")
+    }
+    if len(outcomes) > 1:
+        a, b = outcomes[0], outcomes[1]
+        scatter = l1_scatter_png(a.report, b.report, a.policy, b.policy, folder / "l1_scatter.png")
+        plots["l1_scatter"] = png(scatter, "pass@1 by L1 domain")
+    metadata: dict[str, Any] = {
+        "policies": ", ".join(o.policy for o in outcomes),
+        "skipped": "; ".join(skipped) or "none",
+        "tasks": main.tasks,
+        "trials": main.trials,
+        "seconds": round(sum(o.seconds for o in outcomes), 1),
+    }
+    for o in outcomes:
+        overall = o.report.overall
+        key = policy_slug(o.policy)
+        metadata[f"{key}/pass@1"] = round(overall.pass_at_1, 4) if overall else "n/a"
+        metadata[f"{key}/failures"] = o.failures
+        metadata[f"{key}/infra_errors"] = o.infra_errors
+        metadata[f"{key}/eval_id"] = o.eval_id
+    metadata["by_route"] = md_table(main.report.rows("route"))
+    metadata["by_split"] = md_table(main.report.rows("split"))
+    metadata["by_l1"] = md_table(main.report.rows("l1"))
+    metadata["by_capability"] = md_table(main.report.rows("capability"))
+    metadata["by_atom"] = md_table(main.report.rows("atom"))
+    metadata["results"] = MetadataValue.path(str(main.path))
+    metadata.update(plots)
+    return MaterializeResult(metadata=metadata)
+
+
+def _failure_tags(store: Storage, round_key: str) -> MetadataValue:
+    from agentomnia.omniabench.store import FailureStore
+
+    return count_table(
+        [t for f in FailureStore(store.lineage_path).failures(round=round_key) for t in f.tags], "tag"
+    )
+
+
+@asset_check(
+    asset=omniabench_eval,
+    partitions_def=rounds,
+    description="No evaluation ended on infrastructure errors for more than 5% of its trials.",
+)
+def infrastructure_errors_are_rare(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+    store = storage.get()
+    results = [r for rs in load_results(store, context.partition_key).values() for r in rs]
+    errors = [r for r in results if r.infra_error]
+    share = len(errors) / len(results) if results else 0.0
+    return AssetCheckResult(
+        passed=share <= 0.05,
+        metadata={
+            "trials": len(results),
+            "infra_errors": len(errors),
+            "share": round(share, 4),
+            "tags": _failure_tags(store, context.partition_key),
+            "examples": md_table([{"task": r.task_id, "error": r.infra_error} for r in errors[:10]]),
+        },  # fmt: skip
+    )

@@ -1,0 +1,173 @@
+"""Planning a PRD round: merged directives, composed query seeds, corpus seeds, and where inference puts them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from agentomnia.evolution.diagnosis import DiagnosisReport
+from agentomnia.evolution.planning import compose_request, directives_for, seeds_for
+from agentomnia.evolution.prd import PRD, generate_prds
+from agentomnia.seeds.models import Seed
+from agentomnia.taxonomy import DomainKnowledge, taxonomy_index
+from agentomnia.taxonomy.knowledge import load_file
+
+KNOWLEDGE_DIR = Path(__file__).resolve().parents[2] / "agentomnia" / "taxonomy" / "data" / "knowledge"
+
+
+@pytest.fixture(scope="module")
+def toc_knowledge() -> dict[int, DomainKnowledge]:
+    """Knowledge of the first ToC domains (10000-10016) only: enough here, and quicker than all of it."""
+    return {kb.id: kb for kb in load_file(KNOWLEDGE_DIR / "toc_01.yaml")}
+
+
+def _prd(prd_id: str, priority: str, l1: list[str], l2: list[int], **extra: object) -> PRD:
+    return PRD.model_validate(
+        {
+            "prd_id": prd_id,
+            "priority": priority,
+            "status": "active",
+            "scenario": "Agents fail here.",
+            "requirements": ["Make it harder."],
+            "case_study": "A failing task.",
+            "target_l1": l1,
+            "target_l2": l2,
+            "source": "external:test.md",
+        }
+        | extra
+    )
+
+
+def test_directives_weigh_l1_domains_by_priority_and_failures() -> None:
+    prds = [
+        _prd(
+            "A",
+            "P0",
+            ["toc/Lifestyle", "tob/Finance"],
+            [10005],
+            failure_counts={"toc/Lifestyle": 6, "tob/Finance": 2},
+            capabilities=["tool_use"],
+            env_variations=["distractor_injection"],
+        ),
+        _prd(
+            "B",
+            "P2",
+            ["toe/Data Analysis"],
+            [],
+            capabilities=["data_analysis"],
+            task_variations=["dependency_depth"],
+        ),
+        _prd("C", "P0", ["toc/Travel"], [], status="proposed"),
+    ]
+    d = directives_for(prds, "r2", max_domains=5, seeds_per_domain=3)
+    assert d.round == "r2" and d.prd_ids == ("A", "B")  # C is only proposed
+    # weights: Lifestyle 8 x 6 = 48, Finance 8 x 2 = 16, Data Analysis 2 x 1 (no counts given) = 2
+    assert d.weights == pytest.approx(
+        {"toc/Lifestyle": 48 / 66, "tob/Finance": 16 / 66, "toe/Data Analysis": 2 / 66}, abs=1e-6
+    )
+    assert d.target_l1 == ("toc/Lifestyle", "tob/Finance", "toe/Data Analysis")
+    # one slot per L1 first, then by highest averages: Lifestyle 48/2 = 24 beats Finance 16/2 = 8
+    tax = taxonomy_index()
+    per_l1 = [tax.by_id(i).l1_key for i in d.target_l2]
+    assert per_l1.count("toc/Lifestyle") == 3 and per_l1.count("tob/Finance") == 1
+    assert d.target_l2[0] == 10005  # the L2 the PRD names comes before the rest of its L1
+    assert d.target_capabilities == ("tool_use", "data_analysis")
+    assert d.env_variations == ("distractor_injection",) and d.task_variations == ("dependency_depth",)
+    assert d.seeds_per_domain == 3
+    narrow = directives_for(prds, "r2", max_domains=1)
+    assert narrow.target_l1 == ("toc/Lifestyle",) and narrow.weights == {"toc/Lifestyle": 1.0}
+    assert directives_for([], "r2").empty
+
+
+def test_generated_prds_give_directives_that_follow_the_failures(report: DiagnosisReport) -> None:
+    prds = generate_prds(report)
+    d = directives_for(prds, "r1", max_domains=8)
+    assert d.target_l1[0] == "toc/Lifestyle"  # 4 of 7 failures, P0
+    assert set(d.target_l1) == {"toc/Lifestyle", "tob/Finance", "toc/Travel"}
+    assert len(d.target_l2) == 8 and len(set(d.target_l2)) == 8
+    assert max(d.weights, key=d.weights.__getitem__) == "toc/Lifestyle"
+
+
+def test_composed_seeds_are_query_seeds_with_provenance(toc_knowledge: Mapping[int, DomainKnowledge]) -> None:
+    prds = [
+        _prd(
+            "PET",
+            "P1",
+            ["toc/Lifestyle"],
+            [10005, 10004],
+            capabilities=["tool_use", "information_gathering"],
+            env_variations=["unavailable_entities"],
+            task_variations=["implicit_references"],
+        ),
+        _prd("TRIP", "P3", ["toc/Travel"], [10016], capabilities=["reliability_safety"]),
+    ]
+    d = directives_for(prds, "r1", max_domains=3, seeds_per_domain=2)
+    assert d.target_l2 == (10005, 10004, 10016)
+    seeds = seeds_for(d, taxonomy_index(), toc_knowledge, prds=prds)
+    assert len(seeds) == 6
+    assert all(s.kind == "query" and s.round == "r1" and s.text == s.description for s in seeds)
+    by_domain = {s.metadata["taxonomy_id"]: s for s in seeds}
+    pet = by_domain[10005]
+    assert pet.metadata["prd_ids"] == ["PET"] and pet.metadata["l1"] == "toc/Lifestyle"
+    assert pet.metadata["env_variations"] == ["unavailable_entities"]
+    assert "I don't have its id" in pet.text  # implicit reference instead of an id
+    assert "by its name, not by its id" in pet.text  # the tool-use clause
+    trip = by_domain[10016]
+    assert trip.metadata["prd_ids"] == ["TRIP"] and "do not force it" in trip.text  # a domain rule to respect
+    assert len({s.text for s in seeds}) == 6  # the index varies each domain's requests
+    assert seeds_for(d, taxonomy_index(), toc_knowledge, prds=prds) == seeds  # deterministic, ids included
+
+
+def test_compose_request_uses_the_domain_s_own_words(toc_knowledge: Mapping[int, DomainKnowledge]) -> None:
+    domain = taxonomy_index().by_id(10005)
+    text = compose_request(
+        domain, toc_knowledge[10005], 0, capabilities=["planning_decision", "data_analysis"]
+    )
+    assert text.startswith("Please book a grooming appointment")
+    assert "First " in text and "then " in text  # the read before the write
+    assert "total" in text
+
+
+def test_corpus_seeds_in_targeted_domains_join_the_round(
+    toc_knowledge: Mapping[int, DomainKnowledge],
+) -> None:
+    def seed(name: str, taxonomy_id: int | None) -> Seed:
+        meta = {"taxonomy_id": taxonomy_id} if taxonomy_id is not None else {}
+        return Seed(kind="query", source=f"corpus#{name}", name=name, title=name, text=name, metadata=meta)
+
+    corpus = [
+        seed("pet-a", 10005),
+        seed("pet-b", 10005),
+        seed("pet-c", 10005),
+        seed("msg", 10000),
+        seed("x", None),
+    ]
+    d = directives_for(
+        [_prd("PET", "P1", ["toc/Lifestyle"], [10005])], "r1", max_domains=1, seeds_per_domain=2
+    )
+    seeds = seeds_for(d, taxonomy_index(), toc_knowledge, corpus_seeds=corpus)
+    from_corpus = [s for s in seeds if s.metadata["origin"] == "corpus"]
+    assert [s.name for s in from_corpus] == [
+        "pet-a",
+        "pet-b",
+    ]  # capped per domain; Social and unplaced skipped
+    assert from_corpus[0].metadata["corpus_seed_id"] == corpus[0].id and from_corpus[0].round == "r1"
+    assert from_corpus[0].metadata["prd_ids"] == ["PET"]
+
+
+@pytest.mark.slow
+def test_inference_places_prd_seeds_in_the_targeted_domains(report: DiagnosisReport) -> None:
+    from agentomnia.embeddings import HashingEmbedder
+    from agentomnia.seeds.inference import DomainMatcher, infer_candidates
+    from agentomnia.taxonomy import load_knowledge, load_taxonomy
+
+    prds = generate_prds(report)
+    d = directives_for(prds, "r1", max_domains=8)
+    taxonomy = load_taxonomy()
+    seeds = seeds_for(d, taxonomy, load_knowledge(), prds=prds)
+    candidates, failed = infer_candidates(seeds, DomainMatcher(taxonomy, HashingEmbedder()))
+    assert failed == [] and len(candidates) == len(seeds) == 16
+    share = sum(c.coordinate.l1_key in d.target_l1 for c in candidates) / len(candidates)
+    assert share >= 0.6, f"only {share:.0%} of PRD seeds land in the targeted L1 domains"

@@ -1,0 +1,489 @@
+"""The evaluation policies on the parcel-claims environment: spec parsing, the noop and reference
+guards, what the heuristic baseline can and cannot solve (and why), Qwen3 tool-call parsing, a
+local checkpoint end to end, and the OpenAI-compatible policy against a fake client."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentomnia.config import LLMSettings
+from agentomnia.llm.protocol import LLMResponse, Usage
+from agentomnia.omniabench.heuristic import Observation, field_names, resolve_field
+from agentomnia.omniabench.hf import parse_tool_calls, to_assistant_message
+from agentomnia.omniabench.policies import SPEC_FORMS, PolicyFactory, make_policy, parse_spec
+from agentomnia.sandbox.errors import INVALID_ARGUMENTS
+from agentomnia.tasks.grading import Outcome, Score, grade
+from agentomnia.tasks.models import Check, ReferenceCall, RubricItem, Task
+from agentomnia.trajectories.messages import parse_arguments
+from agentomnia.trajectories.models import RolloutResult
+from agentomnia.trajectories.quality import sandbox_verifier
+from agentomnia.trajectories.rollout import rollout
+from agentomnia.trajectories.users import make_user
+from tests.trajectories.conftest import (
+    Parcel,
+    approve_task,
+    assign_task,
+    count_task,
+    program_task,
+    reject_task,
+)
+
+# ------------------------------------------------------------------ tasks on the shared parcel fixture
+
+
+def _claims(parcel: Parcel) -> list[dict[str, Any]]:
+    return [parcel.s0["claims"][k] for k in sorted(parcel.s0["claims"])]
+
+
+def _approvable(parcel: Parcel, min_amount: float = 0.0) -> dict[str, Any]:
+    return next(
+        c
+        for c in reversed(_claims(parcel))
+        if c["amount"] >= min_amount and parcel.call("approve_claim", {"claim_id": c["claim_id"]}).ok
+    )
+
+
+def explicit_approve_task(parcel: Parcel) -> Task:
+    """Easy: one write, the id spelled out."""
+    cid = _approvable(parcel)["claim_id"]
+    return Task(
+        env_id=parcel.env_id, kind="dag_standard", init_config=parcel.s0,
+        coordinate=parcel.coordinate(["tool_use"], ["tool_parameter_grounding"]),
+        query=f"Please approve claim {cid}.",
+        reference_calls=(ReferenceCall(tool="approve_claim", args={"claim_id": cid}, sources={"claim_id": "query"}),),
+        rubric=(RubricItem(id="T1", text=f"Claim {cid} ends approved.", scope="task",
+                           check=Check(kind="field_equals", table="claims", key=cid, field="status", value="approved")),),
+    )  # fmt: skip
+
+
+def amount_lookup_task(parcel: Parcel) -> Task:
+    """Easy: one lookup, the id spelled out, the answer field named."""
+    claim = _claims(parcel)[3]
+    cid = claim["claim_id"]
+    return Task(
+        env_id=parcel.env_id, kind="dag_challenge", init_config=parcel.s0,
+        coordinate=parcel.coordinate(["information_gathering"], ["structured_information"]),
+        query=f"What is the amount of claim {cid}? Tell me the amount.",
+        reference_calls=(ReferenceCall(tool="get_claim", args={"claim_id": cid}, sources={"claim_id": "query"}),),
+        expected_answer={"amount": claim["amount"]},
+        rubric=(RubricItem(id="T1", text="Reports the claim amount.", scope="task",
+                           check=Check(kind="answer_equals", field="amount", value=claim["amount"], tolerance=0.01)),),
+    )  # fmt: skip
+
+
+def constraint_task(parcel: Parcel) -> Task:
+    """Hard: the write is conditional, and the condition does not hold (the amount must still be
+    reported, so doing nothing does not pass)."""
+    claim = _approvable(parcel, min_amount=20.0)
+    cid, limit = claim["claim_id"], int(claim["amount"] // 2)
+    return Task(
+        env_id=parcel.env_id, kind="dag_challenge", init_config=parcel.s0,
+        coordinate=parcel.coordinate(["reliability_safety"], ["risk_clarification"]),
+        query=f"Approve claim {cid}, but only if its amount is below {limit}. Either way, tell me the amount.",
+        reference_calls=(ReferenceCall(tool="get_claim", args={"claim_id": cid}, sources={"claim_id": "query"}),),
+        expected_answer={"amount": claim["amount"]},
+        rubric=(
+            RubricItem(id="T1", text="Reports the claim amount.", scope="task",
+                       check=Check(kind="answer_equals", field="amount", value=claim["amount"], tolerance=0.01)),
+            RubricItem(id="G1", text=f"Claim {cid} is not approved: its amount is over {limit}.", scope="general",
+                       weight=2, check=Check(kind="field_unchanged", table="claims", key=cid, field="status")),
+        ),
+    )  # fmt: skip
+
+
+def chain_task(parcel: Parcel) -> Task:
+    """Hard: the answer is two lookups away (claim -> adjuster -> name)."""
+    claim = next(
+        c for c in _claims(parcel)
+        if (parcel.s0["adjusters"].get(c.get("adjuster_id")) or {}).get("name")
+    )  # fmt: skip
+    cid, aid = claim["claim_id"], claim["adjuster_id"]
+    name = parcel.s0["adjusters"][aid]["name"]
+    return Task(
+        env_id=parcel.env_id, kind="dag_challenge", init_config=parcel.s0,
+        coordinate=parcel.coordinate(["information_gathering"], ["dynamic_planning"]),
+        query=f"Which adjuster handles claim {cid}? Give me the adjuster name.",
+        reference_calls=(
+            ReferenceCall(tool="get_claim", args={"claim_id": cid}, sources={"claim_id": "query"}),
+            ReferenceCall(tool="get_adjuster", args={"adjuster_id": aid}, sources={"adjuster_id": "out:0.adjuster_id"}),
+        ),
+        expected_answer={"adjuster_name": name},
+        rubric=(RubricItem(id="T1", text="Names the claim's adjuster.", scope="task",
+                           check=Check(kind="answer_equals", field="adjuster_name", value=name)),),
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def policy_tasks(parcel: Parcel) -> dict[str, Task]:
+    return {
+        "approve": approve_task(parcel),
+        "count": count_task(parcel),
+        "program": program_task(parcel),
+        "assign": assign_task(parcel),
+        "reject": reject_task(parcel),
+        "explicit_approve": explicit_approve_task(parcel),
+        "amount_lookup": amount_lookup_task(parcel),
+        "constraint": constraint_task(parcel),
+        "chain": chain_task(parcel),
+    }
+
+
+def run_graded(factory: PolicyFactory, task: Task, parcel: Parcel) -> tuple[RolloutResult, Score]:
+    run = rollout(task, parcel.bundle, parcel.sandbox, factory(task, parcel.bundle, 0), user=make_user(task))
+    calls = [(s.tool, dict(s.arguments)) for s in run.steps if s.valid]
+    outcome = Outcome(final_state=run.final_state, answer=run.answer, calls=calls)
+    return run, grade(task, outcome, verifier=sandbox_verifier(parcel.sandbox))
+
+
+def _failed(score: Score) -> set[str]:
+    return {i.id for i in score.items if i.passed is False}
+
+
+# ------------------------------------------------------------------ specs
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("openai:qwen3-8b", ("openai", "qwen3-8b")),
+        (" hf:/models/run-3 ", ("hf", "/models/run-3")),
+        ("baseline:heuristic", ("baseline", "heuristic")),
+        ("Baseline:noop", ("baseline", "noop")),
+        ("reference", ("reference", "")),
+    ],
+)
+def test_spec_forms_parse(spec: str, expected: tuple[str, str]) -> None:
+    assert parse_spec(spec) == expected
+
+
+@pytest.mark.parametrize(
+    "spec", ["", "gpt-4o", "openai:", "hf:", "baseline:random", "reference:gold", "vllm:x"]
+)
+def test_unknown_specs_name_the_accepted_forms(spec: str) -> None:
+    with pytest.raises(ValueError) as error:
+        make_policy(spec)
+    assert all(form in str(error.value) for form in SPEC_FORMS)
+
+
+def test_policies_that_need_inputs_say_which(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="config.json"):
+        make_policy(f"hf:{tmp_path / 'missing'}")
+    with pytest.raises(ValueError, match="sandbox="):
+        make_policy("reference")
+    assert make_policy("baseline:noop")[0] == "baseline:noop"
+    assert make_policy("reference", plans={})[0] == "reference"
+
+
+# ------------------------------------------------------------------ guards: noop and reference
+
+
+def test_noop_passes_no_task_and_earns_no_task_specific_point(
+    parcel: Parcel, policy_tasks: dict[str, Task]
+) -> None:
+    name, factory = make_policy("baseline:noop")
+    assert name == "baseline:noop"
+    for key, task in policy_tasks.items():
+        run, score = run_graded(factory, task, parcel)
+        assert run.steps == [] and run.answer == {} and run.stop_reason == "answer", key
+        assert not score.passed, f"{key}: the empty run passes, so the rubric checks nothing asked for"
+        task_items = {i.id for i in task.rubric if i.scope == "task"}
+        assert task_items and task_items <= _failed(score), key
+        # Only "leave things alone" items can hold for a run that does nothing.
+        general = {i.id for i in task.rubric if i.scope == "general"}
+        assert {i.id for i in score.items if i.passed} <= general, key
+        # ...and they earn nothing without progress on the task: the noop scores exactly 0
+        assert score.value == 0.0, key
+
+
+def test_reference_solves_every_task(parcel: Parcel, policy_tasks: dict[str, Task]) -> None:
+    name, factory = make_policy("reference", sandbox=parcel.sandbox)
+    assert name == "reference"
+    for key, task in policy_tasks.items():
+        run, score = run_graded(factory, task, parcel)
+        assert score.passed and score.value == 1.0, (key, [(i.id, i.detail) for i in score.items])
+        assert run.stop_reason == "answer" and all(s.ok for s in run.steps), key
+    program = policy_tasks["program"]
+    assert not program.reference_calls  # its plan came from running the reference program
+    assert [s.tool for s in run_graded(factory, program, parcel)[0].steps] == ["list_open_claims"]
+
+
+def test_reference_accepts_precomputed_plans(parcel: Parcel, policy_tasks: dict[str, Task]) -> None:
+    task = policy_tasks["explicit_approve"]
+    _, factory = make_policy("reference", plans={task.id: list(task.reference_calls)})
+    _, score = run_graded(factory, task, parcel)
+    assert score.passed
+    with pytest.raises(ValueError, match="no plan for task"):
+        factory(policy_tasks["count"], parcel.bundle, 0)
+
+
+# ------------------------------------------------------------------ the heuristic baseline
+
+
+def _call_signatures(run: RolloutResult) -> list[str]:
+    return [s.tool + json.dumps(s.arguments, sort_keys=True) for s in run.steps]
+
+
+def test_heuristic_solves_one_step_tasks_with_explicit_ids(
+    parcel: Parcel, policy_tasks: dict[str, Task]
+) -> None:
+    name, factory = make_policy("baseline:heuristic")
+    assert name == "baseline:heuristic"
+    write, write_score = run_graded(factory, policy_tasks["explicit_approve"], parcel)
+    cid = policy_tasks["explicit_approve"].reference_calls[0].args["claim_id"]
+    assert write_score.passed
+    assert [(s.tool, s.arguments) for s in write.steps] == [("approve_claim", {"claim_id": cid})]
+    lookup, lookup_score = run_graded(factory, policy_tasks["amount_lookup"], parcel)
+    assert lookup_score.passed, lookup.answer
+    assert len(lookup.steps) == 1 and lookup.steps[0].tool.endswith("claim")
+    assert lookup.answer["amount"] == policy_tasks["amount_lookup"].expected_answer["amount"]
+
+
+def test_heuristic_looks_up_a_missing_id_before_writing(
+    parcel: Parcel, policy_tasks: dict[str, Task]
+) -> None:
+    run, score = run_graded(make_policy("baseline:heuristic")[1], policy_tasks["approve"], parcel)
+    assert score.passed
+    lookup, write = run.steps
+    assert lookup.tool.startswith("list_") and write.tool == "approve_claim"
+    assert "SH2-" in json.dumps(lookup.arguments)  # aimed with the shipment id the request gives
+    found = json.loads(run.messages[lookup.turn + 1]["content"])["data"]["items"]
+    assert [c["claim_id"] for c in found] == [write.arguments["claim_id"]]  # only an unambiguous id is used
+
+
+def test_heuristic_fails_hard_tasks_for_visible_reasons(
+    parcel: Parcel, policy_tasks: dict[str, Task]
+) -> None:
+    factory = make_policy("baseline:heuristic")[1]
+
+    # Progressive disclosure: the action is paraphrased ("put ... on") and the claim id is withheld;
+    # the heuristic never asks the user, so the write is never made.
+    assign, score = run_graded(factory, policy_tasks["assign"], parcel)
+    assert "T1" in _failed(score)
+    assert "assign_adjuster" not in [s.tool for s in assign.steps]
+    assert not any("?" in str(m["content"]) for m in assign.messages if m["role"] == "assistant")
+
+    # Misleading detail: it trusts the wrong shipment id the user states, so its lookup misses.
+    task = policy_tasks["reject"]
+    assert task.persona is not None
+    wrong = task.persona.misleading["shipment_id"]
+    reject, score = run_graded(factory, task, parcel)
+    assert "T1" in _failed(score)
+    assert any(s.arguments.get("shipment_id") == wrong for s in reject.steps)
+    assert "reject_claim" not in [s.tool for s in reject.steps]
+
+    # Constraint: the condition on the amount is ignored and the claim is approved anyway.
+    constrained, score = run_graded(factory, policy_tasks["constraint"], parcel)
+    assert _failed(score) == {"G1"}  # it reports the amount right, after approving the claim
+    assert [s.tool for s in constrained.steps if s.ok] == ["approve_claim"]
+
+    # Chain: one read answers a question; the adjuster's name is a second lookup away.
+    chained, score = run_graded(factory, policy_tasks["chain"], parcel)
+    assert "T1" in _failed(score)
+    assert len(chained.steps) == 1 and "adjuster_name" not in chained.answer
+
+
+def test_heuristic_never_sees_ground_truth_nor_repeats_a_call(
+    parcel: Parcel, policy_tasks: dict[str, Task]
+) -> None:
+    factory = make_policy("baseline:heuristic")[1]
+    for key, task in policy_tasks.items():
+        blind = task.model_copy(update={"reference_calls": (), "reference_program": None, "expected_answer": {},
+                                        "expected_diff": (), "internal_spec": {}})  # fmt: skip
+        seen, blinded = run_graded(factory, task, parcel)[0], run_graded(factory, blind, parcel)[0]
+        assert seen.messages == blinded.messages, key
+        signatures = _call_signatures(seen)
+        assert len(signatures) == len(set(signatures)) <= 6, key
+
+
+def test_answer_fields_come_from_the_request_and_the_observations() -> None:
+    names = field_names("List the ids of every claim; give me the claim count and the total amount.")
+    assert {"claim_ids", "claim_count", "total_amount"} <= set(names)
+    listing = Observation(
+        tool="list_open_claims", arguments={}, ok=True,
+        data={"count": 2, "items": [{"claim_id": "CLA-002", "amount": 1.5}, {"claim_id": "CLA-001", "amount": 2.25}]},
+    )  # fmt: skip
+    assert resolve_field("claim_ids", [listing]) == ["CLA-001", "CLA-002"]
+    assert resolve_field("claim_count", [listing]) == 2
+    assert resolve_field("total_amount", [listing]) == 3.75
+    assert resolve_field("amount", [listing]) is None  # two values: ambiguous, not guessed
+
+
+# ------------------------------------------------------------------ Qwen3 tool-call text
+
+
+def test_parse_one_well_formed_call_and_drop_thinking() -> None:
+    text = (
+        "<think>The user wants claim CLA-006.</think>\nLet me look.\n"
+        '<tool_call>\n{"name": "get_claim", "arguments": {"claim_id": "CLA-006"}}\n</tool_call><|im_end|>'
+    )
+    content, calls = parse_tool_calls(text)
+    assert content == "Let me look."
+    assert len(calls) == 1 and calls[0]["type"] == "function"
+    assert parse_arguments(calls[0]) == ("get_claim", {"claim_id": "CLA-006"}, None)
+
+
+def test_parse_several_calls_in_order() -> None:
+    text = (
+        '<tool_call>\n{"name": "get_claim", "arguments": {"claim_id": "CLA-001"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "list_adjusters", "arguments": {}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "get_shipment", "arguments": "{\\"shipment_id\\": \\"SH2-002\\"}"}\n</tool_call>'
+    )
+    content, calls = parse_tool_calls(text)
+    assert content == ""
+    assert [parse_arguments(c)[:2] for c in calls] == [
+        ("get_claim", {"claim_id": "CLA-001"}),
+        ("list_adjusters", {}),
+        ("get_shipment", {"shipment_id": "SH2-002"}),
+    ]
+    assert len({c["id"] for c in calls}) == 3
+
+
+def test_malformed_call_is_kept_as_text_and_an_invalid_call() -> None:
+    text = '<think>unfinished thought\nI will call it.\n<tool_call>\n{"name": "get_claim", "arguments": {"claim_id": </tool_call>'
+    assert parse_tool_calls(text) == ("", [])  # an unterminated <think> swallows the rest
+    text = 'Checking.\n<tool_call>\n{"name": "get_claim", "arguments": {"claim_id": \n</tool_call>'
+    content, calls = parse_tool_calls(text)
+    assert "Checking." in content and '"get_claim"' in content  # the transcript shows what was written
+    name, args, problem = parse_arguments(calls[0])
+    assert name == "get_claim" and args is None and problem is not None
+    content, calls = parse_tool_calls('No tools needed.\n```json\n{"amount": 3}\n```')
+    assert calls == [] and content.startswith("No tools needed.")
+
+
+class _ScriptedAgent:
+    name = "scripted"
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.texts = list(texts)
+
+    def act(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        return to_assistant_message(self.texts.pop(0))
+
+
+def test_a_malformed_call_is_recorded_as_an_invalid_step(
+    parcel: Parcel, policy_tasks: dict[str, Task]
+) -> None:
+    agent = _ScriptedAgent(
+        ['<tool_call>{"name": "get_claim", "arguments": {"claim_id": </tool_call>', "Done. {}"]
+    )
+    run = rollout(policy_tasks["amount_lookup"], parcel.bundle, parcel.sandbox, agent)
+    assert run.stop_reason == "answer"
+    assert [(s.tool, s.valid, s.error_code) for s in run.steps] == [("get_claim", False, INVALID_ARGUMENTS)]
+
+
+# ------------------------------------------------------------------ model-backed policies
+
+
+class FakeLLM:
+    """An OpenAI-compatible client stand-in: records requests and answers with one tool call."""
+
+    def __init__(self, settings: LLMSettings) -> None:
+        self.model = settings.model
+        self.settings = settings
+        self.requests: list[dict[str, Any]] = []
+
+    def complete(self, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> LLMResponse:
+        self.requests.append({"messages": [dict(m) for m in messages], **kwargs})
+        call = {
+            "id": "",
+            "type": "function",
+            "function": {"name": "get_claim", "arguments": '{"claim_id": "CLA-004"}'},
+        }
+        return LLMResponse(text="Looking it up.", tool_calls=[call], request_hash=str(len(self.requests)))
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(requests=len(self.requests))
+
+
+def test_openai_policy_uses_the_spec_model_over_the_configured_endpoint(
+    parcel: Parcel, policy_tasks: dict[str, Task]
+) -> None:
+    made: list[FakeLLM] = []
+
+    def factory(settings: LLMSettings) -> FakeLLM:
+        made.append(FakeLLM(settings))
+        return made[-1]
+
+    settings = LLMSettings(base_url="http://10.0.0.5:8000/v1", model="default-model")
+    name, policy = make_policy("openai:my-model", llm_settings=settings, llm_factory=factory)
+    assert name == "openai:my-model"
+    assert len(made) == 1 and made[0].model == "my-model" and made[0].settings.base_url == settings.base_url
+    task = policy_tasks["amount_lookup"]
+    agent = policy(task, parcel.bundle, 0)
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": task.query}]
+    reply = agent.act(messages, parcel.bundle.tools)
+    assert reply["content"] == "Looking it up."
+    assert parse_arguments(reply["tool_calls"][0]) == ("get_claim", {"claim_id": "CLA-004"}, None)
+    assert reply["tool_calls"][0]["id"] and reply["tool_calls"][0]["type"] == "function"
+    sent = made[0].requests[0]
+    assert sent["messages"] == messages and len(sent["tools"]) == len(parcel.bundle.tools)
+    assert sent["temperature"] == 0.0  # evaluation decodes greedily
+    policy(task, parcel.bundle, 1)
+    assert len(made) == 1  # one client shared by every trial
+
+
+@pytest.mark.slow
+def test_hf_policy_on_a_tiny_local_checkpoint(tmp_path: Path) -> None:
+    import torch
+
+    from trainers.model import ModelSettings, build_tiny_model, build_tokenizer, rows_as_text
+
+    tools = [{"type": "function", "function": {"name": "get_claim", "description": "Get one claim.",
+              "parameters": {"type": "object", "properties": {"claim_id": {"type": "string"}}, "required": ["claim_id"]}}}]  # fmt: skip
+    messages = [
+        {"role": "system", "content": "You operate tools."},
+        {"role": "user", "content": "Show claim CLA-006."},
+    ]
+    target = (
+        '<tool_call>\n{"name": "get_claim", "arguments": {"claim_id": "CLA-006"}}\n</tool_call><|im_end|>'
+    )
+    settings = ModelSettings(vocab_size=1200, hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
+                             intermediate_size=64)  # fmt: skip
+    # The tokenizer learns this conversation's lines as whole tokens (as the project's tokenizer
+    # learns its training rows), which keeps the prompt short and the memorisation below quick.
+    corpus = [*rows_as_text([{"messages": messages, "tools": tools}], repeats=20), *[target] * 20]
+    tokenizer = build_tokenizer(corpus, settings.vocab_size)
+    model = build_tiny_model(tokenizer, settings)
+    # Teach the random model one reply to this exact prompt, so greedy decoding must go through
+    # the chat template, generation and the tool-call parser to give the call back.
+    prompt = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    target_ids = tokenizer(target, add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([prompt_ids + target_ids])
+    labels = ids.clone()
+    labels[0, : len(prompt_ids)] = -100
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a model this small trains faster on one thread than on contended cores
+    try:
+        for _ in range(150):
+            loss = model(input_ids=ids, labels=labels).loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if loss.item() < 0.01:
+                break
+    finally:
+        torch.set_num_threads(threads)
+    model.save_pretrained(tmp_path / "ckpt")
+    tokenizer.save_pretrained(tmp_path / "ckpt")
+
+    name, policy = make_policy(f"hf:{tmp_path / 'ckpt'}", max_new_tokens=len(target_ids) + 4, device="cpu")
+    assert name == f"hf:{tmp_path / 'ckpt'}"
+    agent = policy(None, None, 0)  # type: ignore[arg-type]  # the factory needs neither to load a model
+    reply = agent.act(messages, tools)
+    assert reply["role"] == "assistant" and reply["content"] == ""
+    assert [parse_arguments(c) for c in reply["tool_calls"]] == [("get_claim", {"claim_id": "CLA-006"}, None)]
+    # Any other conversation still yields a well-formed message: text, and calls only in OpenAI form.
+    other = agent.act([*messages[:1], {"role": "user", "content": "Something else entirely."}], tools)
+    assert other["role"] == "assistant" and isinstance(other["content"], str)
+    for call in other.get("tool_calls", []):
+        assert call["type"] == "function" and isinstance(call["function"]["arguments"], str)

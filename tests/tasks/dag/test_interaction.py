@@ -1,0 +1,57 @@
+"""Multi-turn DAG tasks: a withheld detail, the same oracle, and a teacher that has to ask for it."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.tasks.dag.interaction import ASK_ME, make_multi_turn, withholdable
+from agentomnia.tasks.dag.synth import check_task, synthesize_dag_tasks
+from agentomnia.trajectories import generate_trajectories
+
+
+def test_multi_turn_tasks_keep_their_oracle_and_need_a_question(
+    freight_dir: Path, freight_bundle: Bundle, freight_sandbox: Sandbox
+) -> None:
+    tasks = [
+        t
+        for variant in ("dag-standard", "dag-challenge")
+        for t in synthesize_dag_tasks(freight_dir, freight_sandbox, variant=variant, n=6)[0]
+    ]
+    bundles = {t.env_id: freight_bundle for t in tasks}
+    solved = [r.task_id for r in generate_trajectories(tasks, bundles, freight_sandbox) if r.verified]
+    multi = [
+        m for t in tasks if t.id in solved for m in [make_multi_turn(t, random.Random(1))] if m is not None
+    ]
+    assert multi, "no teacher-solved task had a literal detail to withhold"
+    for task in multi:
+        assert task.persona is not None and len(task.persona.withheld) == 1
+        assert ASK_ME in task.query
+        assert "interactive_collaboration" in task.coordinate.capabilities
+        assert "progressive_disclosure" in task.coordinate.atoms
+        check = check_task(task, freight_sandbox, freight_bundle)
+        assert check.replay_ok and check.oracle_pass and check.empty_fail, check.detail
+    runs = generate_trajectories(multi, bundles, freight_sandbox)
+    for run in runs:
+        # the teacher solves it again, this time by asking the simulated user for the withheld detail
+        assert run.verified, run.verification.failed_checks() if run.verification else run.stop_reason
+        assert any(m["role"] == "user" for m in run.messages[2:])
+
+
+def test_synthesis_poses_a_share_multi_turn(freight_dir: Path, freight_sandbox: Sandbox) -> None:
+    tasks, _ = synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=4, multi_turn=1.0)
+    assert any(t.interaction == "multi" for t in tasks)
+    assert all(t.interaction == "single" or t.persona is not None for t in tasks)
+
+
+def test_conversion_needs_a_literal_request_detail(freight_dir: Path, freight_sandbox: Sandbox) -> None:
+    tasks, _ = synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=3)
+    assert all(t.interaction == "single" for t in tasks)
+    for task in tasks:
+        converted = make_multi_turn(task, random.Random(0))
+        assert (converted is None) == (not withholdable(task))
+        if converted is not None:
+            assert converted.id != task.id and converted.reference_calls == task.reference_calls
+            assert make_multi_turn(converted, random.Random(0)) is None  # already multi-turn
