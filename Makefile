@@ -16,6 +16,8 @@ export DO_NOT_TRACK := 1
 
 .PHONY: install run ui test lint typecheck pytest init clean
 
+include tests/e2e/browser.mk
+
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=... to another 3.11)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,7 +48,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy agentomnia agentomnia_assets resources jobs sensors trainers
 
-pytest: install
+pytest: install browser
 	$(BIN)/pytest
 
 ## tests, lint and type check

@@ -130,8 +130,10 @@ def failure_diagnosis(
 
 class PRDConfig(Config):
     max_prds: int = 6
-    max_domains: int = 8  # L2 domains the round's new seeds are spread over
-    seeds_per_domain: int = 2
+    # L2 domains the round's new seeds are spread over, allotted by failure weight: more domains with
+    # one seed each follow the failure distribution more closely than few domains with several
+    max_domains: int = 16
+    seeds_per_domain: int = 1
 
 
 @asset(

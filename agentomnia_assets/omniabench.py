@@ -42,6 +42,7 @@ class SplitConfig(Config):
     max_items: int = 0  # 0 = no cap
     ngram_threshold: float = 0.6  # word 3-gram Jaccard at or above which two queries are near-duplicates
     embedding_threshold: float = 0.92  # embedding cosine at or above which two queries are near-duplicates
+    max_per_cluster: int = 2  # benchmark items kept from one near-duplicate cluster; the rest leave training too
     rebuild: bool = False  # replace the existing benchmark (earlier results stop being comparable)
 
 
@@ -81,6 +82,7 @@ def omniabench_split(
     settings = SplitSettings(
         fraction=config.fraction, max_items=config.max_items or None, ngram_threshold=config.ngram_threshold,
         embedding_threshold=config.embedding_threshold, rebuild=config.rebuild,
+        max_per_cluster=config.max_per_cluster,
     )  # fmt: skip
     outcome = split_round(store, round_key, tasks, embedder.get(), settings)
     split = outcome.split
@@ -99,7 +101,7 @@ def omniabench_split(
             "round_tasks": len(tasks),
             "training_tasks": len(outcome.training),
             "excluded_near_benchmark": len(outcome.excluded),
-            "dropped_as_duplicates": len(split.dropped),
+            "cluster_members_dropped": len(split.dropped),
             "ngram_threshold": split.thresholds.get("ngram_jaccard", config.ngram_threshold),
             "embedding_threshold": split.thresholds.get("embedding_cosine", config.embedding_threshold),
             "by_route": md_table([{"route": r, "items": n} for r, n in sorted(routes.items())]),

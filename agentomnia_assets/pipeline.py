@@ -212,7 +212,9 @@ def evolve_once(instance: DagsterInstance, scale: str = "default", *, quiet: boo
     from sensors import omniabench_failure_sensor
 
     storage = Storage()
-    context = build_sensor_context(instance=instance, resources=dict(defs.resources or {}))
+    context = build_sensor_context(
+        instance=instance, resources={"storage": (defs.resources or {})["storage"]}
+    )
     outcome = omniabench_failure_sensor(context)
     if not isinstance(outcome, SensorResult) or not outcome.run_requests:
         reason = getattr(getattr(outcome, "skip_reason", None), "skip_message", None) or str(outcome)

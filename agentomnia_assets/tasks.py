@@ -17,6 +17,7 @@ from dagster import (
 )
 
 from agentomnia.envs.spec import EnvSpec
+from agentomnia.evolution.directives import SynthesisDirectives
 from agentomnia.lineage import Edge, LineageRow, lineage_row
 from agentomnia.omniabench.service import bundles_for
 from agentomnia.sandbox.sandbox import Sandbox
@@ -31,6 +32,7 @@ from agentomnia.tasks.solver import (
     synthesize_guided_tasks,
     synthesize_solver_tasks,
 )
+from agentomnia.taxonomy import load_taxonomy
 from agentomnia_assets._common import count_table, md_table
 from agentomnia_assets.environments import environments
 from agentomnia_assets.evolution import round_directives
@@ -300,6 +302,24 @@ def program_oracle_passes(context, storage: StorageResource, sandbox: SandboxRes
     )
 
 
+def family_quotas(directives: SynthesisDirectives | None, per_family: int) -> dict[str, int]:
+    """Tasks to make per solver family. A PRD-guided round makes them only for families whose domain a
+    PRD targets, in proportion to that L1's share of the failures (relative to the mean share), so
+    solver tasks do not pull the round away from where the failures are."""
+    if directives is None:
+        return dict.fromkeys(FAMILIES, per_family)
+    taxonomy = load_taxonomy()
+    mean_share = 1.0 / max(1, len(directives.weights))
+    quotas = {}
+    for name, family in FAMILIES.items():
+        l1 = taxonomy.by_id(family.taxonomy_id).l1_key
+        if family.taxonomy_id not in directives.target_l2 and l1 not in directives.target_l1:
+            continue
+        share = directives.weights.get(l1, mean_share)
+        quotas[name] = max(1, round(per_family * share / mean_share))
+    return quotas
+
+
 class SolverTasksConfig(Config):
     per_family: int = 25
     guided_per_family: int = 5
@@ -327,11 +347,17 @@ def solver_tasks(
     store, box, model = storage.get(), sandbox.get(), llm.get()
     out_dir = store.root / "envs"
     seed = int(context.partition_key.lstrip("r") or 0)
-    tasks, dirs, rejected = synthesize_solver_tasks(
-        box, per_family=config.per_family, seed=seed, out_dir=out_dir
-    )
+    quotas = family_quotas(round_directives(store, context.partition_key), config.per_family)
+    tasks: list[Task] = []
+    dirs: list[Path] = []
+    rejected: list[TaskRejection] = []
+    for family, n in quotas.items():
+        made, made_dirs, refused = synthesize_solver_tasks(
+            box, families=[family], per_family=n, seed=seed, out_dir=out_dir
+        )
+        tasks, dirs, rejected = tasks + made, dirs + made_dirs, rejected + refused
     guided, gdirs, grejected, notes = synthesize_guided_tasks(
-        box, model, per_family=config.guided_per_family, seed=seed, out_dir=out_dir
+        box, model, families=list(quotas), per_family=config.guided_per_family, seed=seed, out_dir=out_dir
     )
     all_tasks = tasks + guided
     env_rows = [

@@ -316,19 +316,21 @@ def _spawn(cluster: Cluster, name: str, command: list[str]) -> Service:
     return service
 
 
-def _stop(service: Service, grace_s: float = 20.0) -> None:
-    if not service.alive():
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(service.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while service.alive() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if service.alive():
+def _stop(services: Sequence[Service], grace_s: float = 20.0) -> None:
+    """SIGTERM to each group at once, SIGKILL to whatever is still alive after `grace_s`."""
+    running = [s for s in services if s.alive()]
+    for s in running:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(service.pid, signal.SIGKILL)
-    with contextlib.suppress(psutil.NoSuchProcess, psutil.TimeoutExpired):
-        psutil.Process(service.pid).wait(timeout=5)
+            os.killpg(s.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while any(s.alive() for s in running) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for s in running:
+        if s.alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(s.pid, signal.SIGKILL)
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.TimeoutExpired):
+            psutil.Process(s.pid).wait(timeout=5)
 
 
 def _log_tail(service: Service, chars: int = 1500) -> str:
@@ -415,8 +417,10 @@ def up(
     """Start whatever of the deployment is not running yet and wait until every part answers."""
     state = (state_dir or default_state_dir()).resolve()
     existing = load(state)
+    wanted = {"redis", "daemon", *(f"worker{i + 1}" for i in range(workers)), *(["webserver"] if ui else [])}
     if (
         existing is not None
+        and wanted <= set(existing.services)
         and all(s.alive() for s in existing.services.values())
         and _postgres_running(existing)
     ):
@@ -429,7 +433,7 @@ def up(
         pg_data, password = Path(existing.pg_data), existing.pg_password
     else:
         # as root the data folder must belong to `postgres`, and every folder above it must let that
-        # user through; a fresh folder under the system temp dir is the one place sure to
+        # user through: a fresh folder under the (world-traversable) system temp dir always does
         pg_data = (
             Path(tempfile.mkdtemp(prefix="agentomnia-pg-")) / "data"
             if os.geteuid() == 0
@@ -457,8 +461,17 @@ def up(
     cluster.logs.mkdir(parents=True, exist_ok=True)
     cluster.save()
 
+    try:
+        _start_services(cluster, ui, timeout_s)
+    except BaseException:
+        down(state)  # leave nothing half-started behind; the data stays for the next `up`
+        raise
+    return cluster
+
+
+def _start_services(cluster: Cluster, ui: bool, timeout_s: float) -> None:
     _start_postgres(cluster)
-    redis_dir = state / "redis"
+    redis_dir = Path(cluster.state_dir) / "redis"
     redis_dir.mkdir(exist_ok=True)
     redis = _spawn(cluster, "redis", [shutil.which("redis-server") or "redis-server", "--port", str(cluster.redis_port),
                                       "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(redis_dir)])  # fmt: skip
@@ -478,19 +491,17 @@ def up(
     _wait("Dagster daemon", lambda: _daemon_ready(cluster), timeout_s, started)
     if ui:
         _wait("Dagster webserver", lambda: _web_ready(cluster), timeout_s, started)
-    return cluster
 
 
 def down(state_dir: Path | None = None, *, purge: bool = False) -> None:
-    """Stop every process `up` started (UI first, database last); `purge` also deletes all state."""
+    """Stop every process `up` started; `purge` also deletes the database and all cluster state."""
     state = (state_dir or default_state_dir()).resolve()
     cluster = load(state)
     if cluster is None:
         return
-    order = ["webserver", "daemon", *cluster.workers, "redis"]
-    for name in order + [n for n in cluster.services if n not in order]:
-        if name in cluster.services:
-            _stop(cluster.services[name])
+    # everything that talks to the broker and the database first, then the broker, then the database
+    _stop([s for name, s in cluster.services.items() if name != "redis"])
+    _stop([s for name, s in cluster.services.items() if name == "redis"])
     _stop_postgres(cluster)
     if purge:
         pg_root = Path(cluster.pg_data).parent

@@ -48,13 +48,12 @@ def directives_for(
 ) -> SynthesisDirectives:
     """Merge the PRDs whose status is in `statuses` into one round's directives.
 
-    Weights: each PRD adds (priority weight x failures) to every L1 it targets, the failures taken
-    from its `failure_counts` (1 per targeted L1 for a PRD without counts, e.g. an external one);
-    P0 weighs 8, P1 4, P2 2, P3 1. Of the `max_domains` L2 slots, each targeted L1 gets one
-    (heaviest first, while slots last) and the rest go in proportion to the weights
-    (highest-averages allocation, so the round's seeds follow the failure distribution),
-    and within an L1 first to the L2 domains its PRDs name (highest priority first), then to the
-    L1's other L2 domains in taxonomy order.
+    Weights: each PRD adds its failures to every L1 it targets, taken from its `failure_counts`
+    (1 per targeted L1 for a PRD without counts, e.g. an external one); priority orders the PRDs and
+    breaks ties. The `max_domains` L2 slots go to the L1s in proportion to the weights (Sainte-Lague
+    highest averages, so the round's seeds follow the failure distribution and a lightly failing
+    L1 may get none), and within an L1 first to the L2 domains its PRDs name (highest priority
+    first), then to the L1's other L2 domains in taxonomy order.
     """
     if max_domains < 1:
         raise ValueError(f"max_domains must be at least 1, got {max_domains}")
@@ -67,7 +66,8 @@ def directives_for(
     for prd in active:
         counts = prd.failure_counts or dict.fromkeys(prd.target_l1, 1)
         for key in prd.target_l1:
-            weight[key] = weight.get(key, 0.0) + prd.weight * max(1, counts.get(key, 1))
+            # the failures themselves, not the priority: the round should look like what failed
+            weight[key] = weight.get(key, 0.0) + max(1, counts.get(key, 1))
             named = [i for i in prd.target_l2 if tax.by_id(i).l1_key == key]
             candidates.setdefault(key, []).extend(i for i in named if i not in candidates[key])
     for key, ids in candidates.items():
@@ -78,12 +78,11 @@ def directives_for(
     order = sorted(weight, key=lambda k: -weight[k])  # stable: ties keep PRD priority order
     slots = dict.fromkeys(order, 0)
     total = min(max_domains, sum(len(candidates[k]) for k in order))
-    for key in order[:total]:
-        slots[key] = 1  # every targeted L1 is served once while slots last, heaviest first
-    for _ in range(total - sum(slots.values())):
-        # Highest averages (D'Hondt): the next slot goes where weight per slot already given is largest.
+    for _ in range(total):
+        # Highest averages (Sainte-Lague): the next slot goes where weight / (2 x slots + 1) is largest,
+        # the most proportional of the divisor methods, so the seeds follow the failure distribution.
         open_l1 = [k for k in order if slots[k] < len(candidates[k])]
-        chosen = max(open_l1, key=lambda k: (weight[k] / (slots[k] + 1), -order.index(k)))
+        chosen = max(open_l1, key=lambda k: (weight[k] / (2 * slots[k] + 1), -order.index(k)))
         slots[chosen] += 1
     kept = [k for k in order if slots[k] > 0]
     target_l2 = tuple(i for k in kept for i in candidates[k][: slots[k]])

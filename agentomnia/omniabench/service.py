@@ -95,6 +95,7 @@ class SplitSettings(BaseModel):
     ngram_threshold: float = 0.6
     embedding_threshold: float = 0.92
     seed: int = 0
+    max_per_cluster: int = 2  # items kept of a held-out near-duplicate cluster (the rest leave both sides)
     rebuild: bool = False  # replace an existing benchmark (results against the old one stop comparing)
 
 
@@ -120,7 +121,7 @@ def split_round(
         split, training = hold_out(
             tasks, embedder, fraction=settings.fraction, max_items=settings.max_items,
             ngram_threshold=settings.ngram_threshold, embedding_threshold=settings.embedding_threshold,
-            seed=settings.seed,
+            seed=settings.seed, max_per_cluster=settings.max_per_cluster,
         )  # fmt: skip
         split = split.in_round(round_key)
         held = set(split.task_ids)

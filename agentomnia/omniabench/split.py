@@ -142,11 +142,11 @@ def _near_pairs(
     return out
 
 
-def _allocate(sizes: Mapping[Stratum, int], total: int) -> dict[Stratum, int]:
-    """Proportional quotas per (split, L1, route) stratum summing to `total`: the floor of each exact
-    share, then one more slot at a time to the stratum furthest below its share. Ties go to the split,
-    then the L1 domain, then the route with the fewest slots so far, so small shares are spread over
-    the splits and domains rather than handed out in alphabetical order."""
+def _apportion(sizes: Mapping[Stratum, int], total: int, given: Mapping[Stratum, int]) -> dict[Stratum, int]:
+    """Largest remainder: the floor of each stratum's exact share of `total`, then one more slot at a
+    time to the stratum furthest below its share. Ties go to the split, then the L1 domain, then the
+    route with the fewest slots so far (counting those `given` to other strata), so small shares are
+    spread over the splits and domains rather than handed out in alphabetical order."""
     pool = sum(sizes.values())
     if pool == 0 or total <= 0:
         return dict.fromkeys(sizes, 0)
@@ -154,7 +154,7 @@ def _allocate(sizes: Mapping[Stratum, int], total: int) -> dict[Stratum, int]:
     quota = {k: min(sizes[k], math.floor(v)) for k, v in exact.items()}
     for _ in range(min(total, pool) - sum(quota.values())):
         per_axis: list[Counter[str]] = [Counter(), Counter(), Counter()]
-        for k, q in quota.items():
+        for k, q in [*given.items(), *quota.items()]:
             for axis in range(3):
                 per_axis[axis][k[axis]] += q
         open_strata = [k for k in sorted(sizes) if quota[k] < sizes[k]]
@@ -163,6 +163,20 @@ def _allocate(sizes: Mapping[Stratum, int], total: int) -> dict[Stratum, int]:
             key=lambda k: (round(quota[k] - exact[k], 9), *(per_axis[a][k[a]] for a in range(3))),
         )
         quota[best] += 1
+    return quota
+
+
+def _allocate(sizes: Mapping[Stratum, int], total: int) -> dict[Stratum, int]:
+    """Proportional quotas per (split, L1, route) stratum summing to `total`, routes first: each route
+    gets its share of `total`, then that share is apportioned over the route's split x L1 strata. One
+    largest-remainder pass over all strata would hand the remainders to the routes whose strata happen
+    to be larger, and a route made of single-task strata would get almost nothing."""
+    routes = sorted({k[2] for k in sizes})
+    by_route = {("", "", r): sum(n for k, n in sizes.items() if k[2] == r) for r in routes}
+    shares = _apportion(by_route, total, {})
+    quota: dict[Stratum, int] = {}
+    for r in routes:
+        quota.update(_apportion({k: n for k, n in sizes.items() if k[2] == r}, shares[("", "", r)], quota))
     return quota
 
 
@@ -187,7 +201,10 @@ def _cluster_drop(
     to (a direct neighbour when it has one, else the first item it is chained to)."""
     task = pool[i]
     direct = next((nb for nb in near if nb[0] in chosen), None)
-    tail = f"its near-duplicate cluster of {size} is held out with {len(chosen)} item(s) (cap {cap}), so it is in neither set"
+    tail = (
+        f"its near-duplicate cluster of {size} is held out with {len(chosen)} item(s) (cap {cap}), "
+        "so it is in neither set"
+    )
     if direct is None:
         other = pool[chosen[0]].id
         return DroppedCandidate(
@@ -203,8 +220,8 @@ def _cluster_drop(
 
 def _components(near_of: Sequence[Sequence[Near]]) -> list[list[int]]:
     """Connected components of the near-duplicate graph (union-find), each sorted, ordered by first index.
-    Chains count: if a is near b and b near c, all three are one cluster even when a and c are not,
-    because holding a out while training on c would still train on a's near twin b's twin."""
+    Chains count: when a is near b and b near c, the three are one cluster even if a and c are not,
+    because wherever b went, one of its near pairs would cross the split."""
     parent = list(range(len(near_of)))
 
     def root(i: int) -> int:
@@ -257,9 +274,10 @@ def hold_out(
 ) -> tuple[BenchmarkSplit, list[Task]]:
     """Split `tasks` into a held-out benchmark and the training rest.
 
-    About `fraction` of the pool is held out (at most `max_items`); the coverage pass may take more,
-    up to `coverage_cap` of the pool, so that every capability, atom, route and split appears. Features
-    it could not cover within that cap are listed under `strata["uncovered"]`. Near-duplicate clusters
+    About `fraction` of the pool is held out (at most `max_items`; a held-out cluster may overshoot the
+    fraction by up to `max_per_cluster - 1` items); the coverage pass may take more, up to
+    `coverage_cap` of the pool, so that every capability, atom, route and split appears. Features it
+    could not cover within that cap are listed under `strata["uncovered"]`. Near-duplicate clusters
     are held out whole: at most `max_per_cluster` members become items, the others are in `dropped`
     and in neither set. The result is a pure function of the tasks (in any order), the embedder and
     `seed`.
@@ -305,7 +323,8 @@ def hold_out(
 
     def pick(c: int, k: int) -> list[int]:
         # Up to k members, each the one adding most still-uncovered features; seeded order breaks ties.
-        rest, chosen, gained = list(clusters[c]), [], set()
+        rest, chosen = list(clusters[c]), []
+        gained: set[str] = set()
         for _ in range(min(k, len(rest))):
             best = max(rest, key=lambda i: len((features[i] & uncovered) - gained))
             rest.remove(best)
@@ -335,16 +354,17 @@ def hold_out(
             break
         best, best_key = -1, (0, 0, 0, 0)
         for c in options:
-            k = min(max_per_cluster, len(clusters[c]), room)
-            gain = len(set().union(*(features[i] for i in pick(c, k))) & uncovered)
-            key = (gain, -per_stratum[home[c]], k - len(clusters[c]), -c)
+            take = min(max_per_cluster, len(clusters[c]), room)
+            gain = len(set().union(*(features[i] for i in pick(c, take))) & uncovered)
+            key = (gain, -per_stratum[home[c]], take - len(clusters[c]), -c)
             if best < 0 or key > best_key:
                 best, best_key = c, key
         admit(best, min(max_per_cluster, len(clusters[best]), room))
 
     # Stratified fill: proportional quotas over split x L1 x route, sized by what each stratum's
     # clusters can give (a template family counts as its capped members, not its whole size); the
-    # stratum furthest below its quota takes its next cluster in seeded order.
+    # stratum furthest below its quota, within the route furthest below its own, takes its next
+    # cluster in seeded order.
     capacity: Counter[Stratum] = Counter()
     queues: dict[Stratum, list[int]] = defaultdict(list)
     for c, members in enumerate(clusters):
@@ -352,13 +372,26 @@ def hold_out(
         if c not in decided:
             queues[home[c]].append(c)
     quota = _allocate(capacity, target)
+    route_quota: Counter[str] = Counter()
+    for k, slots in quota.items():
+        route_quota[k[2]] += slots
     while len(held) < target:
         open_strata = sorted(k for k, q in queues.items() if q)
         if not open_strata:
             break
-        stratum = min(open_strata, key=lambda k: (per_stratum[k] - quota[k], -len(queues[k])))
+        # The route furthest below its share first: a cluster gives up to `max_per_cluster` items at
+        # once, and a route of template families would otherwise overshoot at the others' expense.
+        per_route: Counter[str] = Counter()
+        for k, got in per_stratum.items():
+            per_route[k[2]] += got
+        stratum = min(
+            open_strata,
+            key=lambda k: (per_route[k[2]] - route_quota[k[2]], per_stratum[k] - quota[k], -len(queues[k])),
+        )
         c = queues[stratum].pop(0)
-        admit(c, min(max_per_cluster, len(clusters[c]), target - len(held)))
+        # A cluster keeps its capped members even past the target (within `cap`, so never past
+        # `max_items`): cutting it to the last free slot would lose more training tasks per item.
+        admit(c, min(max_per_cluster, len(clusters[c]), cap - len(held)))
 
     held_set = set(held)
     bench = [pool[i] for i in sorted(held, key=lambda i: pool[i].id)]

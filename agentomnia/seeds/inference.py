@@ -625,6 +625,17 @@ def validate_candidate(c: EnvCandidate, seed: Seed) -> None:
             raise CandidateInvalid(f"operations invent far more writes than the seed offers: {missing[:3]}")
 
 
+def _composed_for(seed: Seed, taxonomy: Taxonomy) -> Domain | None:
+    """The domain a seed was composed for by a PRD round (its provenance, not a guess), if any.
+
+    Seeds from the corpus keep being placed by inference even when they carry a label: the label is
+    what inference is measured against there."""
+    tid = seed.metadata.get("taxonomy_id")
+    if seed.metadata.get("origin") != "prd" or not isinstance(tid, int) or tid not in taxonomy:
+        return None
+    return taxonomy.by_id(tid)
+
+
 def infer_candidates(
     seeds: Sequence[Seed], matcher: DomainMatcher, llm: LLM | None = None
 ) -> tuple[list[EnvCandidate], list[tuple[Seed, str]]]:
@@ -634,6 +645,7 @@ def infer_candidates(
     out: list[EnvCandidate] = []
     failed: list[tuple[Seed, str]] = []
     for seed, (domain, sim, ov, top) in zip(seeds, matches, strict=True):
+        domain = _composed_for(seed, matcher.taxonomy) or domain
         try:
             cand = (
                 propose_llm(seed, llm, domain, sim, ov, top)

@@ -86,7 +86,9 @@ def _evolve(home: Path, small: dict) -> None:  # type: ignore[type-arg]
     assert failures and all(f.tags for f in failures)
     with DagsterInstance.ephemeral() as instance:
         instance.add_dynamic_partitions("rounds", ["r0"])
-        tick = omniabench_failure_sensor(build_sensor_context(instance=instance, resources=defs.resources))
+        tick = omniabench_failure_sensor(
+            build_sensor_context(instance=instance, resources={"storage": defs.resources["storage"]})
+        )
         assert isinstance(tick, SensorResult) and tick.run_requests
         request = tick.run_requests[0]
         assert request.partition_key == "r1" and request.tags["agentomnia/parent_round"] == "r0"

@@ -36,11 +36,10 @@ from tests.e2e.ui_support import (
     expand_all_groups,
     free_port,
     headless_chromium,
+    shown,
     visit,
     wait_until,
 )
-
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
 ROUND = "r1"  # not the base round: raw_seeds then reads only the inbox under $AGENTOMNIA_HOME/seeds/
@@ -246,6 +245,18 @@ def _finished_run(gql: GraphQL, servers: DagsterServers, run_id: str) -> dict[st
     return run
 
 
+def test_elided_graph_labels_count_as_shown() -> None:
+    # the zoomed-out graph elides the middle of long names; anything else must be the whole name
+    page = "Global asset lineage\nenviro…_candidates\nraw_seeds\nveri…_trajectories"
+    assert shown(page, "environment_candidates") and shown(page, "verified_trajectories")
+    assert shown(page, "raw_seeds")
+    assert not shown(page, "environment_stats") and not shown(page, "rl_dataset")
+    assert not shown("…", "dag_tasks"), "a bare ellipsis must not match every name"
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_ui_serves_assets_materializes_a_round_and_renders_it(
     servers: DagsterServers, artifacts: Path, tmp_path: Path
 ) -> None:

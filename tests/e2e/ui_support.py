@@ -282,10 +282,7 @@ def headless_chromium(
         raise AssertionError(
             "selenium is not installed in the venv: run `make install` (dev extras)"
         ) from exc
-    # Selenium Manager would try to fetch a driver; an explicit driver path skips it, and this
-    # keeps it offline should a later Selenium consult it anyway
-    os.environ.setdefault("SE_OFFLINE", "true")
-    os.environ.setdefault("SE_AVOID_STATS", "true")
+    # an explicit driver path makes Selenium skip Selenium Manager, which would try to download one
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile_dir}", f"--window-size={window[0]},{window[1]}"):

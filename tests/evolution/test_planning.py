@@ -40,7 +40,7 @@ def _prd(prd_id: str, priority: str, l1: list[str], l2: list[int], **extra: obje
     )
 
 
-def test_directives_weigh_l1_domains_by_priority_and_failures() -> None:
+def test_directives_weigh_l1_domains_by_failures() -> None:
     prds = [
         _prd(
             "A",
@@ -63,12 +63,12 @@ def test_directives_weigh_l1_domains_by_priority_and_failures() -> None:
     ]
     d = directives_for(prds, "r2", max_domains=5, seeds_per_domain=3)
     assert d.round == "r2" and d.prd_ids == ("A", "B")  # C is only proposed
-    # weights: Lifestyle 8 x 6 = 48, Finance 8 x 2 = 16, Data Analysis 2 x 1 (no counts given) = 2
+    # weights are the failures: Lifestyle 6, Finance 2, Data Analysis 1 (no counts given)
     assert d.weights == pytest.approx(
-        {"toc/Lifestyle": 48 / 66, "tob/Finance": 16 / 66, "toe/Data Analysis": 2 / 66}, abs=1e-6
+        {"toc/Lifestyle": 6 / 9, "tob/Finance": 2 / 9, "toe/Data Analysis": 1 / 9}, abs=1e-6
     )
     assert d.target_l1 == ("toc/Lifestyle", "tob/Finance", "toe/Data Analysis")
-    # one slot per L1 first, then by highest averages: Lifestyle 48/2 = 24 beats Finance 16/2 = 8
+    # Sainte-Lague over 5 slots: quotients 6, 2 (tie goes to Lifestyle), 2, 1.2, 1 -> L, L, F, L, D
     tax = taxonomy_index()
     per_l1 = [tax.by_id(i).l1_key for i in d.target_l2]
     assert per_l1.count("toc/Lifestyle") == 3 and per_l1.count("tob/Finance") == 1

@@ -1,0 +1,50 @@
+"""`agentomnia omniabench` and `agentomnia evolution`: clear errors before anything exists, then the
+report and the status read what an evaluation and a PRD round left behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agentomnia.evolution import example_prd_path, read_prd_file
+from agentomnia.omniabench.store import FailureStore
+from agentomnia.storage import Storage, save_records
+from tests.omniabench.builders import approve_task, make_failure, result_of
+from tests.test_cli import _cli
+
+
+def test_benchmark_commands_explain_what_is_missing(home: Path) -> None:
+    run = _cli("omniabench", "run", "--policy", "baseline:heuristic", home=home)
+    assert run.returncode == 1 and "omniabench_split" in run.stderr
+    report = _cli("omniabench", "report", "--round", "r0", home=home)
+    assert report.returncode == 1 and "omniabench run" in report.stderr
+    bad = _cli("omniabench", "run", "--policy", "gpt", home=home)
+    assert bad.returncode == 1
+
+
+def test_report_and_status_read_the_stored_round(home: Path) -> None:
+    store = Storage(home)
+    task = approve_task()
+    results = [result_of(task, trial=k, passed=k == 0, score=float(k == 0)) for k in range(2)]
+    save_records(store.artifact("omniabench_eval", "r0", "baseline_test.parquet"), results)
+    report = _cli("omniabench", "report", "--round", "r0", "--json", home=home)
+    assert report.returncode == 0, report.stderr
+    data = json.loads(report.stdout)["policies"]
+    [(policy, rep)] = data.items()
+    assert rep["overall"]["pass_at_1"] == 0.5
+    failures = FailureStore(store.lineage_path)
+    failures.start("ev-1", "r0", policy, "bench", tasks=1, trials=2)
+    failures.add_failures([make_failure(1, eval_id="ev-1")])
+    failures.finish("ev-1", 0.5)
+    prd = read_prd_file(example_prd_path())
+    save_records(store.artifact("prds", "r1"), [prd.in_round("r1")])  # type: ignore[union-attr]
+    (store.artifact_dir("prd_alignment", "r1") / "alignment.json").write_text(
+        json.dumps({"round": "r1", "parent_round": "r0", "kl_round": 0.4, "kl_previous": 1.9})
+    )
+    status = _cli("evolution", "status", "--json", home=home)
+    assert status.returncode == 0, status.stderr
+    rounds = {r["round"]: r for r in json.loads(status.stdout)["rounds"]}
+    assert rounds["r0"]["evaluations"][0]["pass_at_1"] == 0.5
+    assert rounds["r1"]["kl_round"] == 0.4 and rounds["r1"]["prds"][0]["id"] == prd.prd_id  # type: ignore[union-attr]
+    text = _cli("evolution", "status", home=home).stdout
+    assert "KL(round||failures) 0.400 vs KL(previous||failures) 1.900" in text
