@@ -16,7 +16,6 @@ export DO_NOT_TRACK := 1
 
 .PHONY: install run ui test lint typecheck pytest init clean
 
-include tests/e2e/browser.mk
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=... to another 3.11)"; exit 1; }
@@ -24,7 +23,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first: the CPU wheel on this machine's disk; a plain requirement would pull a CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -e ".[dev,distributed]"
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
@@ -46,9 +45,9 @@ lint: install
 	$(BIN)/ruff format --check .
 
 typecheck: install
-	$(BIN)/mypy agentomnia agentomnia_assets resources jobs sensors trainers
+	$(BIN)/mypy agentomnia agentomnia_assets resources jobs sensors trainers deploy
 
-pytest: install browser
+pytest: install browser distributed-packages
 	$(BIN)/pytest
 
 ## tests, lint and type check
@@ -56,3 +55,7 @@ test: install pytest lint typecheck
 
 clean:
 	rm -rf $(VENV) .agentomnia .pytest_cache .mypy_cache .ruff_cache
+
+# building blocks of the test run: the browser for the UI test, the services for the distributed one
+include tests/e2e/browser.mk
+include deploy/celery.mk

@@ -491,6 +491,7 @@ def cmd_omniabench_run(args: argparse.Namespace) -> Result:
         outcome = run_evaluation(
             storage, box, LineageStore(storage.lineage_path), policy=args.policy, round_key=args.round,
             trials=args.trials, max_steps=args.max_steps, llm=_configured_llm(), limit=args.limit,
+            source="imported" if args.imported else "benchmark",
         )  # fmt: skip
     except NoBenchmark as exc:
         raise CLIError(str(exc)) from exc
@@ -592,6 +593,50 @@ def cmd_evolution_status(args: argparse.Namespace) -> Result:
     if not rounds:
         lines.append("no rounds yet; `agentomnia run` makes the first")
     return {"home": str(storage.root), "rounds": out}, "\n".join(lines)
+
+
+def cmd_export_omniabench(args: argparse.Namespace) -> Result:
+    from agentomnia.interop import export_omniabench
+
+    summary = export_omniabench(args.round, Path(args.out), verify=not args.no_verify)
+    lines = [
+        f"exported round {args.round} to {summary.out_dir}: {summary.environments} environments, "
+        f"{summary.tasks} tasks ({', '.join(f'{k} {v}' for k, v in sorted(summary.by_route.items()))})",
+        f"  check functions {summary.checklist_functions} (derived {summary.derived_checks}), "
+        f"answer verifiers {summary.answer_verifiers}, judge-only items {summary.judge_only_items}",
+    ]
+    lines += [f"  skipped {s.task_id}: {s.reason}" for s in summary.skipped]
+    return summary.model_dump(mode="json"), "\n".join(lines)
+
+
+def cmd_import_omniabench(args: argparse.Namespace) -> Result:
+    from agentomnia.interop import import_omniabench
+
+    summary = import_omniabench(
+        args.files, round_key=args.round, domain_map=args.domain_map, taxonomy_id=args.taxonomy_id,
+        route=args.route, verify=not args.no_verify,
+    )  # fmt: skip
+    lines = [
+        f"imported {summary.tasks} tasks on {summary.environments} environments from {len(summary.files)} files "
+        f"into round {args.round}; {len(summary.rejected)} rejected",
+        f"  evaluate them with: agentomnia omniabench run --policy P --round {args.round} --imported",
+    ]
+    lines += [f"  rejected {r.file}#{r.index} ({r.stage}): {r.reason}" for r in summary.rejected[:30]]
+    if summary.unknown_fields:
+        lines.append(
+            "  kept unknown fields: " + ", ".join(f"{k} x{v}" for k, v in summary.unknown_fields.items())
+        )
+    return summary.model_dump(mode="json"), "\n".join(lines)
+
+
+def cmd_export_mcp(args: argparse.Namespace) -> Result:
+    from agentomnia.interop import serve_environment
+
+    folder = Path(args.dir)
+    if not (folder / "env.py").exists() or not (folder / "tools.json").exists():
+        raise CLIError(f"{folder} is not an environment bundle (it needs env.py and tools.json)")
+    serve_environment(folder)  # serves on stdio until the client disconnects
+    return {"served": str(folder)}, ""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -746,6 +791,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=20, help="assistant turns per run")
     p.add_argument("--limit", type=int, default=0, help="only the first N benchmark tasks (0 = all)")
     p.add_argument("--workers", type=int, default=2, help="sandbox worker processes")
+    p.add_argument(
+        "--imported", action="store_true", help="evaluate the tasks `import omniabench` filed under the round"
+    )
     p = verb(
         omnia,
         "report",
@@ -762,6 +810,40 @@ def build_parser() -> argparse.ArgumentParser:
         "status",
         cmd_evolution_status,
         "rounds, their PRDs with priorities, evaluations and KL alignment",
+    )
+    export = verbs.add_parser("export", help="hand data to other tools").add_subparsers(
+        dest="export_verb", required=True
+    )
+    p = verb(
+        export, "omniabench", cmd_export_omniabench, "a round's environments and tasks as OmniaBench items"
+    )
+    p.add_argument("--round", default="r0")
+    p.add_argument("--out", required=True, help="folder for environments.json, route1..4.json, manifest.json")
+    p.add_argument(
+        "--no-verify", action="store_true", help="skip building each environment the OmniaBench way"
+    )
+    p = verb(export, "mcp", cmd_export_mcp, "serve one environment bundle as an MCP server on stdio")
+    p.add_argument("dir", help="environment bundle folder ($AGENTOMNIA_HOME/envs/<env_id>)")
+    imp = verbs.add_parser("import", help="bring data from other tools").add_subparsers(
+        dest="import_verb", required=True
+    )
+    p = verb(
+        imp,
+        "omniabench",
+        cmd_import_omniabench,
+        "OmniaBench route JSON files -> tasks the runner can evaluate",
+    )
+    p.add_argument(
+        "files", nargs="+", help="route*.json files (with environments.json next to them if separate)"
+    )
+    p.add_argument("--round", default="r0", help="round to file the imported tasks under")
+    p.add_argument("--domain-map", help="task_domain_map.csv giving each item its taxonomy domain")
+    p.add_argument("--taxonomy-id", type=int, help="domain for items the map does not cover")
+    p.add_argument(
+        "--route", choices=["route1", "route2", "route3", "route4"], help="route when file names do not say"
+    )
+    p.add_argument(
+        "--no-verify", action="store_true", help="do not load each environment in the sandbox first"
     )
     return parser
 

@@ -42,7 +42,9 @@ class SplitConfig(Config):
     max_items: int = 0  # 0 = no cap
     ngram_threshold: float = 0.6  # word 3-gram Jaccard at or above which two queries are near-duplicates
     embedding_threshold: float = 0.92  # embedding cosine at or above which two queries are near-duplicates
-    max_per_cluster: int = 2  # benchmark items kept from one near-duplicate cluster; the rest leave training too
+    max_per_cluster: int = (
+        2  # benchmark items kept from one near-duplicate cluster; the rest leave training too
+    )
     rebuild: bool = False  # replace the existing benchmark (earlier results stop being comparable)
 
 
@@ -188,12 +190,14 @@ def noop_scores_zero(context, storage: StorageResource, sandbox: SandboxResource
 
 
 class EvalConfig(Config):
-    policies: list[str] = [
-        "baseline:heuristic"
-    ]  # specs; "checkpoint" = this round's trained model (hf:<path>)
+    # policy specs (see agentomnia.omniabench.policies); "checkpoint" is this round's trained model as
+    # hf:<path>. Two or more policies also give the L1 scatter of the first two (paper Figure 17).
+    policies: list[str] = ["baseline:heuristic"]
     trials: int = 3
     max_steps: int = 20
     limit: int = 0  # evaluate only the first N benchmark items (0 = all)
+    checkpoint_trials: int = 1  # trials for hf: policies (greedy decoding repeats itself)
+    max_new_tokens: int = 256  # per assistant turn of hf: policies
 
 
 def _resolve(spec: str, store: Storage, round_key: str) -> str | None:
@@ -236,9 +240,12 @@ def omniabench_eval(
         if policy is None:
             skipped.append(f"{spec}: no trained checkpoint in round {round_key}")
             continue
+        local = policy.startswith("hf:")
         outcome = run_evaluation(
-            store, box, lineage.get(), policy=policy, round_key=round_key, trials=config.trials,
-            max_steps=config.max_steps, llm=llm.get(), embedder=None, run_id=context.run_id, limit=config.limit,
+            store, box, lineage.get(), policy=policy, round_key=round_key,
+            trials=config.checkpoint_trials if local else config.trials, max_steps=config.max_steps,
+            llm=llm.get(), embedder=None, run_id=context.run_id, limit=config.limit,
+            policy_options={"max_new_tokens": config.max_new_tokens} if local else None,
         )  # fmt: skip
         context.log.info(f"{outcome.policy}: pass@1 {outcome.report.overall.pass_at_1:.3f}")
         outcomes.append(outcome)

@@ -20,6 +20,7 @@ from agentomnia.envs.spec import EnvSpec
 from agentomnia.evolution.directives import SynthesisDirectives
 from agentomnia.lineage import Edge, LineageRow, lineage_row
 from agentomnia.omniabench.service import bundles_for
+from agentomnia.records import content_hash
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.storage import Storage, load_records, read_parquet, save_records, write_parquet
 from agentomnia.tasks.dag.synth import check_task, summarize_tasks, synthesize_dag_tasks
@@ -75,7 +76,7 @@ def _publish_tasks(
     edges = [Edge(child=t.id, parent=t.env_id, relation="task_on") for t in tasks]
     reasons = Counter((r.env_id, r.kind, r.stage, r.reason[:160]) for r in rejected)
     for (env_id, kind, stage, reason), n in reasons.items():
-        rid = f"rej-{asset_name}-{round_key}-{abs(hash((env_id, kind, stage, reason))) % 10**12}"
+        rid = f"rej-{asset_name}-{round_key}-{content_hash([env_id, kind, stage, reason], 12)}"
         rows.append(
             LineageRow(
                 id=rid,

@@ -36,6 +36,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -98,9 +99,10 @@ def name_words(name: str) -> list[str]:
 
 
 def singular(word: str) -> str:
+    """A plural noun's singular, by spelling ("stories", "addresses", "boxes", "purchases")."""
     if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "y"
-    if word.endswith(("ses", "xes", "ches", "shes")) and len(word) > 4:
+    if word.endswith(("sses", "xes", "ches", "shes")) and len(word) > 4:
         return word[:-2]
     if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
         return word[:-1]
@@ -145,17 +147,22 @@ class ToolView:
     required: tuple[str, ...]
     read: bool
 
-    @property
-    def words(self) -> list[str]:
-        return name_words(self.name)
+    @cached_property
+    def words(self) -> tuple[str, ...]:
+        return tuple(name_words(self.name))
 
     @property
     def verb(self) -> str:
         return self.words[0] if self.words else ""
 
-    @property
+    @cached_property
     def nouns(self) -> frozenset[str]:
         return frozenset(singular(w) for w in self.words[1:])
+
+    @cached_property
+    def topic(self) -> frozenset[str]:
+        """The nouns of its name and description: what records it is about ("List today's stories")."""
+        return self.nouns | {singular(w) for w in words_of(self.description)}
 
     @property
     def text(self) -> str:
@@ -227,7 +234,6 @@ class ToolIndex:
                 if named and example and all(e.key != param for e in self.entities):
                     words = tuple(singular(w) for w in words_of(named.group(1).replace("_", " ")))
                     self.entities.append(Entity(words, param, example.group(1)))
-        self.by_prefix = {e.prefix: e for e in self.entities}
         self.reads = [t for t in self.tools if t.read]
         self.writes = [t for t in self.tools if not t.read]
 
@@ -242,6 +248,10 @@ class ToolIndex:
         if not self.tools:
             return np.zeros(0)
         return self.vectors @ self.embedder.embed([text])[0]
+
+    def similarities(self, text: str) -> dict[str, float]:
+        """Tool name -> cosine similarity of its text to `text`."""
+        return {t.name: float(s) for t, s in zip(self.tools, self.similarity(text), strict=True)}
 
     def param_prefix(self, tool: ToolView, param: str) -> str | None:
         """The id prefix a parameter takes: its own example, the type it names ("id of a tag"), or the
@@ -610,8 +620,10 @@ _CLAUSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                    r"(?:\s*\((?P<paren>.*)\)|\s*:\s*(?P<colon>.*)|\s+with\s+(?P<with>.*))?$"),
         ("delete", r"^(?:please\s+)?(?:remove|delete)\s+(?P<subject>.+?)(?:;\s*it is no longer needed)?$"),
         ("delete", r"^(?:please\s+)?take\s+(?P<subject>.+?)\s+out of the system$"),
-        ("assign", r"^(?:please\s+)?reassign\s+(?P<subject>.+?)\s+so its\s+(?P<attr>.+?)\s+is\s+(?P<target>.+)$"),
-        ("assign", r"^(?:please\s+)?point the\s+(?P<attr>.+?)\s+of\s+(?P<subject>.+?)\s+(?:to|at)\s+(?P<target>.+)$"),
+        ("assign", r"^(?:please\s+)?reassign\s+(?P<subject>.+?)\s+so its\s+(?P<attr>.+?)\s+is\s+"
+                   r"(?P<target>.+)$"),
+        ("assign", r"^(?:please\s+)?point the\s+(?P<attr>.+?)\s+of\s+(?P<subject>.+?)\s+(?:to|at)\s+"
+                   r"(?P<target>.+)$"),
         ("transition", rf"^(?:please\s+)?mark\s+(?P<subject>.+?)\s+as\s+{_STATE}{_SETTING}$"),
         ("transition", rf"^(?:please\s+)?move\s+(?P<subject>.+?)\s+to\s+{_STATE}{_SETTING}$"),
         ("transition", rf"^(?P<subject>.+?)\s+should now be\s+{_STATE}{_SETTING}$"),
@@ -870,7 +882,7 @@ class Memory:
             if obs.ok and (tool is None or not tool.read):
                 last = n
         # A write may change any record, so only what was read at or after the latest write is current.
-        self.fresh = self.results[max(last, 0) :] if last >= 0 else self.results
+        self.fresh = self.results[max(last, 0) :]
 
     def fetch(self, tool: ToolView, args: dict[str, Any], why: str) -> Any:
         """The data of a current read with these arguments, or _Need it; a failed one is final."""
@@ -976,11 +988,12 @@ class HeuristicAgent:
                 continue
             # The new record's own id is the id in the result that the call did not pass in.
             passed = {v for v in args.values() if isinstance(v, str)}
-            ids = [(k, v) for k, v in data.items() if _id_prefix(v) and v not in passed]
+            ids = [v for v in data.values() if _id_prefix(v) and v not in passed]
             known = self.index.entity_named(entity)
-            own = [v for k, v in ids if known is not None and k == known.key] or [v for _, v in ids]
-            if len(own) == 1 or (own and known is not None):
-                return str(own[0]), dict(data)
+            if known is not None and _id_prefix(data.get(known.key)):
+                return str(data[known.key]), dict(data)
+            if len(ids) == 1:
+                return str(ids[0]), dict(data)
             raise _Unresolved(f"cannot tell which id in the result is the new {' '.join(wanted)}")
         raise _Unresolved(f"no new {' '.join(wanted)} was created")
 
@@ -1037,8 +1050,10 @@ class HeuristicAgent:
             raise _Unresolved(f"no record type called {' '.join(ref.words)!r}")
         for tool in self.index.reads:
             labels = [
-                p for p, s in tool.properties.items()
-                if p != entity.key and s.get("type", "string") == "string" and not s.get("enum") and p not in _NEVER_FILLED
+                p
+                for p, schema in tool.properties.items()
+                if p != entity.key and p not in _NEVER_FILLED
+                and schema.get("type", "string") == "string" and not schema.get("enum")
             ]  # fmt: skip
             if tool.verb != "find" or entity.key not in tool.properties or tool.required or len(labels) != 1:
                 continue
@@ -1067,8 +1082,7 @@ class HeuristicAgent:
 
     def _rank_writes(self, step: Step, prefix: str | None) -> list[tuple[float, ToolView, str | None]]:
         """Write tools for a step, best first: (score, tool, the parameter that takes the subject)."""
-        similarity = self.index.similarity(step.text)
-        position = {t.name: n for n, t in enumerate(self.index.tools)}
+        similarity = self.index.similarities(step.text)
         ranked: list[tuple[float, ToolView, str | None]] = []
         made = self.index.entity_named(step.entity) if step.op == "create" else None
         for tool in self.index.writes:
@@ -1081,11 +1095,11 @@ class HeuristicAgent:
                 key = keys[0]
             elif made is not None and made.key in tool.required:
                 continue  # it acts on a record of that kind that exists already
-            matched = [_match_param(label, tool) for label, _ in step.pairs]
+            matched = [_match_param(label, tool, key) for label, _ in step.pairs]
             covered = {m for m in matched if m is not None}
             uncovered = [p for p in tool.required if p != key and p not in covered]
             score = 2.0 * len(covered) - 2.0 * (len(matched) - len(covered)) - 3.0 * len(uncovered)
-            score += self._cue(step, tool) + 0.5 * float(similarity[position[tool.name]])
+            score += self._cue(step, tool) + 0.5 * similarity[tool.name]
             ranked.append((score, tool, key))
         ranked.sort(key=lambda r: -r[0])
         return ranked
@@ -1095,10 +1109,9 @@ class HeuristicAgent:
         words = tool.words
         described = words_of(tool.description)[:1]
         if step.op == "create":
-            nouns = tool.nouns | {singular(w) for w in words_of(tool.description)}
-            head = 2.0 if step.entity and step.entity[-1] in nouns else 0.0
+            head = 2.0 if step.entity and step.entity[-1] in tool.topic else 0.0
             verb = 1.0 if tool.verb in CREATE_VERBS or (described and described[0] in CREATE_VERBS) else 0.0
-            return head + 0.5 * len(set(step.entity[:-1]) & nouns) + verb
+            return head + 0.5 * len(set(step.entity[:-1]) & tool.topic) + verb
         if step.op == "delete":
             return 3.0 if tool.verb in DELETE_VERBS or (described and described[0] in DELETE_VERBS) else -1.0
         if step.op == "transition":
@@ -1135,7 +1148,7 @@ class HeuristicAgent:
         _, tool, key = ranked[0]
         args: dict[str, Any] = {key: subject} if key is not None else {}
         for label, phrase in step.pairs:
-            param = _match_param(label, tool)
+            param = _match_param(label, tool, key)
             if param is not None:
                 args[param] = self._typed(phrase, tool.properties[param], plan.quoted, memory)
         if step.op == "transition":
@@ -1172,9 +1185,8 @@ class HeuristicAgent:
         clause = Seen(step.text, ok, dict(self.index.prefixes))
         whole = Seen(plan.request, ok, dict(self.index.prefixes))
         tools = [t for t in self.index.writes if t.name in step.verbs]
-        similarity = self.index.similarity(step.text)
-        position = {t.name: n for n, t in enumerate(self.index.tools)}
-        tools.sort(key=lambda t: -float(similarity[position[t.name]]))
+        similarity = self.index.similarities(step.text)
+        tools.sort(key=lambda t: -similarity[t.name])
         problems: list[str] = []
         for tool in tools:
             filled, missing = fill(tool, clause, made, whole)
@@ -1270,10 +1282,9 @@ class HeuristicAgent:
                 continue
             if ("query" in tool.properties) != search or {"start", "end"} & set(tool.required):
                 continue
-            nouns = tool.nouns | {singular(w) for w in words_of(tool.description)}
-            if not wanted or wanted[-1] not in nouns:
+            if not wanted or wanted[-1] not in tool.topic:
                 continue
-            score = sum(w in nouns for w in wanted) + (1.0 if tool.verb in ("list", "search") else 0.0)
+            score = sum(w in tool.topic for w in wanted) + (1.0 if tool.verb in ("list", "search") else 0.0)
             options.append((score - 0.1 * len(tool.properties), tool))
         if not options:
             raise _Unresolved(f"no tool lists {' '.join(kind)} by {', '.join(sorted(filters)) or 'nothing'}")
@@ -1289,10 +1300,9 @@ class HeuristicAgent:
                 continue
             if self.index.is_key(tool, params[0]):
                 continue  # the tool reads that record itself, not the records that refer to it
-            nouns = tool.nouns | {singular(w) for w in words_of(tool.description)}
-            if not wanted or wanted[-1] not in nouns:
+            if not wanted or wanted[-1] not in tool.topic:
                 continue
-            score = sum(w in nouns for w in wanted) + (1.0 if tool.verb == "list" else 0.0)
+            score = sum(w in tool.topic for w in wanted) + (1.0 if tool.verb == "list" else 0.0)
             options.append((score - 0.1 * len(tool.properties), tool, params[0]))
         if not options:
             raise _Unresolved(f"no tool lists {' '.join(kind)} by a {prefix} record")
@@ -1304,8 +1314,7 @@ class HeuristicAgent:
         wanted = [singular(w) for w in words_of(whose.group("kind"))]
         for tool in self.index.reads:
             options = tool.properties.get("group_by", {}).get("enum") or []
-            nouns = tool.nouns | {singular(w) for w in words_of(tool.description)}
-            if attr not in options or not wanted or wanted[-1] not in nouns:
+            if attr not in options or not wanted or wanted[-1] not in tool.topic:
                 continue
             data = memory.fetch(tool, {"group_by": attr}, whose.group(0))
             groups = data.get("groups") if isinstance(data, Mapping) else None
@@ -1432,25 +1441,25 @@ class HeuristicAgent:
                     return read
         ok = [o for o in results if o.ok]
         answer = dict(self._answers) if plan.fields else build_answer(request, ok) if plan.questions else {}
-        skipped = "".join(f" Not done: {unmask(k, plan.quoted)} ({v})." for k, v in self._skipped.items())
+        skipped = "".join(
+            f" Not done: {unmask(k, plan.quoted)} ({unmask(v, plan.quoted)})."
+            for k, v in self._skipped.items()
+        )
         done = sum(o.ok for o in results)
         return assistant_message(
             f"I made {len(results)} tool calls ({done} succeeded).{skipped} " + answer_block(answer)
         )
 
 
-def _match_param(label: Sequence[str], tool: ToolView) -> str | None:
-    """The parameter a field phrase names ("planned km" -> planned_km, "tag" -> tag_id,
-    "nominated by" -> nominated_by_id)."""
+def _match_param(label: Sequence[str], tool: ToolView, taken: str | None = None) -> str | None:
+    """The parameter a field phrase names ("planned km" -> planned_km, "tag" -> tag_id); never
+    `taken`, the parameter that already holds the record the clause is about."""
     wanted = [singular(w) for w in label]
-    loose: str | None = None
     for param in tool.properties:
         words = [singular(w) for w in name_words(param)]
-        if words == wanted or words == [*wanted, "id"]:
+        if param != taken and (words == wanted or words == [*wanted, "id"]):
             return param
-        if loose is None and words[-1:] == ["id"] and words[: len(wanted)] == wanted:
-            loose = param
-    return loose
+    return None
 
 
 def _count_of(data: Any) -> int:

@@ -32,7 +32,7 @@ from agentomnia.omniabench.metrics import EvalReport, report
 from agentomnia.omniabench.models import BenchmarkSplit, DroppedCandidate, EvalResult
 from agentomnia.omniabench.policies import make_policy
 from agentomnia.omniabench.runner import evaluate
-from agentomnia.omniabench.split import exclude_near, hold_out
+from agentomnia.omniabench.split import benchmark_item, exclude_near, hold_out
 from agentomnia.omniabench.store import FailureStore
 from agentomnia.records import content_hash
 from agentomnia.sandbox.bundle import Bundle
@@ -76,6 +76,21 @@ def require_benchmark(store: Storage) -> tuple[BenchmarkSplit, list[Task]]:
     if found is None:
         raise NoBenchmark(store.root / "benchmark")
     return found
+
+
+class NoImportedTasks(NoBenchmark):
+    def __str__(self) -> str:
+        return f"no imported tasks at {self.args[0]}; run `agentomnia import omniabench FILE...` for this round first"
+
+
+def imported_split(store: Storage, round_key: str) -> tuple[BenchmarkSplit, list[Task]]:
+    """Tasks `agentomnia import omniabench` filed under a round, posed as a benchmark of their own."""
+    path = store.artifact("omniabench_import", round_key)
+    if not path.exists():
+        raise NoImportedTasks(path)
+    tasks = load_records(path, Task)
+    split = BenchmarkSplit(items=tuple(benchmark_item(t) for t in tasks), thresholds={}).in_round(round_key)
+    return split, tasks
 
 
 def _save_benchmark(store: Storage, split: BenchmarkSplit, tasks: Sequence[Task]) -> Path:
@@ -207,10 +222,11 @@ def run_evaluation(
     limit: int = 0,
     policy_options: Mapping[str, Any] | None = None,
     on_result: Callable[[EvalResult], None] | None = None,
+    source: str = "benchmark",
 ) -> EvaluationOutcome:
     """Evaluate `policy` (a spec, see `policies.make_policy`) on the benchmark with `trials` runs per
     task; store the results, the report, the failures (failure table + lineage)."""
-    split, tasks = require_benchmark(store)
+    split, tasks = imported_split(store, round_key) if source == "imported" else require_benchmark(store)
     if limit:
         tasks = tasks[:limit]
     bundles = bundles_for(store, tasks)

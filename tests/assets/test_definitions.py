@@ -62,18 +62,33 @@ def test_lineage_order_of_the_synthesis_stages() -> None:
     assert parents("selected_environment_seeds") == {"environment_candidates"}
     assert parents("state_specs") == {"selected_environment_seeds"}
     assert parents("environments") == {"toolsets"}
-    assert parents("trajectories") == {"dag_tasks", "program_tasks", "solver_tasks"}
+    # training sees the round's tasks only through the benchmark split, which holds items out
+    assert parents("omniabench_split") == {"dag_tasks", "program_tasks", "solver_tasks"}
+    assert parents("trajectories") == {"omniabench_split"}
     assert parents("rl_checkpoint") == {"sft_checkpoint", "rl_dataset"}
+    # self-evolution: PRDs steer the round's seeds; the evaluation follows training
+    assert parents("raw_seeds") == {"taxonomy", "prds"}
+    assert parents("prds") == {"failure_diagnosis"}
+    assert parents("omniabench_eval") == {"omniabench_split", "rl_checkpoint"}
 
 
 def test_jobs_schedules_and_checks() -> None:
     assert defs.resolve_job_def("synthesis_job").partitions_def is not None
     assert {s.name for s in defs.schedules or []} == {"nightly_synthesis"}
+    assert {s.name for s in defs.sensors or []} == {"omniabench_failure_sensor", "prd_inbox_sensor"}
+    assert {j.name for j in defs.jobs or []} >= {
+        "synthesis_job",
+        "training_job",
+        "omniabench_job",
+        "evolution_job",
+    }
     checks = {c.name for spec in defs.resolve_asset_graph().asset_check_keys for c in [spec]}
     assert {
         "selected_summaries_unique",
         "selected_coordinates_valid",
         "environments_fully_verified",
+        "reference_solves_every_item",
+        "noop_scores_zero",
     } <= checks
 
 

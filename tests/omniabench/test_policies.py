@@ -5,6 +5,7 @@ local checkpoint end to end, and the OpenAI-compatible policy against a fake cli
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,14 @@ import pytest
 
 from agentomnia.config import LLMSettings
 from agentomnia.llm.protocol import LLMResponse, Usage
-from agentomnia.omniabench.heuristic import Observation, field_names, resolve_field
+from agentomnia.omniabench.heuristic import (
+    Observation,
+    field_names,
+    parse_ref,
+    parse_request,
+    resolve_field,
+    unmask,
+)
 from agentomnia.omniabench.hf import parse_tool_calls, to_assistant_message
 from agentomnia.omniabench.policies import SPEC_FORMS, PolicyFactory, make_policy, parse_spec
 from agentomnia.sandbox.errors import INVALID_ARGUMENTS
@@ -311,6 +319,161 @@ def test_answer_fields_come_from_the_request_and_the_observations() -> None:
     assert resolve_field("claim_count", [listing]) == 2
     assert resolve_field("total_amount", [listing]) == 3.75
     assert resolve_field("amount", [listing]) is None  # two values: ambiguous, not guessed
+
+
+# ------------------------------------------------------------------ the heuristic on clause-by-clause requests
+
+
+def test_requests_are_read_clause_by_clause() -> None:
+    plan = parse_request(
+        "Here is what I need done. Please update risk RIS-009 (Summit Risk 9): severity to 'critical' and "
+        "impact description to 'Risk 13: done. Next.'. Remove resale listing RES-003. Register a new alarm "
+        "setpoint: tag: the trigger tag of interlock INT-004; level 'high'; limit 325.36. In your final answer, "
+        'give a JSON object with "count": the number of the risks of project PRO-004; "amount": the impact '
+        "of risk RIS-008."
+    )
+    assert [s.op for s in plan.steps] == ["update", "delete", "create"]
+    update, delete, create = plan.steps
+    assert [(r.kind, r.value) for r in update.subject] == [("id", "RIS-009")]  # the "(name)" is dropped
+    # the period inside the quoted value neither ends the sentence nor the value
+    assert [(" ".join(f), unmask(v, plan.quoted)) for f, v in update.pairs] == [
+        ("severity", "'critical'"), ("impact description", "'Risk 13: done. Next.'"),
+    ]  # fmt: skip
+    assert delete.subject[0].value == "RES-003"
+    assert create.entity == ("alarm", "setpoint")
+    assert [(" ".join(f), v) for f, v in create.pairs][1:] == [("level", "qv2qv"), ("limit", "325.36")]
+    assert [f.name for f in plan.fields] == ["count", "amount"] and not plan.questions
+
+    (tag,) = parse_ref("the trigger tag of interlock INT-004", [])
+    assert (tag.kind, tag.words, tag.inner[0].value) == ("attr", ("trigger", "tag"), "INT-004")
+    assert parse_ref("the new alarm setpoint", [])[0].words == ("alarm", "setpoint")
+    assert ("date", "of", "birth") in [r.words for r in parse_ref("the date of birth of patient PAT-001", [])]
+    for described in (
+        "the only account of the only one of the plans matching qv0qv",
+        "the loan with the latest borrowed on among the loans of patron PAT-004",
+        "the sum of the amount of claim CLA-001 and the amount of claim CLA-002",
+    ):
+        assert [r.kind for r in parse_ref(described, ["Maple"])] == ["opaque"], described
+
+
+def _probe(parcel: Parcel, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """The data of each call run in order in a fresh session on s0 (each must succeed)."""
+    session = parcel.sandbox.open(parcel.bundle, parcel.s0)
+    try:
+        out = []
+        for tool, args in calls:
+            result = session.call(tool, args)
+            assert result.ok, (tool, args, result.error)
+            out.append(result.data)
+        return out
+    finally:
+        session.close()
+
+
+def _clause_task(parcel: Parcel, query: str, rubric: Sequence[RubricItem]) -> Task:
+    return Task(
+        env_id=parcel.env_id, kind="dag_standard", init_config=parcel.s0,
+        coordinate=parcel.coordinate(["tool_use"], ["tool_parameter_grounding"]), query=query, rubric=tuple(rubric),
+    )  # fmt: skip
+
+
+def _field(rid: str, table: str, key: str, name: str, value: Any) -> RubricItem:
+    return RubricItem(id=rid, text=f"{table}[{key}].{name} is {value!r}", scope="task",
+                      check=Check(kind="field_equals", table=table, key=key, field=name, value=value))  # fmt: skip
+
+
+def _answer(rid: str, name: str, value: Any) -> RubricItem:
+    return RubricItem(id=rid, text=f"answers {name} = {value!r}", scope="task",
+                      check=Check(kind="answer_equals", field=name, value=value, tolerance=0.01))  # fmt: skip
+
+
+def test_heuristic_makes_the_named_writes_in_order_then_reads_the_answer(
+    parcel: Parcel, policy_tasks: dict[str, Task]
+) -> None:
+    adjuster = sorted(parcel.s0["adjusters"])[0]
+    c2 = _approvable(parcel)["claim_id"]
+    c1 = next(c["claim_id"] for c in _claims(parcel) if c["claim_id"] != c2 and c["adjuster_id"] != adjuster)
+    c3 = next(c["claim_id"] for c in _claims(parcel) if c["claim_id"] not in (c1, c2))
+    *_, claim3, overview = _probe(parcel, [
+        ("assign_adjuster", {"claim_id": c1, "adjuster_id": adjuster}), ("approve_claim", {"claim_id": c2}),
+        ("get_claim", {"claim_id": c3}), ("get_adjuster_overview", {"adjuster_id": adjuster}),
+    ])  # fmt: skip
+    task = _clause_task(
+        parcel,
+        f"Please handle the following in the parcel claims system. Point the adjuster of claim {c1} to adjuster "
+        f"{adjuster}. Claim {c2} should now be approved. Report back as a JSON object with \"amount\": the "
+        f"amount of claim {c3}; \"count\": the number of claims linked to adjuster {adjuster}.",
+        [_field("T1", "claims", c1, "adjuster_id", adjuster), _field("T2", "claims", c2, "status", "approved"),
+         _answer("T3", "amount", claim3["amount"]), _answer("T4", "count", overview["counts"]["claims"])],
+    )  # fmt: skip
+    factory = make_policy("baseline:heuristic")[1]
+    spent: list[float] = []
+
+    class Timed:
+        name = "timed"
+
+        def __init__(self) -> None:
+            self.agent = factory(task, parcel.bundle, 0)
+
+        def act(
+            self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+        ) -> dict[str, Any]:
+            started = time.perf_counter()
+            try:
+                return self.agent.act(messages, tools)
+            finally:
+                spent.append(time.perf_counter() - started)
+
+    run, score = run_graded(lambda *_: Timed(), task, parcel)
+    assert score.passed, [(i.id, i.detail) for i in score.items]
+    assert [(s.tool, s.arguments) for s in run.steps] == [
+        ("assign_adjuster", {"claim_id": c1, "adjuster_id": adjuster}), ("approve_claim", {"claim_id": c2}),
+        ("get_claim", {"claim_id": c3}), ("get_adjuster_overview", {"adjuster_id": adjuster}),
+    ]  # fmt: skip
+    assert sum(spent) < 0.5  # the policy's own thinking, without the tool calls
+
+
+def test_heuristic_resolves_a_field_of_a_named_record_and_the_new_record(parcel: Parcel) -> None:
+    claims = _claims(parcel)
+    c1 = claims[0]["claim_id"]
+    target = claims[0]["adjuster_id"]
+    c2 = next(c["claim_id"] for c in claims if c["adjuster_id"] != target)
+    c3 = next(c["claim_id"] for c in claims if c["claim_id"] not in (c1, c2))
+    new = _probe(parcel, [("create_adjuster", {"name": "Quinn Park"})])[0]["adjuster_id"]
+    task = _clause_task(
+        parcel,
+        f"Point the adjuster of claim {c2} to the adjuster of claim {c1}. Register a new adjuster: name "
+        f"'Quinn Park'. Reassign claim {c3} so its adjuster is the new adjuster.",
+        [_field("T1", "claims", c2, "adjuster_id", target), _field("T2", "adjusters", new, "name", "Quinn Park"),
+         _field("T3", "claims", c3, "adjuster_id", new)],
+    )  # fmt: skip
+    run, score = run_graded(make_policy("baseline:heuristic")[1], task, parcel)
+    assert score.passed, [(i.id, i.detail) for i in score.items]
+    assert [(s.tool, s.arguments) for s in run.steps] == [
+        ("get_claim", {"claim_id": c1}),  # the one lookup "the adjuster of claim ..." needs
+        ("assign_adjuster", {"claim_id": c2, "adjuster_id": target}),
+        ("create_adjuster", {"name": "Quinn Park"}),
+        ("assign_adjuster", {"claim_id": c3, "adjuster_id": new}),  # the id the create returned
+    ]
+    assert run.answer == {}  # nothing was asked
+
+
+def test_heuristic_leaves_described_records_and_derived_values_alone(parcel: Parcel) -> None:
+    shipment = _claims(parcel)[0]["shipment_id"]
+    listed = _probe(parcel, [("list_open_claims", {"shipment_id": shipment})])[0]
+    task = _clause_task(
+        parcel,
+        f"Mark the claim with the highest amount among the claims of shipment {shipment} as approved. Report back "
+        f'as a JSON object with "count": the number of the claims of shipment {shipment}; "check": whether the '
+        f"number of the claims of shipment {shipment} is at least 1 (true or false).",
+        [_answer("T1", "count", listed["count"]), _answer("T2", "check", listed["count"] >= 1)],
+    )  # fmt: skip
+    run, score = run_graded(make_policy("baseline:heuristic")[1], task, parcel)
+    assert [s.tool for s in run.steps] == ["list_open_claims"]  # no write: the claim is only described
+    assert run.answer == {"count": listed["count"]}  # a comparison of values is not read from any tool
+    assert _failed(score) == {"T2"}
+    final = run.messages[-1]["content"]
+    assert "describes a record instead of naming it" in final and "Not done: check" in final
 
 
 # ------------------------------------------------------------------ Qwen3 tool-call text
