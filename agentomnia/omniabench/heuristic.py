@@ -83,7 +83,7 @@ _KEY_OF = re.compile(r"\bid of the ([a-z0-9_ ]+?)\s*\(e\.g\.", re.IGNORECASE)
 _REF_OF = re.compile(r"\bid of an? ([a-z0-9_ ]+)", re.IGNORECASE)
 _QUOTED = re.compile(r"\"([^\"]{1,200})\"|“([^”]{1,200})”|(?<![A-Za-z])'([^']{1,200})'(?![A-Za-z])")
 _OF_PHRASE = re.compile(r"\b([a-z]+) of (?:the |every |each |all |their |its )?([a-z]+)\b")
-_NEVER_FILLED = frozenset({"limit", "offset", "page", "cursor"})
+_NEVER_FILLED = frozenset({"limit", "offset", "page", "cursor"})  # paging: the tool's default is right
 MIN_SCORE = 0.05  # below this cosine a tool is unrelated to the request
 RELATIVE_SCORE = 0.5  # a candidate must score at least this share of the best tool's score
 FILLED_BONUS = 0.15  # per argument filled from the request: a read that can be aimed beats a vague one
@@ -122,6 +122,10 @@ def verb_named(verb: str, request_words: Iterable[str]) -> bool:
     """Whether the request uses the verb in any inflection ("approve" ~ "approved", "approval")."""
     stem = verb if len(verb) <= 4 else verb[: len(verb) - 1]
     return any(w.startswith(stem) for w in request_words)
+
+
+def _paging(param: str) -> bool:
+    return bool(set(name_words(param)) & _NEVER_FILLED)
 
 
 def _scalar(value: Any) -> bool:
@@ -457,7 +461,7 @@ def text_candidates(tool: ToolView, param: str, seen: Seen) -> list[Any]:
     schema = tool.properties.get(param, {})
     required = param in tool.required
     kind = str(schema.get("type") or "string")
-    if param in _NEVER_FILLED:
+    if _paging(param):
         return []
     enum = schema.get("enum")
     if isinstance(enum, list) and enum:
@@ -493,7 +497,7 @@ def text_candidates(tool: ToolView, param: str, seen: Seen) -> list[Any]:
 def candidates(tool: ToolView, param: str, seen: Seen) -> list[Any]:
     """Values the request or, for a required parameter, the observations offer, best first."""
     found = text_candidates(tool, param, seen)
-    if found or param not in tool.required or param in _NEVER_FILLED:
+    if found or param not in tool.required or _paging(param):
         return found
     schema = tool.properties.get(param, {})
     if str(schema.get("type") or "string") == "boolean" or schema.get("enum"):
@@ -1049,13 +1053,17 @@ class HeuristicAgent:
         if entity is None:
             raise _Unresolved(f"no record type called {' '.join(ref.words)!r}")
         for tool in self.index.reads:
+            if tool.verb != "find" or entity.key not in tool.properties or tool.required:
+                continue
+            if entity.words[-1] not in tool.nouns:
+                continue  # "find_available_vehicles" takes a route id but finds no route
             labels = [
                 p
                 for p, schema in tool.properties.items()
-                if p != entity.key and p not in _NEVER_FILLED
+                if p != entity.key and not _paging(p) and not _is_id(p, schema)
                 and schema.get("type", "string") == "string" and not schema.get("enum")
             ]  # fmt: skip
-            if tool.verb != "find" or entity.key not in tool.properties or tool.required or len(labels) != 1:
+            if len(labels) != 1:
                 continue
             data = memory.fetch(tool, {labels[0]: ref.value}, ref.text)
             body = data.get("record", data) if isinstance(data, Mapping) else None

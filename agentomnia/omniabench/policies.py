@@ -7,8 +7,10 @@ Specs:
 - `openai:<model>`: a chat model behind the project's OpenAI-compatible endpoint (base URL and key
   from the LLM settings, `AGENTOMNIA_LLM_*` in the environment), the model taken from the spec.
 - `hf:<path>`: a local Hugging Face checkpoint folder (a trained model with its tokenizer), greedy.
-- `baseline:heuristic`: embedding tool retrieval and pattern argument filling, no model and no
-  ground truth; solves one-step tasks with explicit ids and fails the rest for visible reasons.
+- `baseline:heuristic`: no model and no ground truth; splits the request into clauses, retrieves a
+  tool per clause (embedding + verb/field overlap) and fills arguments from the request and earlier
+  observations; solves requests that name their records and values, and fails descriptions,
+  computed answers and withheld details for visible reasons.
 - `baseline:noop`: never calls a tool and answers an empty object. It must never pass a task: a
   task it passes checks nothing the request asks for (the vacuous-pass guard).
 - `reference`: privileged; replays the task's reference solution through the tools and reports the
