@@ -14,7 +14,7 @@ from dagster import (
 )
 
 from agentomnia.lineage import Edge, lineage_row
-from agentomnia.omniabench.service import bundles_for, training_task_ids
+from agentomnia.omniabench.service import bundles_for, load_benchmark, training_task_ids
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.storage import Storage, load_records, save_records
 from agentomnia.tasks.models import Task
@@ -284,4 +284,29 @@ def rl_dataset(
             "dropped": md_table([{"reason": k, "count": v} for k, v in report.dropped.items()]),
             "hf_path": MetadataValue.path(report.hf_path),
         }
+    )
+
+
+@asset_check(
+    asset=sft_dataset,
+    partitions_def=rounds,
+    blocking=True,
+    description="No trajectory behind the round's training data is of an OmniaBench task (held-out stays held out).",
+)
+def training_data_avoids_benchmark(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+    store = storage.get()
+    benchmark = load_benchmark(store)
+    held = set(benchmark[0].task_ids) if benchmark else set()
+    used = {
+        t.task_id
+        for t in load_records(store.artifact("verified_trajectories", context.partition_key), Trajectory)
+    }
+    leaked = sorted(held & used)
+    return AssetCheckResult(
+        passed=not leaked,
+        metadata={
+            "benchmark_items": len(held),
+            "training_tasks": len(used),
+            "leaked": md_table([{"task": t} for t in leaked[:20]]),
+        },
     )

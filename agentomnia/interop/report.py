@@ -728,7 +728,7 @@ def _benchmark(r: _Round, s: _Section) -> None:
         s.lack("evaluation", f"not materialized for this round (no results under {r.rel(folder)})")
         return
     for policy, runs in results.items():
-        rep = eval_report(runs)
+        rep = eval_report(runs, k=1)
         parts = [_h(3, f"policy {policy}"), _table(rep.rows("overall"), caption=f"overall (k = {rep.k})")]
         for axis in BENCHMARK_AXES:
             if axis in rep.breakdowns:

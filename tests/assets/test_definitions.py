@@ -89,6 +89,7 @@ def test_jobs_schedules_and_checks() -> None:
         "environments_fully_verified",
         "reference_solves_every_item",
         "noop_scores_zero",
+        "training_data_avoids_benchmark",
     } <= checks
 
 
