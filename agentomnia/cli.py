@@ -639,6 +639,24 @@ def cmd_export_mcp(args: argparse.Namespace) -> Result:
     return {"served": str(folder)}, ""
 
 
+def cmd_report(args: argparse.Namespace) -> Result:
+    from agentomnia.interop.report import write_report
+
+    try:
+        summary = write_report(args.round, Path(args.out))
+    except (ValueError, FileNotFoundError) as exc:
+        raise CLIError(str(exc)) from exc
+    if not set(summary.sections) - {"benchmark", "overview"}:  # the benchmark split is not per round
+        raise CLIError(
+            f"round {args.round} has nothing materialized; see `agentomnia status` for the rounds there are"
+        )
+    lines = [
+        f"report for round {args.round}: {summary.path} ({summary.bytes:,} bytes, {summary.images} plots)"
+    ]
+    lines += [f"  not shown: {m.section} / {m.item}: {m.reason}" for m in summary.missing]
+    return summary.model_dump(mode="json"), "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentomnia", description=__doc__.splitlines()[0])
     common = argparse.ArgumentParser(add_help=False)
@@ -845,6 +863,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-verify", action="store_true", help="do not load each environment in the sandbox first"
     )
+    p = verb(
+        verbs, "report", cmd_report, "one self-contained HTML page for a round: every stage, plots embedded"
+    )
+    p.add_argument("--round", default="r0")
+    p.add_argument("--out", default="report.html", help="file, or a folder that gets report-<round>.html")
     return parser
 
 

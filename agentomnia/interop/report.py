@@ -135,9 +135,9 @@ def _e(value: Any) -> str:
     return html.escape(_plain(value))
 
 
-def _cell(value: Any, tag: str = "td") -> str:
+def _cell(value: Any) -> str:
     numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return f'<{tag} class="n">{_e(value)}</{tag}>' if numeric else f"<{tag}>{_e(value)}</{tag}>"
+    return f'<td class="n">{_e(value)}</td>' if numeric else f"<td>{_e(value)}</td>"
 
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, caption: str = "") -> str:
@@ -340,7 +340,7 @@ class _Round:
         return None
 
     def rows(self, path: Path) -> int:
-        return int(pq.ParquetFile(path).metadata.num_rows)
+        return int(pq.read_metadata(path).num_rows)
 
     def image(self, path: Path, caption: str) -> str:
         return self.png(path.read_bytes(), caption or path.name)
@@ -728,7 +728,7 @@ def _benchmark(r: _Round, s: _Section) -> None:
         s.lack("evaluation", f"not materialized for this round (no results under {r.rel(folder)})")
         return
     for policy, runs in results.items():
-        rep = eval_report(runs, k=1)
+        rep = eval_report(runs)
         parts = [_h(3, f"policy {policy}"), _table(rep.rows("overall"), caption=f"overall (k = {rep.k})")]
         for axis in BENCHMARK_AXES:
             if axis in rep.breakdowns:
@@ -989,6 +989,7 @@ def write_report(round_key: str, out: Path, *, home: Path | None = None) -> Repo
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        os.chmod(tmp, 0o644)  # a page to share: mkstemp's private mode would hide it from other readers
         os.replace(tmp, path)  # a reader never sees half a page
     finally:
         if os.path.exists(tmp):

@@ -95,10 +95,19 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     png = tiny_png()
     toc, tob = taxonomy_index().by_id(TOC_DOMAIN), taxonomy_index().by_id(TOB_DOMAIN)
     envs = [
-        {"env_id": f"env-{d.id}", "name": f"env {d.id}", "path": "", "taxonomy_id": d.id, "split": d.split,
-         "l1": d.l1, "l2": d.l2, "tools": tools, "dropped_tools": 0}
+        {
+            "env_id": f"env-{d.id}",
+            "name": f"env {d.id}",
+            "path": "",
+            "taxonomy_id": d.id,
+            "split": d.split,
+            "l1": d.l1,
+            "l2": d.l2,
+            "tools": tools,
+            "dropped_tools": 0,
+        }
         for d, tools in ((toc, 9), (tob, 10))
-    ]  # fmt: skip
+    ]
     write_parquet(store.artifact("environments", ROUND), envs)
     write_parquet(
         store.artifact("environment_stats", ROUND),
@@ -143,19 +152,32 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
     prd = PRD(
-        prd_id="PRD-r0-01", priority="P1", status="active", title=HOSTILE_TITLE,
-        scenario="Agents stop after the first ticket.", requirements=("Chain ticket closures & check `status`.",),
-        case_study="Task 1 failed:\n  1. close_ticket({\"n\": 1}) -> ok",
-    )  # fmt: skip
+        prd_id="PRD-r0-01",
+        priority="P1",
+        status="active",
+        title=HOSTILE_TITLE,
+        scenario="Agents stop after the first ticket.",
+        requirements=("Chain ticket closures & check `status`.",),
+        case_study='Task 1 failed:\n  1. close_ticket({"n": 1}) -> ok',
+    )
     save_records(store.artifact("prds", ROUND), [prd], flat=["prd_id"])
     store.artifact("prds", ROUND, "PRD-r0-01.md").write_text(render_markdown(prd))
 
     alignment = {
-        "round": ROUND, "parent_round": "base", "axis": "l1", "epsilon": 0.001,
-        "support": ["toc/Productivity", "tob/Logistics"], "p_round": {"toc/Productivity": 0.6, "tob/Logistics": 0.4},
-        "p_previous": {"toc/Productivity": 0.9, "tob/Logistics": 0.1}, "p_failures": {"toc/Productivity": 0.5, "tob/Logistics": 0.5},
-        "kl_round": 0.1234, "kl_previous": 0.5678, "n_round": 4, "n_previous": 10, "n_failures": 6,
-    }  # fmt: skip
+        "round": ROUND,
+        "parent_round": "base",
+        "axis": "l1",
+        "epsilon": 0.001,
+        "support": ["toc/Productivity", "tob/Logistics"],
+        "p_round": {"toc/Productivity": 0.6, "tob/Logistics": 0.4},
+        "p_previous": {"toc/Productivity": 0.9, "tob/Logistics": 0.1},
+        "p_failures": {"toc/Productivity": 0.5, "tob/Logistics": 0.5},
+        "kl_round": 0.1234,
+        "kl_previous": 0.5678,
+        "n_round": 4,
+        "n_previous": 10,
+        "n_failures": 6,
+    }
     store.artifact("prd_alignment", ROUND, "alignment.json").write_text(json.dumps(alignment))
     return root
 
@@ -256,8 +278,16 @@ def test_an_empty_round_reports_every_section_missing(tmp_path: Path) -> None:
     rendered = render_report("r0", home=root)
     assert rendered.sections == []
     assert {m.section for m in rendered.missing} == {
-        "overview", "taxonomy", "environments", "tasks", "trajectories", "training", "benchmark", "prds", "alignment",
-    }  # fmt: skip
+        "overview",
+        "taxonomy",
+        "environments",
+        "tasks",
+        "trajectories",
+        "training",
+        "benchmark",
+        "prds",
+        "alignment",
+    }
     assert "rounds with artifacts: r5" in section(rendered.html, "overview")
     assert rendered.html.count('<span class="badge">not materialized</span>') == 9
     assert not (root / "artifacts" / "environments").exists()  # the report created nothing in the home
