@@ -48,3 +48,18 @@ def test_report_and_status_read_the_stored_round(home: Path) -> None:
     assert rounds["r1"]["kl_round"] == 0.4 and rounds["r1"]["prds"][0]["id"] == prd.prd_id  # type: ignore[union-attr]
     text = _cli("evolution", "status", home=home).stdout
     assert "KL(round||failures) 0.400 vs KL(previous||failures) 1.900" in text
+
+
+def test_report_refuses_an_empty_round_and_writes_a_page_for_a_stored_one(home: Path, tmp_path: Path) -> None:
+    empty = _cli("report", "--round", "r3", "--out", str(tmp_path / "r3.html"), home=home)
+    assert empty.returncode == 1 and "nothing materialized" in empty.stderr
+    store = Storage(home)
+    task = approve_task()
+    save_records(store.artifact("omniabench_eval", "r0", "baseline_test.parquet"),
+                 [result_of(task, trial=0, passed=True, score=1.0)])  # fmt: skip
+
+    save_records(store.artifact("dag_tasks", "r0"), [task])
+    done = _cli("report", "--round", "r0", "--out", str(tmp_path), "--json", home=home)
+    assert done.returncode == 0, done.stderr
+    page = Path(json.loads(done.stdout)["path"])
+    assert page.name == "report-r0.html" and "pass@1" in page.read_text()
