@@ -356,6 +356,16 @@ def cmd_bench_envs(args: argparse.Namespace) -> Result:
     return result, format_envs_bench(result)
 
 
+def cmd_bench_lineage(args: argparse.Namespace) -> Result:
+    from agentomnia.lineage.bench import bench_lineage
+
+    try:
+        result = bench_lineage(args.records, repeats=args.repeats)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+    return result.model_dump(mode="json"), result.render()
+
+
 def cmd_tasks_synth(args: argparse.Namespace) -> Result:
     kind = args.kind.replace("-", "_")
     if kind != "solver" and not args.env:
@@ -748,6 +758,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-n", type=int, default=40, help="how many selected candidates to build")
     p.add_argument("--workers", type=int, default=2)
+    p = verb(
+        bench, "lineage", cmd_bench_lineage,
+        "trace / find / counts latency on a synthetic paper-shaped lineage graph of N records",
+    )  # fmt: skip
+    p.add_argument("--records", type=int, default=1_000_000)
+    p.add_argument("--repeats", type=int, default=20, help="timed calls per query (medians and p95)")
 
     tasks = verbs.add_parser("tasks", help="task synthesis and checks").add_subparsers(
         dest="tasks_verb", required=True

@@ -9,6 +9,7 @@ nothing; a batch is one transaction, so a killed writer leaves either all of it 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,7 +44,14 @@ CREATE TABLE IF NOT EXISTS edges (
     PRIMARY KEY (child, parent, relation)
 );
 CREATE INDEX IF NOT EXISTS edges_parent ON edges(parent);
+CREATE INDEX IF NOT EXISTS edges_child ON edges(child);
 CREATE INDEX IF NOT EXISTS records_kind_round ON records(kind, round);
+CREATE TABLE IF NOT EXISTS record_counts (
+    kind VARCHAR NOT NULL,
+    round VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    n BIGINT NOT NULL
+);
 """
 
 _RECORD_COLUMNS = (
@@ -177,11 +185,19 @@ class LineageStore:
         unique_rows = list({r.id: r for r in rows}.values())
         unique_edges = list({(e.child, e.parent, e.relation): e for e in edges}.values())
         with self.file.write() as con:
+            # a batch of a million rows takes seconds; a progress bar would only litter run logs
+            con.execute("SET enable_progress_bar = false")
             before_r = _count(con, "records")
             before_e = _count(con, "edges")
+            added: Counter[tuple[str, str, str]] = Counter()
             for start in range(0, len(unique_rows), chunk_size):
                 con.register("record_batch", _records_table(unique_rows[start : start + chunk_size], now))
-                con.execute("INSERT OR IGNORE INTO records SELECT * FROM record_batch")
+                # RETURNING yields only the rows actually inserted, not those an existing id ignored
+                added.update(
+                    con.execute(
+                        "INSERT OR IGNORE INTO records SELECT * FROM record_batch RETURNING kind, round, status"
+                    ).fetchall()
+                )
                 con.unregister("record_batch")
                 if on_chunk is not None:
                     on_chunk(min(start + chunk_size, len(unique_rows)))
@@ -199,6 +215,7 @@ class LineageStore:
                 con.unregister("edge_batch")
             after_r = _count(con, "records")
             after_e = _count(con, "edges")
+            _update_counts(con, before_r, added)
         return WriteResult(records_written=after_r - before_r, edges_written=after_e - before_e)
 
     # -- reading ---------------------------------------------------------------------------
@@ -236,10 +253,25 @@ class LineageStore:
         return self._rows(sql, params)
 
     def counts(self) -> list[dict[str, Any]]:
-        """Records by kind, round and status."""
-        rows = self.file.query(
-            "SELECT kind, round, status, count(*) FROM records GROUP BY ALL ORDER BY kind, round, status"
-        )
+        """Records by kind, round and status.
+
+        From the DuckDB file, read off the summary `record` keeps (a few dozen rows) instead of
+        aggregating every record, whenever the summary agrees with the record count; a file written
+        before the summary existed, or rows that `absorb` inserted, are aggregated instead.
+        """
+        if not isinstance(self.file, DuckFile):
+            # a segment view keeps no summary; its `query` restarts when a compaction moves segments
+            rows = self.file.query(f"{_COUNTS_SQL} ORDER BY kind, round, status")
+        else:
+            with self.file.read() as con:
+                if con is None:
+                    return []
+                summary = _summary(con)
+                rows = (
+                    con.execute(f"{_COUNTS_SQL} ORDER BY kind, round, status").fetchall()
+                    if summary is None
+                    else summary
+                )
         return [{"kind": k, "round": r, "status": s, "count": n} for k, r, s, n in rows]
 
     def rejection_reasons(self, round: str | None = None) -> list[dict[str, Any]]:
@@ -255,12 +287,16 @@ class LineageStore:
     def trace(
         self, record_id: str, direction: Literal["up", "down"] = "up", max_depth: int | None = None
     ) -> Trace:
-        """Ancestors (`up`) or descendants (`down`) of a record, breadth first."""
+        """Ancestors (`up`) or descendants (`down`) of a record, breadth first.
+
+        One query per level, each an index lookup of the frontier (edges are indexed on both ends),
+        all in one connection: a task's ancestry is a handful of levels, so this answers in
+        milliseconds however large the store. A recursive CTE would hash-join the whole edge table
+        at every level instead, since DuckDB does not drive joins from an index (measured at a
+        million records: 115-150 ms for a task's ancestry, against about 20 ms of lookups here).
+        """
         with self.file.read() as con:
             if con is None:
-                raise UnknownRecord(record_id)
-            root = _fetch_rows(con, "SELECT * FROM records WHERE id = ?", [record_id])
-            if not root:
                 raise UnknownRecord(record_id)
             near = "child" if direction == "up" else "parent"
             seen = {record_id}
@@ -269,22 +305,24 @@ class LineageStore:
             depth = 0
             while frontier and (max_depth is None or depth < max_depth):
                 depth += 1
+                where, params = _one_of(near, frontier)
                 found = con.execute(
-                    f"SELECT child, parent, relation FROM edges WHERE {near} IN (SELECT unnest(?))",
-                    [frontier],
+                    f"SELECT child, parent, relation FROM edges WHERE {where}", params
                 ).fetchall()
                 edges.extend(Edge(child=c, parent=p, relation=r) for c, p, r in found)
                 nxt = {p if direction == "up" else c for c, p, _ in found} - seen
                 seen |= nxt
                 frontier = sorted(nxt)
-            rows = {
-                r.id: r
-                for r in _fetch_rows(
-                    con, "SELECT * FROM records WHERE id IN (SELECT unnest(?))", [sorted(seen)]
-                )
-            }
+            # the root's row comes with the others: one lookup fewer, which is a tenth of a trace
+            where, params = _one_of("id", sorted(seen))
+            rows = {r.id: r for r in _fetch_rows(con, f"SELECT * FROM records WHERE {where}", params)}
+        if record_id not in rows:
+            raise UnknownRecord(record_id)
         return Trace(
-            root=root[0], direction=direction, rows={i: rows.get(i) for i in sorted(seen)}, edges=edges
+            root=rows[record_id],
+            direction=direction,
+            rows={i: rows.get(i) for i in sorted(seen)},
+            edges=edges,
         )
 
     def _rows(self, sql: str, params: Sequence[object]) -> list[LineageRow]:
@@ -292,21 +330,65 @@ class LineageStore:
             return [] if con is None else _fetch_rows(con, sql, list(params))
 
 
+# Up to this many ids a lookup is one `IN (?, ?, ...)` list, which DuckDB answers from the ART
+# index; past it, a hash join against one scan of the table, which costs the same for any number.
+# Measured on whole traces at a million records: wide downward traces (hundreds of nodes) took
+# 99 ms with lists up to 1024 ids against 140 ms with the join at every level, and a task's
+# ancestry 43 ms against 49 ms (DuckDB pushes a join's small key set into the index only up to
+# 50 keys, and with more work than a plain list).
+_IN_LIST_MAX = 1024
+
+
+def _one_of(column: str, ids: Sequence[str]) -> tuple[str, list[object]]:
+    """A WHERE condition "`column` is one of `ids`" and its parameters, in the form that looks up fastest."""
+    if len(ids) <= _IN_LIST_MAX:
+        return f"{column} IN ({', '.join('?' * len(ids))})", list(ids)
+    return f"{column} IN (SELECT unnest(?))", [list(ids)]
+
+
+_COUNTS_SQL = "SELECT kind, round, status, count(*) FROM records GROUP BY ALL"
+
+
+def _summary(con: Any) -> list[tuple] | None:
+    """The stored counts by kind, round and status, or None when they are absent or stale."""
+    kept = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'record_counts' "
+        "AND database_name = current_database() AND schema_name = current_schema()"
+    ).fetchall()[0][0]
+    if not kept:
+        return None
+    rows = con.execute(
+        "SELECT kind, round, status, n FROM record_counts ORDER BY kind, round, status"
+    ).fetchall()
+    # nothing deletes or updates records, so equal totals mean nobody inserted around the summary
+    return rows if sum(r[3] for r in rows) == _count(con, "records") else None
+
+
+def _update_counts(con: Any, before: int, added: Counter[tuple[str, str, str]]) -> None:
+    """Add this write's new rows to the summary; recount when it had fallen behind `before` rows."""
+    stored = con.execute("SELECT kind, round, status, n FROM record_counts").fetchall()
+    if sum(n for *_, n in stored) == before:
+        totals = Counter({(k, r, s): n for k, r, s, n in stored}) + added
+    else:
+        # rows arrived without the summary (an older store, `absorb`): count them all, this write included
+        totals = Counter({(k, r, s): n for k, r, s, n in con.execute(_COUNTS_SQL).fetchall()})
+    con.execute("DELETE FROM record_counts")
+    if totals:
+        con.executemany("INSERT INTO record_counts VALUES (?, ?, ?, ?)", [(*k, n) for k, n in totals.items()])
+
+
 def _count(con: Any, table: str) -> int:
     return int(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
 
 
 def _records_table(rows: Sequence[LineageRow], now: datetime) -> pa.Table:
-    data: dict[str, list[Any]] = {c: [] for c in _RECORD_COLUMNS}
-    for r in rows:
-        for c in _RECORD_COLUMNS:
-            if c == "created_at":
-                data[c].append(r.created_at.replace(tzinfo=None) if r.created_at else now)
-            elif c == "meta":
-                data[c].append(json.dumps(r.meta, sort_keys=True, default=str) if r.meta else None)
-            else:
-                data[c].append(getattr(r, c))
-    return pa.table({c: pa.array(v, _RECORD_TYPES.get(c, pa.string())) for c, v in data.items()})
+    # one pass per column: a million rows go through here on a paper-scale run
+    data: dict[str, list[Any]] = {
+        c: [getattr(r, c) for r in rows] for c in _RECORD_COLUMNS if c not in ("created_at", "meta")
+    }
+    data["created_at"] = [r.created_at.replace(tzinfo=None) if r.created_at else now for r in rows]
+    data["meta"] = [json.dumps(r.meta, sort_keys=True, default=str) if r.meta else None for r in rows]
+    return pa.table({c: pa.array(data[c], _RECORD_TYPES.get(c, pa.string())) for c in _RECORD_COLUMNS})
 
 
 def _fetch_rows(con: Any, sql: str, params: list[object]) -> list[LineageRow]:
