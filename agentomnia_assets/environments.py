@@ -114,9 +114,9 @@ def state_specs(
     write_parquet(
         path, [{"id": s.spec.id, "record": s.model_dump_json()} for s in staged], columns=["id", "record"]
     )
-    rows = [lineage_row(s.spec, run_id=context.run_id, location=str(path)) for s in staged]
+    rows = [lineage_row(s.spec, run_id=context.run.run_id, location=str(path)) for s in staged]
     edges = [Edge(child=s.spec.id, parent=s.spec.candidate_id, relation="state_space_of") for s in staged]
-    frows, fedges = _failure_rows(failures, round_key, context.run_id)
+    frows, fedges = _failure_rows(failures, round_key, context.run.run_id)
     lineage.get().record(rows + frows, edges + fedges)
     return MaterializeResult(
         metadata={
@@ -179,12 +179,12 @@ def toolsets(
         table,
         columns=["env", "candidate", "origin", "fate", "tool", "reason"],
     )
-    rows = [lineage_row(s.spec, kind="toolset", run_id=context.run_id, location=str(path)) for s in out]
+    rows = [lineage_row(s.spec, kind="toolset", run_id=context.run.run_id, location=str(path)) for s in out]
     edges = [
         Edge(child=s.spec.id, parent=parent, relation="tools_for")
         for s, parent in zip(out, parents, strict=True)
     ]
-    frows, fedges = _failure_rows(failures, round_key, context.run_id)
+    frows, fedges = _failure_rows(failures, round_key, context.run.run_id)
     lineage.get().record(rows + frows, edges + fedges)
     tools = [len(s.spec.tools) for s in out]
     return MaterializeResult(
@@ -247,7 +247,7 @@ def environments(
     rows, edges, index = [], [], []
     for b, s in ((b, s) for b, s in zip(results, staged, strict=True) if isinstance(b, BuiltEnv)):
         folder = write_bundle(b, store.env_dir(b.env_id))
-        row = lineage_row(b.spec.in_round(round_key), kind="environment", run_id=context.run_id, location=str(folder),
+        row = lineage_row(b.spec.in_round(round_key), kind="environment", run_id=context.run.run_id, location=str(folder),
                           meta={"tools": len(b.spec.tools), "dropped_tools": len(b.dropped_tools), "spec_id": b.spec.id})  # fmt: skip
         rows.append(row.model_copy(update={"id": b.env_id}))
         edges.append(Edge(child=b.env_id, parent=s.spec.id, relation="built_from"))
@@ -255,7 +255,7 @@ def environments(
         for t in b.spec.tools:
             tid = f"{b.env_id}:{t.name}"
             rows.append(LineageRow(id=tid, kind="tool", round=round_key, split=b.spec.coordinate.split, taxonomy_id=b.spec.coordinate.taxonomy_id,
-                                   l1=b.spec.coordinate.l1, l2=b.spec.coordinate.l2, run_id=context.run_id, location=str(folder / "tools.json"),
+                                   l1=b.spec.coordinate.l1, l2=b.spec.coordinate.l2, run_id=context.run.run_id, location=str(folder / "tools.json"),
                                    meta={"op": t.op, "kind": t.kind, "origin": t.origin}))  # fmt: skip
             edges.append(Edge(child=tid, parent=b.env_id, relation="tool_of"))
         index.append({"env_id": b.env_id, "name": b.spec.name, "path": str(folder), "taxonomy_id": b.spec.coordinate.taxonomy_id,
@@ -273,7 +273,7 @@ def environments(
         store.artifact("environments", round_key, "verification.parquet"),
         [verification_record(b) for b in built],
     )
-    frows, fedges = _failure_rows(failures, round_key, context.run_id)
+    frows, fedges = _failure_rows(failures, round_key, context.run.run_id)
     lineage.get().record(rows + frows, edges + fedges)
     kept = len(built) / max(1, len(staged))
     return MaterializeResult(

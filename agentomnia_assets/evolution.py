@@ -99,7 +99,7 @@ def failure_diagnosis(
     ).in_round(round_key)
     path = store.artifact("failure_diagnosis", round_key, "report.json")
     path.write_text(report.model_dump_json(indent=1))
-    row = lineage_row(report, run_id=context.run_id, location=str(path),
+    row = lineage_row(report, run_id=context.run.run_id, location=str(path),
                       meta={"parent_round": parent, "failures": len(failures)})  # fmt: skip
     lineage.get().record([row], [Edge(child=report.id, parent=f.id, relation="diagnoses") for f in failures])
     return MaterializeResult(
@@ -180,9 +180,9 @@ def prds(
     for p in documents:
         (folder / f"{p.prd_id}.md").write_text(render_markdown(p))
     (folder / "directives.json").write_text(directives.model_dump_json(indent=1))
-    rows = [lineage_row(p, run_id=context.run_id, location=str(folder / f"{p.prd_id}.md"),
+    rows = [lineage_row(p, run_id=context.run.run_id, location=str(folder / f"{p.prd_id}.md"),
                         meta={"priority": p.priority, "source": p.source}) for p in documents]  # fmt: skip
-    rows += [lineage_row(r.in_round(round_key), status="rejected", reason=r.message[:500], run_id=context.run_id)
+    rows += [lineage_row(r.in_round(round_key), status="rejected", reason=r.message[:500], run_id=context.run.run_id)
              for r in rejected]  # fmt: skip
     edges = [Edge(child=p.id, parent=report.id, relation="derived_from") for p in generated]
     lineage.get().record(rows, edges)
@@ -252,7 +252,7 @@ def prd_alignment(
     path.write_text(json.dumps(payload, indent=1))
     rid = "alignment-" + content_hash(payload)
     lineage.get().record(
-        [LineageRow(id=rid, kind="alignment", round=round_key, run_id=context.run_id, location=str(path),
+        [LineageRow(id=rid, kind="alignment", round=round_key, run_id=context.run.run_id, location=str(path),
                     meta={"kl_round": result.kl_round, "kl_previous": result.kl_previous})]
     )  # fmt: skip
     top = sorted(result.support, key=lambda k: -result.p_failures.get(k, 0.0))[:20]

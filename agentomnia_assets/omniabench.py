@@ -89,7 +89,7 @@ def omniabench_split(
     outcome = split_round(store, round_key, tasks, embedder.get(), settings)
     split = outcome.split
     if outcome.created:
-        row = lineage_row(split, run_id=context.run_id, location=str(store.root / "benchmark"),
+        row = lineage_row(split, run_id=context.run.run_id, location=str(store.root / "benchmark"),
                           meta={"items": len(split.items), "thresholds": split.thresholds})  # fmt: skip
         edges = [Edge(child=split.id, parent=tid, relation="holds_out") for tid in split.task_ids]
         lineage.get().record([row], edges)
@@ -244,7 +244,7 @@ def omniabench_eval(
         outcome = run_evaluation(
             store, box, lineage.get(), policy=policy, round_key=round_key,
             trials=config.checkpoint_trials if local else config.trials, max_steps=config.max_steps,
-            llm=llm.get(), embedder=None, run_id=context.run_id, limit=config.limit,
+            llm=llm.get(), embedder=None, run_id=context.run.run_id, limit=config.limit,
             policy_options={"max_new_tokens": config.max_new_tokens} if local else None,
         )  # fmt: skip
         context.log.info(f"{outcome.policy}: pass@1 {outcome.report.overall.pass_at_1:.3f}")

@@ -68,8 +68,8 @@ def raw_seeds(
     save_records(
         store.artifact("raw_seeds", round_key, "rejected.parquet"), rejected, flat=["source", "reason"]
     )
-    rows = [lineage_row(s, run_id=context.run_id, location=str(path)) for s in seeds]
-    rows += [lineage_row(r, status="rejected", reason=r.message, run_id=context.run_id) for r in rejected]
+    rows = [lineage_row(s, run_id=context.run.run_id, location=str(path)) for s in seeds]
+    rows += [lineage_row(r, status="rejected", reason=r.message, run_id=context.run.run_id) for r in rejected]
     record_of = {p.prd_id: p.id for p in documents}
     edges = [
         Edge(child=s.id, parent=record_of[pid], relation="steered_by")
@@ -122,10 +122,10 @@ def environment_candidates(
         candidates,
         flat=["name", "summary", "utility", "realism"],
     )
-    rows = [lineage_row(c, run_id=context.run_id, location=str(path)) for c in candidates]
+    rows = [lineage_row(c, run_id=context.run.run_id, location=str(path)) for c in candidates]
     edges = [Edge(child=c.id, parent=sid, relation="inferred_from") for c in candidates for sid in c.seed_ids]
     rejects = [SeedRejection(source=s.source, kind=s.kind, reason=why, round=round_key) for s, why in failed]
-    rows += [lineage_row(r, status="rejected", reason=r.reason, run_id=context.run_id) for r in rejects]
+    rows += [lineage_row(r, status="rejected", reason=r.reason, run_id=context.run.run_id) for r in rejects]
     edges += [
         Edge(child=r.id, parent=s.id, relation="rejection_of")
         for r, (s, _) in zip(rejects, failed, strict=True)
@@ -188,14 +188,14 @@ def selected_environment_seeds(
                   columns=["candidate_id", "seed_ids", "rule", "reason"])  # fmt: skip
     by_id = {c.id: c for c in candidates}
     rows = [
-        lineage_row(c, kind="selected_candidate", run_id=context.run_id, location=str(path))
+        lineage_row(c, kind="selected_candidate", run_id=context.run.run_id, location=str(path))
         for c in selection.selected
     ]
     # a selection decision is a record of its own: the candidate row stays as inference wrote it
     rows = [r.model_copy(update={"id": f"sel-{round_key}-{r.id}"}) for r in rows]
     rows += [
         lineage_row(by_id[r.candidate_id], kind="selected_candidate", status="rejected", reason=f"{r.rule}: {r.reason}",
-                    run_id=context.run_id).model_copy(update={"id": f"sel-{round_key}-{r.candidate_id}"})
+                    run_id=context.run.run_id).model_copy(update={"id": f"sel-{round_key}-{r.candidate_id}"})
         for r in selection.rejected
     ]  # fmt: skip
     edges = [Edge(child=r.id, parent=r.id.split("-", 2)[2], relation="selection_of") for r in rows]

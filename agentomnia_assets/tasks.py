@@ -67,7 +67,7 @@ def _publish_tasks(
     rows = [
         lineage_row(
             t,
-            run_id=context.run_id,
+            run_id=context.run.run_id,
             location=str(path),
             meta={"task_kind": t.kind, "calls": len(t.reference_calls)},
         )
@@ -84,7 +84,7 @@ def _publish_tasks(
                 round=round_key,
                 status="rejected",
                 reason=f"{stage}: {reason}",
-                run_id=context.run_id,
+                run_id=context.run.run_id,
                 meta={"task_kind": kind, "times": n},
             )
         )
@@ -366,7 +366,7 @@ def solver_tasks(
             id=d.name,
             kind="environment",
             round=context.partition_key,
-            run_id=context.run_id,
+            run_id=context.run.run_id,
             location=str(d),
             meta={"origin": "solver"},
         )

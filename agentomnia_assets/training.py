@@ -40,7 +40,7 @@ def _checkpoint_row(
     context: AssetExecutionContext, kind: str, folder: str, report: dict, parent: str
 ) -> tuple[LineageRow, Edge]:  # type: ignore[type-arg]
     rid = content_hash({"kind": kind, "folder": folder, "loss": report.get("loss_history")})
-    row = LineageRow(id=rid, kind="checkpoint", round=context.partition_key, run_id=context.run_id, location=folder,
+    row = LineageRow(id=rid, kind="checkpoint", round=context.partition_key, run_id=context.run.run_id, location=folder,
                      meta={"trainer": kind, "steps": report.get("steps"), "last_loss": report.get("last_loss")})  # fmt: skip
     return row, Edge(child=rid, parent=parent, relation="trained_on")
 

@@ -95,7 +95,7 @@ def trajectories(
             t,
             status="ok" if t.verified else "rejected",
             reason=None if t.verified else _why(t),
-            run_id=context.run_id,
+            run_id=context.run.run_id,
             location=str(path),
         )
         for t in all_runs
