@@ -365,7 +365,7 @@ def _coordinate(
         try:
             return Coordinate.model_validate(ours), "item"
         except ValidationError:
-            pass
+            pass  # a stale or foreign coordinate: place the item by the domain map or default below
     taxonomy_id = item.get("taxonomy_id")
     source = "item"
     if taxonomy_id is None and str(item.get("global_id")) in domain_map:
@@ -390,7 +390,7 @@ def _persona(item: Mapping[str, Any], ours: Mapping[str, Any]) -> Persona:
         try:
             return Persona.model_validate(ours["persona"])
         except ValidationError:
-            pass
+            pass  # not our persona shape: build one from the item's own user fields below
     card = item.get("persona_card_md") or item.get("persona") or ""
     first = next((line.strip("# ").strip() for line in str(card).splitlines() if line.strip()), "")
     name = first.split(":", 1)[1].strip() if first.lower().startswith("user persona:") else first
