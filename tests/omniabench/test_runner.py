@@ -126,8 +126,8 @@ class Spin:
         self.claims = dict(init_config.get("claims", {}))
 
     def spin(self):
-        while True:
-            pass
+        while True:  # hangs on purpose: only the sandbox's call timeout can end it
+            continue
 """
 
 
