@@ -61,6 +61,10 @@ def cmd_init(args: argparse.Namespace) -> Result:
 
 def cmd_run(args: argparse.Namespace) -> Result:
     _dagster_layer()
+    if args.scale == "paper":
+        return _run_paper_scale(args)
+    if args.environments is not None:
+        raise CLIError("--environments sizes a scale run; use it with --scale paper")
     from agentomnia_assets.pipeline import run_pipeline
 
     summary = run_pipeline(round_key=args.round, scale=args.scale, evolve=not args.no_evolve)
@@ -354,6 +358,44 @@ def cmd_bench_envs(args: argparse.Namespace) -> Result:
 
     result = run_envs_bench(limit=args.n, workers=args.workers)
     return result, format_envs_bench(result)
+
+
+def _run_paper_scale(args: argparse.Namespace) -> Result:
+    """`run --scale paper`: the `scale_corpus` asset for the round (default `paper`), through Dagster."""
+    from agentomnia.scale.runner import ScaleSummary, scale_dir
+    from agentomnia_assets.pipeline import run_scale_corpus
+
+    round_key = "paper" if args.round == "r0" else args.round
+    if args.environments is not None and args.environments < 1:
+        raise CLIError(f"--environments must be at least 1 (got {args.environments})")
+    run_scale_corpus(round_key, environments=args.environments, workers=args.workers)
+    summary = ScaleSummary.model_validate_json(
+        (scale_dir(Storage(), round_key) / "summary.json").read_text(encoding="utf-8")
+    )
+    return summary.model_dump(mode="json"), summary.render()
+
+
+def cmd_bench_scale(args: argparse.Namespace) -> Result:
+    """Throughput of a scale run of N environments, in a fresh home unless --home names one."""
+    import tempfile
+
+    from agentomnia.scale.plan import ScalePlan
+    from agentomnia.scale.runner import run_scale
+
+    if args.envs < 1:
+        raise CLIError(f"--envs must be at least 1 (got {args.envs})")
+    plan = ScalePlan.for_environments(args.envs, shard_environments=args.shard_environments)
+    say = None if args.json else (lambda line: print(line, file=sys.stderr, flush=True))
+    if args.home:
+        summary = run_scale(
+            plan, storage=Storage(args.home), round_key="bench", workers=args.workers, progress=say
+        )
+    else:
+        with tempfile.TemporaryDirectory(prefix="agentomnia-bench-scale-") as home:
+            summary = run_scale(
+                plan, storage=Storage(home), round_key="bench", workers=args.workers, progress=say
+            )
+    return summary.bench(), summary.render()
 
 
 def cmd_bench_lineage(args: argparse.Namespace) -> Result:
@@ -686,9 +728,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--scale",
         default="default",
-        choices=["default", "full"],
-        help="how much to make (default: minutes on 2 cores)",
+        choices=["default", "full", "paper"],
+        help=(
+            "how much to make (default: minutes on 2 cores; full: every stage at target size on the shipped "
+            "corpus; paper: the paper-size synthesis corpus, sharded and resumable, as round `paper`)"
+        ),
     )
+    p.add_argument(
+        "--environments", type=int, default=None,
+        help="with --scale paper: environments to make instead of the paper's 5,018 (tasks in proportion)",
+    )  # fmt: skip
+    p.add_argument("--workers", type=int, default=2, help="with --scale paper: worker processes")
     p.add_argument(
         "--no-evolve",
         action="store_true",
@@ -758,6 +808,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-n", type=int, default=40, help="how many selected candidates to build")
     p.add_argument("--workers", type=int, default=2)
+    p = verb(
+        bench, "scale", cmd_bench_scale,
+        "end-to-end throughput of a sharded scale run of N environments (and the paper's tasks per environment)",
+    )  # fmt: skip
+    p.add_argument("--envs", type=int, default=500, help="environments to make")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--shard-environments", type=int, default=60, help="environments per shard, about")
+    p.add_argument("--home", default=None, help="platform home to run in (default: a fresh temporary one)")
     p = verb(
         bench, "lineage", cmd_bench_lineage,
         "trace / find / counts latency on a synthetic paper-shaped lineage graph of N records",

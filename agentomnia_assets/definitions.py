@@ -8,6 +8,7 @@ from agentomnia_assets import (
     environments,
     evolution,
     omniabench,
+    scale,
     seeds,
     tasks,
     taxonomy,
@@ -18,7 +19,7 @@ from jobs import ALL_JOBS, ALL_SCHEDULES
 from resources import default_resources
 from sensors import ALL_SENSORS
 
-STAGE_MODULES = [taxonomy, evolution, seeds, environments, tasks, omniabench, trajectories, training]
+STAGE_MODULES = [taxonomy, evolution, seeds, environments, tasks, omniabench, trajectories, training, scale]
 
 defs = Definitions(
     assets=load_assets_from_modules(STAGE_MODULES),

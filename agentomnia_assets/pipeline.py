@@ -124,6 +124,7 @@ def _stage_seconds(result: ExecuteInProcessResult) -> dict[str, float]:
     return out
 
 
+SCALE_GROUP = "scale"  # the scale corpus is its own run (`run_scale_corpus`), never part of a round
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 # Run configuration per scale: `default` is what `make run` affords in minutes on two cores;
@@ -168,7 +169,12 @@ def _materialize_round(
     for partitioned in (False, True):
         if partitioned_only and not partitioned:
             continue
-        selected = [a for a in assets if (a.partitions_def is not None) == partitioned]
+        selected = [
+            a
+            for a in assets
+            if (a.partitions_def is not None) == partitioned
+            and SCALE_GROUP not in a.group_names_by_key.values()
+        ]
         if not selected:
             continue
         keys = [k for a in selected for k in a.keys]
@@ -330,3 +336,26 @@ def latest_materializations(storage: Storage) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def run_scale_corpus(
+    round_key: str = "paper", *, environments: int | None = None, workers: int = 2, quiet: bool = False
+) -> dict[str, Any]:
+    """Materialize `scale_corpus` for `round_key` (default: the paper's corpus); its metadata."""
+    from agentomnia_assets.definitions import defs
+    from agentomnia_assets.scale import ScaleConfig, scale_corpus
+
+    ensure_dagster_home(Storage().root)
+    instance = DagsterInstance.get()
+    if not instance.has_dynamic_partition(rounds.name, round_key):  # type: ignore[arg-type]
+        instance.add_dynamic_partitions(rounds.name, [round_key])  # type: ignore[arg-type]
+    config = ScaleConfig(workers=workers, **({"environments": environments} if environments else {}))
+    result = materialize(
+        [scale_corpus],
+        instance=instance,
+        resources=dict(defs.resources or {}),
+        partition_key=round_key,
+        tags={"agentomnia/scale": "paper" if environments is None else str(environments)},
+        run_config={**(QUIET if quiet else {}), "ops": {"scale_corpus": {"config": config.model_dump()}}},
+    )
+    return _scalar_metadata(result, scale_corpus.key)

@@ -7,6 +7,8 @@ here. The nightly schedule adds the next `rounds` partition, then asks for the s
   datasets, with the benchmark hold-out that keeps training data away from OmniaBench;
 - `training_job`: SFT, GRPO with the rollback curriculum, reward-model calibration;
 - `omniabench_job`: the benchmark split and the evaluation of the round's policies;
+- `scale_job`: the corpus at paper scale (or any size set in its run config), sharded over worker
+  processes; never part of a default round;
 - `evolution_job`: one whole self-evolution round, everything above for one partition — what the
   failure and inbox sensors request.
 """
@@ -46,6 +48,14 @@ omniabench_job = define_asset_job(
     selection=AssetSelection.groups("omniabench"),
     description="The held-out benchmark split and the evaluation of the round's policies on it.",
 )
+scale_job = define_asset_job(
+    "scale_job",
+    selection=AssetSelection.groups("scale"),
+    description=(
+        "The synthesis corpus at scale (default: the paper's 5,018 environments, 52,361 tasks), sharded over "
+        "worker processes and resumable; set `environments` and `workers` in the run config."
+    ),
+)
 evolution_job = define_asset_job(
     "evolution_job",
     selection=AssetSelection.groups(*ROUND_GROUPS) - AssetSelection.assets("taxonomy"),
@@ -77,5 +87,5 @@ def nightly_synthesis(context: ScheduleEvaluationContext) -> RunRequest:
     )
 
 
-ALL_JOBS = [synthesis_job, training_job, omniabench_job, evolution_job]
+ALL_JOBS = [synthesis_job, training_job, omniabench_job, evolution_job, scale_job]
 ALL_SCHEDULES = [nightly_synthesis]

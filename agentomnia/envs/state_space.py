@@ -11,7 +11,7 @@ no state beyond a key are removed as implausible. Every decision is kept in a re
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -23,6 +23,7 @@ from agentomnia.seeds.inference import (
     NOT_ENTITIES,
     EnvCandidate,
     _entity_from_id_param,
+    seed_scope,
     tool_entity,
 )
 from agentomnia.seeds.models import Seed, SeedTool
@@ -135,19 +136,37 @@ def attribute_from_schema(name: str, schema: dict[str, Any], known_entities: set
     return AttributeSpec(name=name, type=t, nullable=True, description=desc, source="seed")  # type: ignore[arg-type]
 
 
-def _kb_entity(e: Entity) -> list[AttributeSpec]:
-    return [
-        AttributeSpec(
-            name=a.name,
-            type=a.type,
-            enum=a.enum,
-            ref=a.ref,
-            nullable=a.nullable,
-            default=a.default,
-            source="kb",
-        )
-        for a in e.attributes
-    ]
+def _in_scope(entities: Sequence[Entity], scope: Sequence[str]) -> tuple[list[Entity], set[str]]:
+    """The knowledge base's entities a composed seed's scope keeps, and the names it leaves out.
+
+    A slice of a domain (say, the bookings desk without the customer records) still carries the
+    references into what it leaves out, as external ids (`_kb_entity`). No scope keeps them all."""
+    names = set(scope)
+    if not names:
+        return list(entities), set()
+    return [e for e in entities if e.name in names], {e.name for e in entities if e.name not in names}
+
+
+def _kb_entity(e: Entity, external: Set[str] = frozenset()) -> list[AttributeSpec]:
+    """An entity's attributes; a reference to an entity the environment leaves out (`external`)
+    becomes a plain id string of another system."""
+    out = []
+    for a in e.attributes:
+        if a.type == "ref" and a.ref in external:
+            out.append(AttributeSpec(name=a.name, type="str", nullable=True, source="kb"))
+        else:
+            out.append(
+                AttributeSpec(
+                    name=a.name,
+                    type=a.type,
+                    enum=a.enum,
+                    ref=a.ref,
+                    nullable=a.nullable,
+                    default=a.default,
+                    source="kb",
+                )
+            )
+    return out
 
 
 def _object_properties(schema: dict[str, Any] | None) -> dict[str, Any]:
@@ -173,8 +192,9 @@ def build_state_space(
     meta: dict[str, dict[str, str]] = {}
     if kb is not None:
         report.kb_entities = len(kb.entities)
-        for e in kb.entities:
-            attrs[e.name] = {a.name: a for a in _kb_entity(e)}
+        scoped, external = _in_scope(kb.entities, [n for s in seeds for n in seed_scope(s)])
+        for e in scoped:
+            attrs[e.name] = {a.name: a for a in _kb_entity(e, external)}
             meta[e.name] = {"description": e.description, "key": e.key, "source": "kb"}
     person = next((p for p in PERSON_ENTITIES if p in attrs), None)
 

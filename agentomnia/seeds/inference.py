@@ -450,7 +450,17 @@ def propose_offline(
         ]
     else:
         operations = []
-    if kb is not None:
+    scope = seed_scope(seed)
+    if kb is not None and scope:
+        # A composed slice of the domain: its entities in the order given, the operations on them.
+        components += [name for name in scope if name in kb_entities and name not in components]
+        if not operations:
+            operations = [
+                Operation(name=o.name, kind=o.kind, entity=o.entity)
+                for o in kb.operations
+                if o.entity in components
+            ]
+    elif kb is not None:
         # Entities the seed mentions come first; the domain's knowledge fills the state out (high recall).
         mentioned = [
             e.name for e in kb.entities if {singular(w) for w in words(e.name)} & {singular(w) for w in sw}
@@ -516,7 +526,8 @@ def propose_offline(
     if seed.kind == "query" and len(seed.text.split()) < 12:
         atoms.append("ambiguous_goal")
     coordinate = Coordinate.for_domain(domain.id, caps, atoms)
-    entity_list = ", ".join(components[:4])
+    # a composed slice is told apart by its whole scope; otherwise the leading components say enough
+    entity_list = ", ".join(components if scope else components[:4])
     summary = f"{domain.l2} ({domain.l1}, {domain.split}) environment: {entity_list}"
     return EnvCandidate(
         round=seed.round,
@@ -625,13 +636,28 @@ def validate_candidate(c: EnvCandidate, seed: Seed) -> None:
             raise CandidateInvalid(f"operations invent far more writes than the seed offers: {missing[:3]}")
 
 
+# Seeds the platform composed for a known domain: a PRD round's, and the scale run's variants.
+COMPOSED_ORIGINS = frozenset({"prd", "composed"})
+
+
+def seed_scope(seed: Seed) -> list[str]:
+    """The entities a composed seed confines its environment to (empty: no confinement).
+
+    The scale run composes many seeds per domain; each names a slice of the domain's knowledge
+    (`metadata["scope"]`, focal entity first) so the environments built from them differ."""
+    scope = seed.metadata.get("scope")
+    if not isinstance(scope, list):
+        return []
+    return [str(s) for s in scope if isinstance(s, str) and s]
+
+
 def _composed_for(seed: Seed, taxonomy: Taxonomy) -> Domain | None:
     """The domain a seed was composed for by a PRD round (its provenance, not a guess), if any.
 
     Seeds from the corpus keep being placed by inference even when they carry a label: the label is
     what inference is measured against there."""
     tid = seed.metadata.get("taxonomy_id")
-    if seed.metadata.get("origin") != "prd" or not isinstance(tid, int) or tid not in taxonomy:
+    if seed.metadata.get("origin") not in COMPOSED_ORIGINS or not isinstance(tid, int) or tid not in taxonomy:
         return None
     return taxonomy.by_id(tid)
 

@@ -37,6 +37,16 @@ class SelectionConfig(BaseModel):
     cluster_distance: float = Field(
         0.08, ge=0, le=2, description="cosine distance under which candidates are near-duplicates"
     )
+    state_overlap: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description=(
+            "when set, candidates in one embedding cluster are near-duplicates only if their state "
+            "components overlap at least this much (Jaccard); for corpora composed from one knowledge "
+            "entry per domain, whose descriptions read alike while their states differ"
+        ),
+    )
 
 
 class Rejection(BaseModel):
@@ -130,17 +140,31 @@ def select(
     for cluster in _clusters(vectors[alive], cfg.cluster_distance) if alive else []:
         members = [alive[m] for m in cluster]
         sims = vectors[members] @ vectors[members].T
-        medoid = members[int(np.argmax(sims.sum(axis=1)))]
-        keep_idx.append(medoid)
-        for m in members:
-            if m != medoid:
-                reject(
-                    candidates[m],
-                    "near_duplicate",
-                    f"in a cluster represented by its medoid {candidates[medoid].id}",
-                )
+        order = [members[k] for k in np.argsort(-sims.sum(axis=1), kind="stable")]  # medoid first
+        kept: list[int] = []
+        for m in order:
+            twin = next(
+                (k for k in kept if _same_state(candidates[m], candidates[k], cfg.state_overlap)), None
+            )
+            if twin is None:
+                kept.append(m)
+                continue
+            reject(
+                candidates[m],
+                "near_duplicate",
+                f"in a cluster represented by {'its medoid ' if twin == order[0] else ''}{candidates[twin].id}",
+            )
+        keep_idx += kept
     selected = [candidates[i] for i in sorted(keep_idx, key=lambda i: candidates[i].id)]
     return Selection(selected=selected, rejected=sorted(rejected, key=lambda r: r.candidate_id))
+
+
+def _same_state(a: EnvCandidate, b: EnvCandidate, overlap: float | None) -> bool:
+    """Whether two candidates of one embedding cluster are the same environment."""
+    if overlap is None:
+        return True
+    x, y = set(a.overview.state_components), set(b.overview.state_components)
+    return len(x & y) / max(1, len(x | y)) >= overlap
 
 
 def _clusters(vectors: np.ndarray, distance: float) -> list[list[int]]:
