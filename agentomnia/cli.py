@@ -76,10 +76,14 @@ def cmd_status(args: argparse.Namespace) -> Result:
     from agentomnia.lineage import LineageStore
 
     counts = LineageStore(storage.lineage_path).counts()
-    _dagster_layer()
-    from agentomnia_assets.pipeline import latest_materializations
+    from agentomnia.status import fast_asset_status
 
-    assets = latest_materializations(storage)
+    assets = fast_asset_status(storage.root / "dagster")
+    if assets is None:  # another event-log storage, or the asset list is not known yet
+        _dagster_layer()
+        from agentomnia_assets.pipeline import latest_materializations
+
+        assets = latest_materializations(storage)
     lines = [f"platform home {storage.root}", "", "records (kind / round / status: count)"]
     lines += [f"  {c['kind']:<22} {c['round']:<6} {c['status']:<10} {c['count']}" for c in counts] or [
         "  none yet"

@@ -313,10 +313,14 @@ def loop_summary(storage: Storage, round_keys: list[str], evolution: EvolutionRe
 
 
 def latest_materializations(storage: Storage) -> list[dict[str, Any]]:
-    """Each asset's most recent materialization (or that it has none yet)."""
+    """Each asset's most recent materialization (or that it has none yet), through the Dagster API.
+
+    Saves the asset list for `agentomnia.status.fast_asset_status`, which answers the same without
+    loading Dagster when the instance uses the default SQLite storage."""
+    from agentomnia.status import save_asset_list
     from agentomnia_assets.definitions import defs
 
-    ensure_dagster_home(storage.root)
+    dagster_home = ensure_dagster_home(storage.root)
     instance = DagsterInstance.get()
     out = []
     for a in defs.assets or []:
@@ -335,6 +339,7 @@ def latest_materializations(storage: Storage) -> list[dict[str, Any]]:
                     else None,
                 }
             )
+    save_asset_list(dagster_home, [str(a["asset"]) for a in out])
     return out
 
 

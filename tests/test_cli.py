@@ -74,3 +74,10 @@ def test_status_lists_records_and_assets(home: Path) -> None:
     assert data["records"] == [{"kind": "seed", "round": "r0", "status": "ok", "count": 1}]
     assets = {a["asset"]: a["status"] for a in data["assets"]}
     assert assets["environments"] == "never" and "taxonomy" in assets
+
+
+def test_scale_options_are_checked_before_anything_runs(home: Path) -> None:
+    proc = _cli("bench", "scale", "--envs", "0", home=home)
+    assert proc.returncode != 0 and "--envs must be at least 1" in proc.stderr
+    proc = _cli("run", "--environments", "5", home=home)
+    assert proc.returncode != 0 and "use it with --scale paper" in proc.stderr

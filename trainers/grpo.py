@@ -480,8 +480,10 @@ def train_grpo(
         for env in book.instances:
             env._close()
     seconds = time.perf_counter() - started
-    trainer.model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    # save_model gathers sharded weights (ZeRO-3, FSDP) and writes on the main process only
+    trainer.save_model(str(folder))
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(folder)
     logs = list(trainer.state.log_history)
     curves = {
         "reward": series(logs, "reward"),

@@ -116,8 +116,10 @@ def train_sft(dataset: Any, out_dir: str | Path, config: SFTSettings | None = No
     started = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - started
-    trainer.model.save_pretrained(folder)
-    trainer.processing_class.save_pretrained(folder)
+    # save_model gathers sharded weights (ZeRO-3, FSDP) and writes on the main process only
+    trainer.save_model(str(folder))
+    if trainer.is_world_process_zero():
+        trainer.processing_class.save_pretrained(folder)
     logs = list(trainer.state.log_history)
     losses = series(logs, "loss")
     plot = plot_curves(

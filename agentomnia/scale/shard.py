@@ -43,7 +43,7 @@ from agentomnia.records import content_hash
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.scale.plan import ShardSpec, per_item
 from agentomnia.scale.seeds import variant_seeds
-from agentomnia.seeds.inference import DomainMatcher, EnvCandidate, candidate_text, infer_candidates
+from agentomnia.seeds.inference import DomainMatcher, EnvCandidate, infer_candidates, seed_text
 from agentomnia.seeds.models import Seed
 from agentomnia.seeds.selection import SelectionConfig, select
 from agentomnia.storage import Storage, save_records, write_parquet
@@ -173,10 +173,12 @@ def run_shard(ctx: ShardContext, spec: ShardSpec, round_key: str, run_id: str) -
             domain = ctx.taxonomy.by_id(q.taxonomy_id)
             count = max(q.environments + 1, math.ceil(q.environments * spec.oversample))
             seeds += variant_seeds(domain, range(count), round_key=round_key)
-        candidates, failed = infer_candidates(seeds, ctx.matcher)
-        selection = select(
-            candidates, ctx.matcher.text_vectors([candidate_text(c) for c in candidates]), SELECTION
-        )
+        # One embedding per seed serves both steps: a composed candidate is a function of its seed
+        # (domain and scope), so its seed's request stands in for it in the near-duplicate clustering.
+        vectors = ctx.matcher.text_vectors([seed_text(s) for s in seeds])
+        candidates, failed = infer_candidates(seeds, ctx.matcher, vectors=vectors)
+        row_of = {s.id: i for i, s in enumerate(seeds)}
+        selection = select(candidates, vectors[[row_of[c.seed_ids[0]] for c in candidates]], SELECTION)
         st.items = len(seeds)
     rows += [lineage_row(s, run_id=run_id, meta={"origin": "composed"}) for s in seeds]
     rows += [lineage_row(c, run_id=run_id) for c in candidates]

@@ -400,10 +400,17 @@ class DomainMatcher:
         """(domain, similarity, overlap, top similarities) per text."""
         if not texts:
             return []
-        vecs = self.embedder.embed(list(texts))
+        return self.match_vectors(self.embedder.embed(list(texts)), seed_words)
+
+    def match_vectors(
+        self, vecs: np.ndarray, seed_words: Sequence[set[str]]
+    ) -> list[tuple[Domain, float, float, list[float]]]:
+        """`match` for texts already embedded (`vecs[i]` is the unit vector of text i)."""
+        if len(vecs) == 0:
+            return []
         idx, sims = nearest(vecs, self.vectors, self.shortlist)
         out = []
-        for row in range(len(texts)):
+        for row in range(len(vecs)):
             scored = []
             for i, s in zip(idx[row], sims[row], strict=True):
                 d = self.domains[int(i)]
@@ -663,11 +670,18 @@ def _composed_for(seed: Seed, taxonomy: Taxonomy) -> Domain | None:
 
 
 def infer_candidates(
-    seeds: Sequence[Seed], matcher: DomainMatcher, llm: LLM | None = None
+    seeds: Sequence[Seed],
+    matcher: DomainMatcher,
+    llm: LLM | None = None,
+    *,
+    vectors: np.ndarray | None = None,
 ) -> tuple[list[EnvCandidate], list[tuple[Seed, str]]]:
-    """Candidates for all seeds (batched embedding), and the seeds that failed with why."""
+    """Candidates for all seeds (batched embedding), and the seeds that failed with why.
+
+    `vectors` are the seeds' text embeddings (`seed_text`) when the caller already has them."""
     texts = [seed_text(s) for s in seeds]
-    matches = matcher.match(texts, [words(t) for t in texts])
+    vecs = vectors if vectors is not None else matcher.text_vectors(texts)
+    matches = matcher.match_vectors(vecs, [words(t) for t in texts])
     out: list[EnvCandidate] = []
     failed: list[tuple[Seed, str]] = []
     for seed, (domain, sim, ov, top) in zip(seeds, matches, strict=True):

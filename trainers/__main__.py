@@ -1,0 +1,5 @@
+"""`python -m trainers sft|grpo ...`: see `trainers.cli`."""
+
+from trainers.cli import main
+
+raise SystemExit(main())
