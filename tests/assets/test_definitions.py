@@ -24,6 +24,7 @@ EXPECTED_GROUPS = {
     "rl_dataset": "trajectories",
     "sft_checkpoint": "training",
     "rl_checkpoint": "training",
+    "scale_corpus": "scale",
 }
 
 
@@ -40,7 +41,20 @@ def test_definitions_load_with_the_expected_assets_and_groups() -> None:
         "training",
         "omniabench",
         "evolution",
+        "scale",
     }
+
+
+def test_the_scale_corpus_is_its_own_job_and_never_part_of_a_round() -> None:
+    from agentomnia_assets.pipeline import SCALE_GROUP
+    from jobs import evolution_job, scale_job, synthesis_job
+
+    graph = defs.resolve_asset_graph()
+    scale = AssetKey("scale_corpus")
+    assert graph.get(scale).group_name == SCALE_GROUP
+    assert scale_job.selection.resolve(graph) == {scale}
+    for job in (synthesis_job, evolution_job):
+        assert scale not in job.selection.resolve(graph)
 
 
 def test_every_asset_has_a_description_and_round_partitions_where_it_should() -> None:
