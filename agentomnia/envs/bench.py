@@ -3,7 +3,8 @@
 Seeds are ingested, inferred and selected first (not timed as environment building); then each
 selected candidate goes through state space -> toolset -> code -> s0 -> three-level verification
 with builds running concurrently on the sandbox's workers. Reported: environments per minute,
-median build seconds, verification's share of the time, kept share, tools per environment.
+median build seconds, verification's share of the time, CPU seconds per environment (this
+process and the sandbox workers), kept share, tools per environment.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+import psutil
 
 from agentomnia.embeddings import default_embedder
 from agentomnia.envs.build import BuildFailure, BuiltEnv, state_stage, toolset_stage, verify_stage
@@ -54,13 +57,17 @@ def run_envs_bench(limit: int = 40, workers: int = 2) -> dict[str, Any]:
         return result
 
     started = time.perf_counter()
+    cpu_started, worker_cpu_started = time.process_time(), _cpu_seconds(box.worker_pids())
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(one, chosen))
+        parent_cpu = time.process_time() - cpu_started
+        worker_cpu = _cpu_seconds(box.worker_pids()) - worker_cpu_started
     finally:
         box.close()
     wall = time.perf_counter() - started
     built = [r for r in results if isinstance(r, BuiltEnv)]
+    per_env = max(1, len(chosen))
     return {
         "candidates": len(chosen),
         "environments": len(built),
@@ -69,6 +76,9 @@ def run_envs_bench(limit: int = 40, workers: int = 2) -> dict[str, Any]:
         "environments_per_min": round(len(built) / wall * 60, 1) if wall else 0.0,
         "median_build_seconds": round(statistics.median(durations), 3) if durations else None,
         "verification_share": round(sum(verify_seconds) / max(1e-9, sum(durations)), 3),
+        "cpu_seconds_per_env": round((parent_cpu + worker_cpu) / per_env, 3),
+        "parent_cpu_seconds_per_env": round(parent_cpu / per_env, 3),
+        "worker_cpu_seconds_per_env": round(worker_cpu / per_env, 3),
         "tools_mean": round(statistics.fmean(len(b.spec.tools) for b in built), 1) if built else 0.0,
         "entities_mean": round(statistics.fmean(len(b.spec.entities) for b in built), 1) if built else 0.0,
         "attributes_mean": round(statistics.fmean(b.spec.attribute_count for b in built), 1)
@@ -78,6 +88,18 @@ def run_envs_bench(limit: int = 40, workers: int = 2) -> dict[str, Any]:
         "workers": workers,
         "target_environments_per_min": 60.0,
     }
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of the sandbox workers (a worker replaced mid-run is not counted)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except (psutil.Error, ValueError):
+            continue
+        total += times.user + times.system
+    return total
 
 
 def format_envs_bench(r: dict[str, Any]) -> str:

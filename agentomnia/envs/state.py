@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date, datetime, timedelta
 from typing import Any
 
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
 from agentomnia.records import content_hash
+from agentomnia.taxonomy.knowledge import Rule
 
 FIRST = ["Ava", "Liam", "Mia", "Noah", "Zoe", "Ethan", "Lena", "Omar", "Iris", "Leo", "Nora", "Kai", "Maya", "Ivan", "Sara", "Theo", "Aria", "Jonas", "Lucia", "Ravi", "Chloe", "Mateo", "Hana", "Felix", "Ines", "Yusuf", "Elena", "Marco", "Priya", "Diego"]  # fmt: skip
 LAST = ["Chen", "Patel", "Garcia", "Novak", "Kim", "Silva", "Müller", "Okafor", "Rossi", "Haddad", "Tanaka", "Larsen", "Dubois", "Costa", "Ivanova", "Nguyen", "Schmidt", "Moreau", "Khan", "Lopez"]  # fmt: skip
@@ -319,6 +320,7 @@ def state_violations(spec: EnvSpec, state: Mapping[str, Any], *, tables: set[str
     own records and rules, and references into them from other tables.
     """
     out: list[str] = []
+    table_of = {e.name: e.table for e in spec.entities}
     if tables is not None:
         changed = {e.name for e in spec.entities if e.table in tables}
         touched = changed | {
@@ -326,12 +328,21 @@ def state_violations(spec: EnvSpec, state: Mapping[str, Any], *, tables: set[str
         }
         scope = [e for e in spec.entities if e.name in touched]
     else:
-        touched, scope = {e.name for e in spec.entities}, list(spec.entities)
+        touched, scope = set(table_of), list(spec.entities)
     for entity in scope:
         table = state.get(entity.table)
         if not isinstance(table, dict):
             out.append(f"state has no table {entity.table!r} (a dict of {entity.name} records)")
             continue
+        # Per attribute: its name, its type's check and, for references, the table they point into.
+        checks = [
+            (
+                a,
+                _TYPE_CHECKS[a.type],
+                state.get(table_of.get(a.ref or "", ""), {}) if a.type == "ref" else None,
+            )
+            for a in entity.attributes
+        ]
         for key, rec in table.items():
             where = f"{entity.table}[{key!r}]"
             if not isinstance(rec, dict):
@@ -339,11 +350,15 @@ def state_violations(spec: EnvSpec, state: Mapping[str, Any], *, tables: set[str
                 continue
             if rec.get(entity.key) != key:
                 out.append(f"{where}.{entity.key} is {rec.get(entity.key)!r}, not its key")
-            for a in entity.attributes:
-                problem = value_problem(spec, state, a, rec.get(a.name), present=a.name in rec)
+            for a, type_ok, targets in checks:
+                name = a.name
+                if name not in rec:
+                    out.append(f"{where}.{name} is missing")
+                    continue
+                problem = _problem(a, rec[name], type_ok, targets)
                 if problem:
-                    out.append(f"{where}.{a.name} {problem}")
-    out += [m for entity, _, m in _rule_breaks(spec, state) if entity in touched]
+                    out.append(f"{where}.{name} {problem}")
+    out += [m for entity, _, m in _rule_breaks(spec, state, touched) if entity in touched]
     return out
 
 
@@ -352,26 +367,38 @@ def value_problem(
 ) -> str | None:
     if not present:
         return "is missing"
+    targets = state.get(_table(spec, a.ref), {}) if a.type == "ref" else None
+    return _problem(a, v, _TYPE_CHECKS[a.type], targets)
+
+
+def _problem(a: AttributeSpec, v: Any, type_ok: Callable[[Any], bool], targets: Any) -> str | None:
+    """What is wrong with value `v` of attribute `a` (`targets`: the referenced table, for refs)."""
     if v is None:
         return None if a.nullable or a.type == "ref" else "is null but not nullable"
     t = a.type
-    ok = {
-        "str": isinstance(v, str), "text": isinstance(v, str), "enum": isinstance(v, str), "ref": isinstance(v, str),
-        "int": isinstance(v, int) and not isinstance(v, bool), "bool": isinstance(v, bool),
-        "float": isinstance(v, (int, float)) and not isinstance(v, bool),
-        "money": isinstance(v, (int, float)) and not isinstance(v, bool),
-        "date": isinstance(v, str) and _is_date(v), "datetime": isinstance(v, str) and _is_datetime(v),
-        "list": isinstance(v, list), "object": isinstance(v, dict),
-    }[t]  # fmt: skip
-    if not ok:
+    if not type_ok(v):
         return f"has {type(v).__name__} {v!r}, expected {t}"
     if t == "enum" and v not in a.enum:
         return f"is {v!r}, not one of {list(a.enum)}"
     if t == "money" and v < 0:
         return f"is negative ({v})"
-    if t == "ref" and v not in state.get(_table(spec, a.ref), {}):
+    if t == "ref" and v not in targets:
         return f"points to missing {a.ref} {v!r}"
     return None
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "str": lambda v: isinstance(v, str), "text": lambda v: isinstance(v, str),
+    "enum": lambda v: isinstance(v, str), "ref": lambda v: isinstance(v, str),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool), "bool": lambda v: isinstance(v, bool),
+    "float": _is_number, "money": _is_number,
+    "date": lambda v: isinstance(v, str) and _is_date(v), "datetime": lambda v: isinstance(v, str) and _is_datetime(v),
+    "list": lambda v: isinstance(v, list), "object": lambda v: isinstance(v, dict),
+}  # fmt: skip
 
 
 def _is_date(v: str) -> bool:
@@ -394,10 +421,15 @@ def rule_violations(spec: EnvSpec, state: Mapping[str, Any]) -> list[str]:
     return [message for _, _, message in _rule_breaks(spec, state)]
 
 
-def _rule_breaks(spec: EnvSpec, state: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """(entity, key, message) for each record that breaks a range, comparison or uniqueness rule."""
+def _rule_breaks(
+    spec: EnvSpec, state: Mapping[str, Any], entities: set[str] | None = None
+) -> list[tuple[str, str, str]]:
+    """(entity, key, message) for each record that breaks a range, comparison or uniqueness rule
+    (only rules about `entities`, when given)."""
     out: list[tuple[str, str, str]] = []
     for rule in spec.rules:
+        if entities is not None and _rule_entity(rule) not in entities:
+            continue
         if rule.kind == "range" and rule.entity and rule.attr:
             for key, rec in (state.get(_table(spec, rule.entity)) or {}).items():
                 v = rec.get(rule.attr)
@@ -452,3 +484,10 @@ def _rule_breaks(spec: EnvSpec, state: Mapping[str, Any]) -> list[tuple[str, str
                 else:
                     seen[combo] = key
     return out
+
+
+def _rule_entity(rule: Rule) -> str | None:
+    """The entity whose records a range, comparison or uniqueness rule is reported against."""
+    if rule.kind == "compare" and isinstance(rule.left, str):
+        return rule.left.split(".")[0]
+    return rule.entity

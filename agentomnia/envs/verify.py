@@ -23,10 +23,11 @@ from pydantic import BaseModel, Field
 from agentomnia.envs.calls import invalid_calls, valid_calls
 from agentomnia.envs.spec import EnvSpec, ToolSpec
 from agentomnia.envs.state import state_violations
+from agentomnia.records import ToolResult
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.errors import SandboxError
 from agentomnia.sandbox.sandbox import Sandbox
-from agentomnia.sandbox.session import Session
+from agentomnia.sandbox.session import Batch, Session
 
 
 class LevelResult(BaseModel):
@@ -61,9 +62,17 @@ def _changed_tables(before: Mapping[str, Any], after: Mapping[str, Any]) -> set[
     return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
 
 
-def check_initialization(session: Session, spec: EnvSpec, s0: Mapping[str, Any]) -> LevelResult:
+def check_initialization(
+    session: Session,
+    spec: EnvSpec,
+    s0: Mapping[str, Any],
+    state: Mapping[str, Any] | None = None,
+) -> LevelResult:
+    """The class holds s0 after construction, and s0 keeps every invariant (`state`: the session's
+    state when the caller already has it)."""
     failures: list[str] = []
-    state = session.state()
+    if state is None:
+        state = session.state()
     for entity in spec.entities:
         if state.get(entity.table) != s0.get(entity.table):
             failures.append(
@@ -84,31 +93,56 @@ def check_tool(
 ) -> ToolCheck:
     """Unit checks of one tool. The session is at s0 on entry and on exit.
 
-    Refused calls are rolled back by the sandbox, so a batch of invalid calls needs one hash to show
-    the state survived; a read needs one hash; only a successful write needs the state and a reset.
+    One round trip runs the valid candidates until one succeeds, then takes what the check needs
+    (a fresh hash after a read; the state, then a reset, after a write), then the invalid calls and
+    a hash showing they left the state alone.
     """
     failures: list[str] = []
-    checks = 0
     table = spec.entity(tool.entity).table
-    succeeded = False
-    attempts: list[str] = []
+    # The candidates are drawn up front, noting where `rng` stood after each; it is then put back
+    # where trying them one at a time would have left it (at the first success), so later draws do
+    # not depend on batching.
+    candidates: list[dict[str, Any]] = []
+    rng_after: list[tuple[Any, ...]] = []
     for args in valid_calls(spec, s0, tool, rng):
-        checks += 1
-        result = session.call(tool.name, args)
-        if not result.ok:
-            attempts.append(
-                f"{args} -> {result.error.code if result.error else '?'}: {result.error.message if result.error else ''}"[
-                    :240
-                ]
-            )
-            continue
-        succeeded = True
-        if tool.kind == "read":
-            if session.state_hash() != base_hash:
-                failures.append("read tool changed the state")
-                session.reset(s0)
-            break
-        after = session.state()
+        candidates.append(args)
+        rng_after.append(rng.getstate())
+    bad = invalid_calls(spec, s0, tool)
+    target = None if session.init_config == s0 else s0  # None: reset to the config it holds, s0
+    batch = Batch()
+    tried_at = batch.calls([(tool.name, args) for args in candidates], first_ok=True)
+    # A refused write is rolled back by the sandbox, which compares the state to its copy, so the
+    # cached hash stands; reads have no such copy, so their hashes are computed afresh.
+    reads = tool.kind == "read"
+    if reads:
+        after_at = batch.hash(fresh=True, if_ok=True)
+    else:
+        after_at = batch.state(if_ok=True)
+        batch.reset(target, if_ok=True)
+    refused_at = batch.calls([(tool.name, args) for _, args in bad]) if bad else -1
+    final_at = batch.hash(fresh=reads) if bad else -1
+    answers = session.run(batch)
+    tried: list[ToolResult] = answers[tried_at]
+    succeeded = bool(tried) and tried[-1].ok
+    if succeeded:
+        rng.setstate(rng_after[len(tried) - 1])
+    checks = len(tried)
+    attempts = [
+        f"{args} -> {result.error.code if result.error else '?'}: {result.error.message if result.error else ''}"[
+            :240
+        ]
+        for args, result in zip(candidates, tried, strict=False)
+        if not result.ok
+    ]
+    changed_by_read = False
+    if succeeded and reads:
+        if answers[after_at] != base_hash:
+            failures.append("read tool changed the state")
+            changed_by_read = True
+    elif succeeded:
+        args = candidates[len(tried) - 1]
+        result = tried[-1]
+        after, _ = answers[after_at]
         changed = _changed_tables(base, after)
         if not changed:
             failures.append(f"write succeeded but changed nothing: {args}")
@@ -123,23 +157,30 @@ def check_tool(
         problems = state_violations(spec, after, tables=changed)
         if problems:
             failures.append(f"valid call left a broken state: {problems[0]}")
-        session.reset(s0)
-        break
     if not succeeded:
         failures.append(
             "no valid call succeeded: "
             + (attempts[0] if attempts else "no arguments could be grounded in s0")
         )
-    bad = invalid_calls(spec, s0, tool)
     if bad:
+        refused: list[ToolResult] = answers[refused_at]
+        final_hash: str = answers[final_at]
+        if changed_by_read:
+            # The invalid calls must start from s0: put it back and run them again.
+            redo = Batch()
+            redo.reset(target)
+            refused_at, final_at = redo.calls([(tool.name, args) for _, args in bad]), redo.hash(fresh=reads)
+            again = session.run(redo)
+            refused, final_hash = again[refused_at], again[final_at]
         checks += len(bad)
-        results = session.call_many([(tool.name, args) for _, args in bad])
-        for (what, _), result in zip(bad, results, strict=True):
+        for (what, _), result in zip(bad, refused, strict=True):
             if result.ok:
                 failures.append(f"accepted a call with {what}")
-        if session.state_hash() != base_hash:
+        if final_hash != base_hash:
             failures.append("a refused call changed the state")
             session.reset(s0)
+    elif changed_by_read:
+        session.reset(s0)
     return ToolCheck(name=tool.name, passed=not failures, checks=checks, failures=failures)
 
 
@@ -179,19 +220,26 @@ def check_environment(
     failures: list[str] = []
     suspects: list[str] = []
     checks = 0
+    # What changed from a valid s0 is all a rollout can have broken, so only the changed tables
+    # are checked (initialization has checked s0 when `verify` calls this; otherwise check here).
+    s0_valid = not state_violations(spec, s0)
     first = sandbox.open(bundle, s0)
     second = sandbox.open(bundle, s0)
     try:
         for r in range(rollouts):
             calls = random_rollout(spec, s0, rng, steps)
             checks += len(calls)
-            first.reset(s0)
-            second.reset(s0)
-            first.call_many(calls)
-            second.call_many(calls)
-            final = first.state()
-            broken = state_violations(spec, final)
-            diverged = first.state_hash() != second.state_hash()
+            # Both sessions were opened at s0, so a plain reset goes back to it.
+            mine, theirs = Batch(), Batch()
+            for batch in (mine, theirs):
+                batch.reset()
+                batch.calls(calls)
+            final_at, hash_at = mine.state(), mine.hash()
+            other_at = theirs.hash()
+            answers = first.run(mine)
+            final, _ = answers[final_at]
+            broken = state_violations(spec, final, tables=_changed_tables(s0, final) if s0_valid else None)
+            diverged = answers[hash_at] != second.run(theirs)[other_at]
             if not broken and not diverged:
                 continue
             first.reset(s0)
@@ -235,10 +283,10 @@ def verify(
             init=failed, tool=skipped, env=skipped, seconds=time.perf_counter() - started
         ), []
     try:
-        init = check_initialization(session, spec, s0)
+        base, base_hash = session.state_with_hash()
+        init = check_initialization(session, spec, s0, base)
         tool_checks = []
         if init.passed:
-            base, base_hash = session.state(), session.state_hash()
             tool_checks = [check_tool(session, spec, t, s0, base, base_hash, rng) for t in spec.tools]
     finally:
         session.close()

@@ -1,8 +1,10 @@
 """Static policy: what machine-written Python may say before it is allowed to run.
 
 Every piece of generated code (environment classes, check functions, task programs) passes through
-`validate_source` and then `prepare`, which rewrites the few constructs that can only be judged at
-run time into calls to the sandbox's guards and compiles the result. The policy is an allow-list for
+`prepare`, which checks it (`validate_source` is that check alone), rewrites the few constructs that
+can only be judged at run time into calls to the sandbox's guards and compiles the result, all from
+one parse; the check is a single pass over the tree (generated environments run to ~100 KB, so
+every walk counts). The policy is an allow-list for
 imports and a deny-list for the known roads out of a Python sandbox: the `exec`/`eval`/`open` family,
 double-underscore attributes (`__subclasses__`, `__globals__`, `__builtins__`, ...), frame and
 generator internals, metaclasses and special methods that run at uncontrolled moments.
@@ -25,8 +27,8 @@ import marshal
 import threading
 import types
 from collections import OrderedDict
-from collections.abc import Iterator
-from typing import Literal
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -73,12 +75,8 @@ def validate_source(
     source: str, *, allowed_modules: frozenset[str] = rules.ALLOWED_MODULES
 ) -> list[PolicyViolation]:
     """Check source against the static policy without running it; an empty list means it passes."""
-    tree, violations = _parse(source)
-    if tree is None:
-        return violations
-    checker = _Checker(allowed_modules, _bound_names(tree))
-    checker.visit(tree)
-    return checker.violations
+    _, violations = _parse_and_check(source, allowed_modules)
+    return violations
 
 
 def prepare(source: str, kind: CodeKind, *, label: str | None = None) -> PreparedCode:
@@ -89,14 +87,16 @@ def prepare(source: str, kind: CodeKind, *, label: str | None = None) -> Prepare
         if cached is not None:
             _CACHE.move_to_end(key)
             return cached
-    violations = validate_source(source)
+    # One parse serves the check and the rewrite (the checker only reads the tree).
+    tree, violations = _parse_and_check(source, rules.ALLOWED_MODULES)
     what = label or f"{kind} code"
-    if violations:
+    if violations or tree is None:
         raise PolicyError(what, violations)
     filename = f"<{kind}:{key[:12]}>"
     with AST_LOCK:
-        tree = _Guarder().visit(ast.parse(source))
-        ast.fix_missing_locations(tree)
+        guarder = _Guarder()
+        tree = guarder.visit(tree)
+        guarder.locate_new_nodes()
         code = compile(tree, filename, "exec", dont_inherit=True)
     prepared = PreparedCode(
         key=key, kind=kind, filename=filename, payload=base64.b64encode(marshal.dumps(code)).decode("ascii")
@@ -124,7 +124,10 @@ _CACHE_SIZE = 512
 _CACHE_LOCK = threading.Lock()
 
 
-def _parse(source: str) -> tuple[ast.Module | None, list[PolicyViolation]]:
+def _parse_and_check(
+    source: str, allowed_modules: frozenset[str]
+) -> tuple[ast.Module | None, list[PolicyViolation]]:
+    """The parsed tree and every violation (the tree is None when the source cannot be judged)."""
     if len(source) > MAX_SOURCE_CHARS:
         return None, [
             PolicyViolation(
@@ -148,34 +151,32 @@ def _parse(source: str) -> tuple[ast.Module | None, list[PolicyViolation]]:
                 line=1, col=0, rule="syntax", message=f"source cannot be parsed: {type(exc).__name__}"
             )
         ]
-    count = sum(1 for _ in ast.walk(tree))
-    if count > MAX_AST_NODES:
+    checker = _Checker(allowed_modules)
+    if not checker.scan(tree, MAX_AST_NODES):
         return None, [
             PolicyViolation(
                 line=1,
                 col=0,
                 rule="size",
-                message=f"source has {count} syntax nodes; the limit is {MAX_AST_NODES}",
+                message=f"source has {checker.count} syntax nodes; the limit is {MAX_AST_NODES}",
             )
         ]
-    return tree, []
+    return tree, checker.result()
 
 
-def _bound_names(tree: ast.AST) -> frozenset[str]:
-    """Every name the code binds anywhere; a forbidden builtin it shadows is just a local name."""
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            names.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            names.add(node.name)
-    return frozenset(names)
+def _bound_name(node: ast.AST) -> str | None:
+    """The name a node binds, if any; a forbidden builtin the code binds is just a local name."""
+    if isinstance(node, ast.Name):
+        return node.id if isinstance(node.ctx, ast.Store | ast.Del) else None
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return node.name
+    if isinstance(node, ast.arg):
+        return node.arg
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name).split(".")[0]
+    if isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
+        return node.name or None
+    return None
 
 
 def _attribute_targets(target: ast.AST) -> Iterator[ast.Attribute]:
@@ -188,21 +189,89 @@ def _attribute_targets(target: ast.AST) -> Iterator[ast.Attribute]:
         yield from _attribute_targets(target.value)
 
 
-class _Checker(ast.NodeVisitor):
-    def __init__(self, allowed_modules: frozenset[str], bound: frozenset[str]) -> None:
+class _Checker:
+    """One depth-first pass over the tree: counts nodes, collects bound names and applies the rules.
+
+    Violations come out in source (pre-)order. A load of a forbidden builtin is judged once the
+    whole tree has been seen, since binding the name anywhere makes it a local name; its place in
+    the order is kept. Under a refused async construct nothing more is checked (the construct is
+    the problem), but names and nodes are still counted.
+    """
+
+    def __init__(self, allowed_modules: frozenset[str]) -> None:
         self.allowed = allowed_modules
-        self.bound = bound
-        self.violations: list[PolicyViolation] = []
+        self.bound: set[str] = set()
+        self.count = 0
+        self.violations: list[PolicyViolation | ast.Name] = []
+
+    def scan(self, tree: ast.AST, limit: int) -> bool:
+        """Walk the tree; False when it has more than `limit` nodes (nothing else is then judged)."""
+        rules_by_type = _CHECKS
+        bound = self.bound
+        stack: list[tuple[ast.AST, bool]] = [(tree, True)]
+        pop, push = stack.pop, stack.append
+        count = 0
+        while stack:
+            node, checking = pop()
+            count += 1
+            kind = type(node)
+            if kind is ast.Name:
+                name_node = cast(ast.Name, node)
+                count += 1  # its context node
+                if checking:
+                    self.visit_Name(name_node)
+                if type(name_node.ctx) is not ast.Load:
+                    bound.add(name_node.id)
+                continue
+            if kind is ast.Constant:
+                continue
+            if kind in _BINDERS:
+                name = _bound_name(node)
+                if name:
+                    bound.add(name)
+            if checking:
+                rule = rules_by_type.get(kind)
+                if rule is not None:
+                    rule(self, node)
+                    if kind in _OPAQUE:
+                        checking = False
+            children: list[ast.AST] = []
+            for field in kind._fields:
+                value = getattr(node, field, None)
+                if type(value) is list:
+                    children.extend(v for v in value if isinstance(v, ast.AST))
+                elif isinstance(value, ast.AST):
+                    if value._fields:
+                        children.append(value)
+                    else:
+                        count += 1  # a context or operator node: no children, no rules
+            for child in reversed(children):
+                push((child, checking))
+            if count > limit:
+                self.count = count + _count_rest(stack)
+                return False
+        self.count = count
+        return count <= limit
+
+    def result(self) -> list[PolicyViolation]:
+        out: list[PolicyViolation] = []
+        for item in self.violations:
+            if isinstance(item, ast.Name):
+                if item.id not in self.bound:
+                    out.append(
+                        _violation(
+                            item,
+                            "name",
+                            f"`{item.id}` is not available in the sandbox (no code evaluation, files or "
+                            "introspection)",
+                        )
+                    )
+            else:
+                out.append(item)
+        return out
 
     def _refuse(self, node: ast.AST, rule: str, message: str) -> None:
-        self.violations.append(
-            PolicyViolation(
-                line=getattr(node, "lineno", 1),
-                col=getattr(node, "col_offset", 0),
-                rule=rule,
-                message=message,
-            )
-        )
+        self.violations.append(_violation(node, rule, message))
 
     def _allowed_list(self) -> str:
         return ", ".join(sorted(m for m in self.allowed if m != "__future__"))
@@ -253,12 +322,8 @@ class _Checker(ast.NodeVisitor):
             self._refuse(node, "name", f"`{name}`: double-underscore names reach the interpreter's internals")
         elif name.startswith(rules.TEMP_PREFIX):
             self._refuse(node, "name", f"`{name}` is reserved for the sandbox's rewriting")
-        elif isinstance(node.ctx, ast.Load) and name in rules.FORBIDDEN_BUILTINS and name not in self.bound:
-            self._refuse(
-                node,
-                "name",
-                f"`{name}` is not available in the sandbox (no code evaluation, files or introspection)",
-            )
+        elif isinstance(node.ctx, ast.Load) and name in rules.FORBIDDEN_BUILTINS:
+            self.violations.append(node)  # refused in `result` unless the code binds the name
 
     # attributes
     def visit_Attribute(self, node: ast.Attribute) -> None:
@@ -276,7 +341,6 @@ class _Checker(ast.NodeVisitor):
                     "attribute",
                     f"`.{attr}`: this double-underscore attribute reaches the interpreter's internals",
                 )
-        self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 3:
@@ -286,7 +350,6 @@ class _Checker(ast.NodeVisitor):
                 "call",
                 "`type(name, bases, namespace)` is not allowed; define classes with a class statement",
             )
-        self.generic_visit(node)
 
     # definitions and statements
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -296,7 +359,6 @@ class _Checker(ast.NodeVisitor):
                 "definition",
                 f"`def {node.name}`: this special method runs at moments the sandbox does not control",
             )
-        self.generic_visit(node)
 
     def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
         self._refuse(
@@ -316,7 +378,6 @@ class _Checker(ast.NodeVisitor):
         for keyword in node.keywords:
             if keyword.arg == "metaclass":
                 self._refuse(node, "definition", f"class `{node.name}`: custom metaclasses are not supported")
-        self.generic_visit(node)
 
     def _no_attribute_target(self, node: ast.AST, target: ast.AST, where: str) -> None:
         for attr in _attribute_targets(target):
@@ -328,23 +389,64 @@ class _Checker(ast.NodeVisitor):
 
     def visit_For(self, node: ast.For) -> None:
         self._no_attribute_target(node, node.target, "a `for` target")
-        self.generic_visit(node)
 
     def visit_With(self, node: ast.With) -> None:
         for item in node.items:
             if item.optional_vars is not None:
                 self._no_attribute_target(node, item.optional_vars, "a `with ... as` target")
-        self.generic_visit(node)
 
     def visit_comprehension(self, node: ast.comprehension) -> None:
         self._no_attribute_target(node, node.target, "a comprehension target")
-        self.generic_visit(node)
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         for attr in node.kwd_attrs:
             if attr.startswith("_") or attr in rules.FRAME_ATTRS:
                 self._refuse(node, "attribute", f"class pattern attribute `{attr}` is not accessible")
-        self.generic_visit(node)
+
+
+# The rule each node type is judged by, and the types whose insides are not judged: an import's
+# aliases carry no rules, and inside a refused async construct the construct itself is the problem.
+_CHECKS: dict[type[ast.AST], Callable[[_Checker, Any], None]] = {
+    ast.Import: _Checker.visit_Import,
+    ast.ImportFrom: _Checker.visit_ImportFrom,
+    ast.Attribute: _Checker.visit_Attribute,
+    ast.Call: _Checker.visit_Call,
+    ast.FunctionDef: _Checker.visit_FunctionDef,
+    ast.AsyncFunctionDef: _Checker.visit_AsyncFunctionDef,
+    ast.Await: _Checker.visit_Await,
+    ast.AsyncFor: _Checker.visit_AsyncFor,
+    ast.AsyncWith: _Checker.visit_AsyncWith,
+    ast.ClassDef: _Checker.visit_ClassDef,
+    ast.For: _Checker.visit_For,
+    ast.With: _Checker.visit_With,
+    ast.comprehension: _Checker.visit_comprehension,
+    ast.MatchClass: _Checker.visit_MatchClass,
+}
+_OPAQUE = frozenset(
+    {ast.Import, ast.ImportFrom, ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith}
+)
+_BINDERS = frozenset(
+    {
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+        ast.ClassDef,
+        ast.arg,
+        ast.alias,
+        ast.ExceptHandler,
+        ast.MatchAs,
+        ast.MatchStar,
+    }
+)
+
+
+def _count_rest(stack: list[tuple[ast.AST, bool]]) -> int:
+    return sum(1 for node, _ in stack for _ in ast.walk(node))
+
+
+def _violation(node: ast.AST, rule: str, message: str) -> PolicyViolation:
+    return PolicyViolation(
+        line=getattr(node, "lineno", 1), col=getattr(node, "col_offset", 0), rule=rule, message=message
+    )
 
 
 class _Guarder(ast.NodeTransformer):
@@ -358,6 +460,69 @@ class _Guarder(ast.NodeTransformer):
         self._classes: list[str] = []
         self._counter = 0
         self._in_class_body: list[bool] = [False]
+        self._new: list[ast.AST] = []
+
+    # traversal: leaves (names, constants, contexts, operators) hold nothing to rewrite
+    def visit(self, node: ast.AST) -> Any:
+        kind = type(node)
+        if kind in _LEAVES or not kind._fields:
+            return node
+        method = _GUARD_VISITORS.get(kind)
+        if method is not None:
+            return method(self, node)
+        return self.generic_visit(node)
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        """`NodeTransformer.generic_visit`, rebuilding a list only when something in it changed."""
+        for field in node._fields:
+            old = getattr(node, field, None)
+            if type(old) is list:
+                rebuilt: list[Any] | None = None
+                for index, value in enumerate(old):
+                    result = self.visit(value) if isinstance(value, ast.AST) else value
+                    if result is not value and rebuilt is None:
+                        rebuilt = old[:index]
+                    if rebuilt is None:
+                        continue
+                    if result is None:
+                        continue
+                    if isinstance(value, ast.AST) and not isinstance(result, ast.AST):
+                        rebuilt.extend(result)
+                    else:
+                        rebuilt.append(result)
+                if rebuilt is not None:
+                    old[:] = rebuilt
+            elif isinstance(old, ast.AST):
+                new_node = self.visit(old)
+                if new_node is None:
+                    delattr(node, field)
+                elif new_node is not old:
+                    setattr(node, field, new_node)
+        return node
+
+    # locations: every node this class makes is placed where the code it replaces was
+    def _located(self, new: _N, anchor: ast.AST) -> _N:
+        ast.copy_location(new, anchor)
+        self._new.append(new)
+        return new
+
+    def locate_new_nodes(self) -> None:
+        """What `ast.fix_missing_locations` would do, visiting only the nodes made here: a made node
+        without a location takes its parent's (original nodes all have one from the parser)."""
+        stack = list(self._new)
+        while stack:
+            parent = stack.pop()
+            where = (parent.lineno, parent.col_offset, parent.end_lineno, parent.end_col_offset)  # type: ignore[attr-defined]
+            for child in ast.iter_child_nodes(parent):
+                if "lineno" not in child._attributes or hasattr(child, "lineno"):
+                    continue
+                child.lineno, child.col_offset = where[0], where[1]  # type: ignore[attr-defined]
+                if getattr(child, "end_lineno", None) is None:
+                    child.end_lineno = where[2]  # type: ignore[attr-defined]
+                if getattr(child, "end_col_offset", None) is None:
+                    child.end_col_offset = where[3]  # type: ignore[attr-defined]
+                stack.append(child)
+        self._new.clear()
 
     def _temp(self) -> str:
         self._counter += 1
@@ -378,13 +543,13 @@ class _Guarder(ast.NodeTransformer):
         call = self._call(
             rules.GUARD_SETATTR, self.visit(target.value), ast.Constant(self._mangle(target.attr)), value
         )
-        return ast.copy_location(ast.Expr(value=call), target)
+        return self._located(ast.Expr(value=call), target)
 
     def _cleanup(self, names: list[str], anchor: ast.AST) -> list[ast.stmt]:
         # Temporaries in a class body would otherwise become class attributes.
         if not self._in_class_body[-1] or not names:
             return []
-        return [ast.copy_location(ast.Delete(targets=[ast.Name(id=n, ctx=ast.Del()) for n in names]), anchor)]
+        return [self._located(ast.Delete(targets=[ast.Name(id=n, ctx=ast.Del()) for n in names]), anchor)]
 
     # scopes
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
@@ -435,7 +600,7 @@ class _Guarder(ast.NodeTransformer):
                 # Loading a plain name has no side effects, so the value can be evaluated inside the call.
                 return self._store(node.targets[0], value)
             holder = self._temp()
-            first = ast.copy_location(
+            first = self._located(
                 ast.Assign(targets=[ast.Name(id=holder, ctx=ast.Store())], value=value), node
             )
             store = self._store(node.targets[0], ast.Name(id=holder, ctx=ast.Load()))
@@ -443,7 +608,7 @@ class _Guarder(ast.NodeTransformer):
         holder = self._temp()
         temps = [holder]
         stmts: list[ast.stmt] = [
-            ast.copy_location(ast.Assign(targets=[ast.Name(id=holder, ctx=ast.Store())], value=value), node)
+            self._located(ast.Assign(targets=[ast.Name(id=holder, ctx=ast.Store())], value=value), node)
         ]
         for target in node.targets:
             if isinstance(target, ast.Attribute):
@@ -452,9 +617,7 @@ class _Guarder(ast.NodeTransformer):
             pending: list[tuple[ast.Attribute, str]] = []
             pattern = self._replace_attributes(target, pending, temps)
             stmts.append(
-                ast.copy_location(
-                    ast.Assign(targets=[pattern], value=ast.Name(id=holder, ctx=ast.Load())), node
-                )
+                self._located(ast.Assign(targets=[pattern], value=ast.Name(id=holder, ctx=ast.Load())), node)
             )
             for attr, name in pending:
                 stmts.append(self._store(attr, ast.Name(id=name, ctx=ast.Load())))
@@ -467,7 +630,7 @@ class _Guarder(ast.NodeTransformer):
             name = self._temp()
             temps.append(name)
             pending.append((target, name))
-            return ast.copy_location(ast.Name(id=name, ctx=ast.Store()), target)
+            return self._located(ast.Name(id=name, ctx=ast.Store()), target)
         if isinstance(target, ast.Tuple | ast.List):
             target.elts = [self._replace_attributes(e, pending, temps) for e in target.elts]
             return target
@@ -481,9 +644,9 @@ class _Guarder(ast.NodeTransformer):
             self.generic_visit(node)
             return node
         if node.value is None:
-            return ast.copy_location(ast.Expr(value=self.visit(node.target.value)), node)
+            return self._located(ast.Expr(value=self.visit(node.target.value)), node)
         holder = self._temp()
-        first = ast.copy_location(
+        first = self._located(
             ast.Assign(targets=[ast.Name(id=holder, ctx=ast.Store())], value=self.visit(node.value)), node
         )
         return [
@@ -499,7 +662,7 @@ class _Guarder(ast.NodeTransformer):
         target = node.target
         holder = self._temp()
         attr = self._mangle(target.attr)
-        first = ast.copy_location(
+        first = self._located(
             ast.Assign(targets=[ast.Name(id=holder, ctx=ast.Store())], value=self.visit(target.value)), node
         )
         current = self._call(rules.GUARD_GETATTR, ast.Name(id=holder, ctx=ast.Load()), ast.Constant(attr))
@@ -509,7 +672,7 @@ class _Guarder(ast.NodeTransformer):
         store = self._call(
             rules.GUARD_SETATTR, ast.Name(id=holder, ctx=ast.Load()), ast.Constant(attr), combined
         )
-        return [first, ast.copy_location(ast.Expr(value=store), node), *self._cleanup([holder], node)]
+        return [first, self._located(ast.Expr(value=store), node), *self._cleanup([holder], node)]
 
     def visit_Delete(self, node: ast.Delete) -> ast.AST | list[ast.stmt]:
         if not any(isinstance(t, ast.Attribute) for t in node.targets):
@@ -521,9 +684,9 @@ class _Guarder(ast.NodeTransformer):
                 call = self._call(
                     rules.GUARD_DELATTR, self.visit(target.value), ast.Constant(self._mangle(target.attr))
                 )
-                stmts.append(ast.copy_location(ast.Expr(value=call), node))
+                stmts.append(self._located(ast.Expr(value=call), node))
             else:
-                stmts.append(ast.copy_location(ast.Delete(targets=[self.visit(target)]), node))
+                stmts.append(self._located(ast.Delete(targets=[self.visit(target)]), node))
         return stmts
 
     # loads
@@ -534,5 +697,14 @@ class _Guarder(ast.NodeTransformer):
             rules.is_private(attr) or attr in rules.GUARDED_DUNDER_ATTRS or attr in rules.FORMAT_ATTRS
         ):
             call = self._call(rules.GUARD_GETATTR, node.value, ast.Constant(self._mangle(attr)))
-            return ast.copy_location(call, node)
+            return self._located(call, node)
         return node
+
+
+_N = TypeVar("_N", bound=ast.AST)
+_LEAVES = frozenset({ast.Name, ast.Constant})
+_GUARD_VISITORS: dict[type[ast.AST], Callable[[_Guarder, Any], Any]] = {
+    getattr(ast, name[len("visit_") :]): method
+    for name, method in vars(_Guarder).items()
+    if name.startswith("visit_") and name != "visit"
+}

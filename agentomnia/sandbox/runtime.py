@@ -271,10 +271,15 @@ class ToolSchema:
     def build(self) -> None:
         self.built = True
         try:
-            cls = jsonschema.validators.validator_for(
-                self.parameters, default=jsonschema.Draft202012Validator
-            )
-            cls.check_schema(self.parameters)
+            if plainly_valid_schema(self.parameters):
+                # Checking a schema against the metaschema costs ~1.5 ms per tool in jsonschema;
+                # the plain subset tool schemas use is checked exactly, and faster, by hand.
+                cls: Any = jsonschema.Draft202012Validator
+            else:
+                cls = jsonschema.validators.validator_for(
+                    self.parameters, default=jsonschema.Draft202012Validator
+                )
+                cls.check_schema(self.parameters)
             self.validator = cls(self.parameters)
         except jsonschema.exceptions.SchemaError as exc:
             # A broken schema is the environment's defect (check_env reports it); calls are then
@@ -298,6 +303,93 @@ class ToolSchema:
                     required.add(param.name)
         self.accepted = frozenset(accepted)
         self.required = frozenset(required)
+
+
+# Draft 2020-12 metaschema rules for the keywords tool schemas use. `plainly_valid_schema` answers
+# True only for schemas made of these keywords (plus keywords the metaschema does not define, which
+# it leaves unconstrained); anything else goes to jsonschema's own `check_schema`.
+_SCHEMA_STRING_KEYS = frozenset(
+    {"title", "description", "$comment", "format", "contentEncoding", "contentMediaType"}
+)
+_SCHEMA_BOOL_KEYS = frozenset({"deprecated", "readOnly", "writeOnly", "uniqueItems"})
+_SCHEMA_NUMBER_KEYS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+_SCHEMA_COUNT_KEYS = frozenset(
+    {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"}
+)
+_SCHEMA_ANY_KEYS = frozenset({"default", "const"})
+_SCHEMA_ARRAY_KEYS = frozenset({"enum", "examples"})
+_SCHEMA_SUB_KEYS = frozenset({"items", "additionalProperties"})
+_SIMPLE_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+# Every keyword the 2020-12 metaschema (all vocabularies) gives a rule; one of these that is not
+# handled above sends the schema to jsonschema. A test keeps this list complete.
+METASCHEMA_KEYWORDS = frozenset(
+    {
+        "$id", "$schema", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary",
+        "$comment", "$defs", "$recursiveAnchor", "$recursiveRef", "prefixItems", "items", "contains",
+        "additionalProperties", "properties", "patternProperties", "dependentSchemas", "propertyNames",
+        "if", "then", "else", "allOf", "anyOf", "oneOf", "not", "unevaluatedItems",
+        "unevaluatedProperties", "type", "const", "enum", "multipleOf", "maximum", "exclusiveMaximum",
+        "minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
+        "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties", "required",
+        "dependentRequired", "title", "description", "default", "deprecated", "readOnly", "writeOnly",
+        "examples", "format", "contentEncoding", "contentMediaType", "contentSchema", "definitions",
+        "dependencies",
+    }
+)  # fmt: skip
+
+
+def _unique_strings(value: Any) -> bool:
+    return type(value) is list and all(type(v) is str for v in value) and len(set(value)) == len(value)
+
+
+def plainly_valid_schema(schema: Any, _depth: int = 0) -> bool:
+    """True when `schema` certainly passes the draft 2020-12 metaschema and declares no `$schema`.
+
+    False means "not decided here" (jsonschema decides), never "invalid"."""
+    if type(schema) is bool:
+        return _depth > 0
+    if type(schema) is not dict or _depth > 32:
+        return False
+    for key, value in schema.items():
+        if type(key) is not str:
+            return False
+        if key in _SCHEMA_STRING_KEYS:
+            if type(value) is not str:
+                return False
+        elif key in _SCHEMA_BOOL_KEYS:
+            if type(value) is not bool:
+                return False
+        elif key in _SCHEMA_NUMBER_KEYS:
+            if type(value) not in (int, float):
+                return False
+        elif key in _SCHEMA_COUNT_KEYS:
+            if type(value) is not int or value < 0:
+                return False
+        elif key in _SCHEMA_ANY_KEYS:
+            continue
+        elif key in _SCHEMA_ARRAY_KEYS:
+            if type(value) is not list:
+                return False
+        elif key in _SCHEMA_SUB_KEYS:
+            if not plainly_valid_schema(value, _depth + 1):
+                return False
+        elif key == "properties":
+            if type(value) is not dict or not all(
+                plainly_valid_schema(sub, _depth + 1) for sub in value.values()
+            ):
+                return False
+        elif key == "required":
+            if not _unique_strings(value):
+                return False
+        elif key == "type":
+            if type(value) is str:
+                if value not in _SIMPLE_TYPES:
+                    return False
+            elif not (_unique_strings(value) and value and all(v in _SIMPLE_TYPES for v in value)):
+                return False
+        elif key in METASCHEMA_KEYWORDS or key.startswith("$"):
+            return False
+    return True
 
 
 def _schema_message(validator: Any, args: dict[str, Any]) -> str:
@@ -499,6 +591,16 @@ class EnvSession:
                 raise EnvironmentLoadError(f"init_config key {key!r} cannot become an attribute")
             setattr(instance, key, value)
         return instance
+
+    def discard(self) -> None:
+        """Let go of the state and namespace (on close): plain data is freed at once by reference
+        counting instead of waiting for a cycle collection."""
+        attributes = _instance_dict_of(self.instance)
+        if attributes is not None:
+            attributes.clear()
+        self.snapshots.clear()
+        self._clean = None
+        self.namespace.globals.clear()
 
     def reset(self, config_blob: bytes | None = None, seed: int | None = None) -> None:
         if config_blob is not None:

@@ -3,7 +3,8 @@
 `Environment` is the protocol every part of the project programs against (rollouts, verifiers,
 replay grading, the conformance checker): `call`, `call_many`, `state`, `state_hash`, `reset`,
 `snapshot`/`restore`, `tools` and `close`. `Session` implements it over a worker; `LocalSession`
-(in `local`) implements it in-process for reference measurements.
+(in `local`) implements it in-process for reference measurements. `Session.run` sends a `Batch` of
+such requests in one round trip, for callers (verification) that know their next steps in advance.
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from pydantic import ValidationError
 from agentomnia.records import ToolResult
 from agentomnia.sandbox import errors
 from agentomnia.sandbox.bundle import Bundle, config_key, config_seed
-from agentomnia.sandbox.errors import SandboxBusy, SandboxError, SessionClosed, SessionLost, WorkerFailure
+from agentomnia.sandbox.errors import (
+    LoadError,
+    SandboxBusy,
+    SandboxError,
+    SessionClosed,
+    SessionLost,
+    WorkerFailure,
+)
 from agentomnia.sandbox.results import Snapshot
 
 if TYPE_CHECKING:
@@ -70,6 +78,72 @@ def encode_args(args: Mapping[str, Any] | None) -> str | None:
         return json.dumps(dict(args or {}), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError):
         return None
+
+
+SKIPPED = None  # the answer of a batch step that did not run (see Batch)
+
+
+class Batch:
+    """Steps for one session that travel in one request and run in order in its worker.
+
+    Each step answers what its single request would: `calls` a list of ToolResults (with
+    `first_ok=True` it stops after the first call that succeeds, so the list holds the attempts),
+    `state` a `(state, hash)` pair, `hash` the state hash, `reset` True. A step added with
+    `if_ok=True` runs only when the last call of the latest `calls` step succeeded; otherwise its
+    answer is `SKIPPED` (None). Verification uses batches to check a tool in one round trip instead
+    of five. A batch whose worker fails is rerun step by step, so each step then fails (or not) on
+    its own exactly as separate requests would.
+    """
+
+    def __init__(self) -> None:
+        self.steps: list[dict[str, Any]] = []
+
+    def calls(self, calls: Sequence[Call], *, first_ok: bool = False, if_ok: bool = False) -> int:
+        encoded = [(str(tool), encode_args(args)) for tool, args in calls]
+        self.steps.append(
+            {"op": "calls", "calls": encoded, "raw": list(calls), "first_ok": first_ok, "if_ok": if_ok}
+        )
+        return len(self.steps) - 1
+
+    def state(self, *, if_ok: bool = False) -> int:
+        self.steps.append({"op": "state", "if_ok": if_ok})
+        return len(self.steps) - 1
+
+    def hash(self, *, fresh: bool = False, if_ok: bool = False) -> int:
+        self.steps.append({"op": "hash", "fresh": fresh, "if_ok": if_ok})
+        return len(self.steps) - 1
+
+    def reset(self, init_config: Mapping[str, Any] | None = None, *, if_ok: bool = False) -> int:
+        """Like `Session.reset`: to `init_config`, or to the config the session was last reset to."""
+        config = None if init_config is None else dict(init_config)
+        key = None if config is None else config_key(config)
+        self.steps.append({"op": "reset", "config": config, "key": key, "if_ok": if_ok})
+        return len(self.steps) - 1
+
+    @property
+    def call_count(self) -> int:
+        """Calls plus other steps: what the request's time and CPU budgets are sized by."""
+        return sum(len(s["calls"]) if s["op"] == "calls" else 1 for s in self.steps)
+
+    def wire(self) -> str:
+        """The steps as the worker reads them (JSON; arguments are embedded as already encoded)."""
+        parts = []
+        for step in self.steps:
+            flag = "true" if step["if_ok"] else "false"
+            if step["op"] == "calls":
+                body = ",".join(f"[{json.dumps(tool)},{text}]" for tool, text in step["calls"])
+                first = "true" if step["first_ok"] else "false"
+                parts.append(f'{{"op":"calls","first_ok":{first},"if_ok":{flag},"calls":[{body}]}}')
+            elif step["op"] == "reset":
+                key = step["key"]
+                seed = "null" if key is None else str(config_seed(key))
+                parts.append(f'{{"op":"reset","config_key":{json.dumps(key)},"seed":{seed},"if_ok":{flag}}}')
+            elif step["op"] == "hash":
+                fresh = "true" if step["fresh"] else "false"
+                parts.append(f'{{"op":"hash","fresh":{fresh},"if_ok":{flag}}}')
+            else:
+                parts.append(f'{{"op":"state","if_ok":{flag}}}')
+        return "[" + ",".join(parts) + "]"
 
 
 class Session:
@@ -182,6 +256,121 @@ class Session:
                 position += 1
         return out
 
+    def run(self, batch: Batch) -> list[Any]:
+        """Run a batch's steps in order in one round trip; returns each step's answer (see Batch)."""
+        record = self._usable()
+        steps = batch.steps
+        if not steps:
+            return []
+        configs = {s["key"]: s["config"] for s in steps if s["op"] == "reset" and s["key"] is not None}
+        unsendable = any(text is None for s in steps if s["op"] == "calls" for _, text in s["calls"])
+        if unsendable or len(configs) > 1:
+            return self._run_one_by_one(steps)
+        config_part = ""
+        payloads: dict[str, Any] = {}
+        if configs:
+            ((key, config),) = configs.items()
+            config_part = f',"config_key":{json.dumps(key)}'
+            payloads["config"] = config
+        count = batch.call_count
+        extra = self._sandbox.config.call_timeout_s * count
+        message = (
+            f'{{"op":"batch","sid":{json.dumps(record.sid)},"cpu_extra":{extra}{config_part},'
+            f'"steps":{batch.wire()}}}'
+        )
+
+        def remember(reply: dict[str, Any]) -> None:
+            if reply.get("ok"):
+                self._remember_batch(steps, reply.get("results") or [])
+
+        try:
+            reply = self._sandbox._request(
+                record,
+                message,
+                timeout=self._sandbox._call_budget(count),
+                payloads=payloads,
+                on_reply=remember,
+            )
+        except _PASS_THROUGH:
+            raise
+        except WorkerFailure:
+            # The worker died somewhere in the batch; the session was restored to where the batch
+            # began (or is lost, which the next request reports). Step by step, each step now meets
+            # that failure exactly as it would have as a request of its own.
+            return self._run_one_by_one(steps)
+        answers = [
+            self._answer(step, raw) for step, raw in zip(steps, reply.get("results") or [], strict=False)
+        ]
+        error = reply.get("error")
+        if error:
+            code, text = str(error.get("code", "internal")), str(error.get("message", ""))
+            if code == "load_failed":
+                raise LoadError(text)
+            raise SandboxError(f"session {record.sid}: {text}", code=code)
+        return answers
+
+    def _remember_batch(self, steps: Sequence[dict[str, Any]], results: Sequence[Any]) -> None:
+        record = self._record
+        for step, raw in zip(steps, results, strict=False):
+            if raw is None:
+                continue
+            if step["op"] == "calls":
+                for (tool, text), result in zip(step["calls"], raw, strict=False):
+                    if isinstance(result, dict) and result.get("ok") is True:
+                        self._sandbox._remember(record, ["call", tool, text])
+            elif step["op"] == "reset":
+                if step["key"] is None:
+                    config, key = record.current_config, record.current_key
+                else:
+                    config, key = step["config"], step["key"]
+                self._sandbox._remember_reset(record, dict(config), key, config_seed(key))
+
+    @staticmethod
+    def _answer(step: dict[str, Any], raw: Any) -> Any:
+        if raw is None:
+            return SKIPPED
+        op = step["op"]
+        if op == "calls":
+            return [parse_result(r) for r in raw]
+        if op == "state":
+            state = raw.get("state") if isinstance(raw, dict) else None
+            if not isinstance(state, dict):
+                raise SandboxError("a batch: the worker returned no state")
+            return state, str(raw.get("hash"))
+        if op == "hash":
+            return str(raw)
+        return True
+
+    def _run_one_by_one(self, steps: Sequence[dict[str, Any]]) -> list[Any]:
+        """The batch as separate requests (same answers; used when it cannot travel as one)."""
+        answers: list[Any] = []
+        ok = False
+        for step in steps:
+            if step["if_ok"] and not ok:
+                answers.append(SKIPPED)
+                continue
+            op = step["op"]
+            if op == "calls" and not step["first_ok"]:
+                results = self.call_many(step["raw"])
+                ok = bool(results) and results[-1].ok
+                answers.append(results)
+            elif op == "calls":
+                results = []
+                for tool, args in step["raw"]:
+                    results.append(self.call(tool, args))
+                    if results[-1].ok:
+                        break
+                ok = bool(results) and results[-1].ok
+                answers.append(results)
+            elif op == "state":
+                answers.append(self.state_with_hash())
+            elif op == "hash":
+                answers.append(self.state_hash(fresh=step["fresh"]))
+            else:
+                self.reset(step["config"])
+                answers.append(True)
+        return answers
+
     def _failure_text(self, failure: SandboxError) -> str:
         if not isinstance(failure, WorkerFailure):
             return failure.message
@@ -191,6 +380,10 @@ class Session:
 
     # state
     def state(self) -> dict[str, Any]:
+        return self.state_with_hash()[0]
+
+    def state_with_hash(self) -> tuple[dict[str, Any], str]:
+        """The state and its SHA-256 (of the canonical state, computed afresh) in one request."""
         record = self._usable()
         reply = self._sandbox._request(
             record, {"op": "state", "sid": record.sid}, timeout=self._sandbox._call_budget(1)
@@ -198,7 +391,7 @@ class Session:
         state = reply.get("state")
         if not isinstance(state, dict):
             raise SandboxError(f"session {record.sid}: the worker returned no state")
-        return state
+        return state, str(reply.get("hash"))
 
     def state_hash(self, *, fresh: bool = False) -> str:
         """SHA-256 of the canonical state. Cached in the worker until a write succeeds; `fresh`

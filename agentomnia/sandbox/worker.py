@@ -31,6 +31,7 @@ from agentomnia.sandbox.runtime import CallTimeout, CompiledEnv, Deadlines, EnvS
 _LRU_ENVS = 64
 _LRU_CONFIGS = 64
 _LRU_CODE = 256
+_COLLECT_EVERY = 16
 
 
 def _alarm(_signum: int, _frame: object) -> None:
@@ -55,6 +56,20 @@ class _RequestError(Exception):
         self.code = code
 
 
+def _error_of(exc: BaseException) -> dict[str, str]:
+    """The error a request ending in `exc` reports (the same codes `Host.handle` uses)."""
+    if isinstance(exc, _RequestError):
+        return {"code": exc.code, "message": str(exc)}
+    if isinstance(exc, runtime.EnvironmentLoadError):
+        return {"code": "load_failed", "message": str(exc)}
+    if isinstance(exc, MemoryError):
+        gc.collect()
+        return {"code": "memory_limit", "message": "the worker ran out of memory serving the request"}
+    if isinstance(exc, CallTimeout):
+        return {"code": "timeout", "message": "the request ran past its time budget"}
+    return {"code": "internal", "message": runtime.describe_exception(exc)}
+
+
 class Host:
     """Everything a worker holds: warm environments, cached configs and code, live sessions."""
 
@@ -66,11 +81,13 @@ class Host:
         self.configs: OrderedDict[str, bytes] = OrderedDict()
         self.code: OrderedDict[str, Any] = OrderedDict()
         self.sessions: dict[str, EnvSession] = {}
+        self.closed = 0
         self.handlers: dict[str, Callable[[dict[str, Any]], str]] = {
             "ping": lambda m: '{"ok":true}',
             "open": self._open,
             "call": self._call,
             "call_many": self._call_many,
+            "batch": self._batch,
             "state": self._state,
             "hash": self._hash,
             "reset": self._reset,
@@ -97,19 +114,8 @@ class Host:
             text = handler(message)
         except _Need as need:
             text = json.dumps({"ok": False, "need": need.what})
-        except _RequestError as exc:
-            text = json.dumps({"ok": False, "error": {"code": exc.code, "message": str(exc)}})
-        except runtime.EnvironmentLoadError as exc:
-            text = json.dumps({"ok": False, "error": {"code": "load_failed", "message": str(exc)}})
-        except MemoryError:
-            gc.collect()
-            text = '{"ok":false,"error":{"code":"memory_limit","message":"the worker ran out of memory serving the request"}}'
-        except CallTimeout:
-            text = '{"ok":false,"error":{"code":"timeout","message":"the request ran past its time budget"}}'
         except BaseException as exc:  # the worker must answer; anything else is reported, not fatal
-            text = json.dumps(
-                {"ok": False, "error": {"code": "internal", "message": runtime.describe_exception(exc)}}
-            )
+            text = json.dumps({"ok": False, "error": _error_of(exc)})
         return text.encode("utf-8")
 
     def _session(self, message: dict[str, Any]) -> EnvSession:
@@ -174,6 +180,58 @@ class Host:
         texts = [session.call(tool, args)[0] for tool, args in message["calls"]]
         return '{"ok":true,"results":[' + ",".join(texts) + "]}"
 
+    def _batch(self, message: dict[str, Any]) -> str:
+        """Several steps on one session in order (see `session.Batch`); answers are embedded as the
+        JSON the single ops would send. A step that raises ends the batch: the steps before it stand
+        and the reply names the error, as a sequence of single requests would have."""
+        session = self._session(message)
+        steps = message["steps"]
+        blobs: dict[str, bytes] = {}
+        for step in steps:  # ask for a missing config before anything runs, so nothing runs twice
+            key = step.get("config_key") if step["op"] == "reset" else None
+            if key is not None and key not in blobs:
+                blobs[key] = self._config(
+                    key, message.get("config") if key == message.get("config_key") else None
+                )
+        parts: list[str] = []
+        ok = False
+        error = "null"
+        for step in steps:
+            if step["if_ok"] and not ok:
+                parts.append("null")
+                continue
+            op = step["op"]
+            try:
+                if op == "calls":
+                    texts = []
+                    ok = False
+                    for tool, args in step["calls"]:
+                        text, ok = session.call(tool, args)
+                        texts.append(text)
+                        if ok and step["first_ok"]:
+                            break
+                    parts.append("[" + ",".join(texts) + "]")
+                elif op == "state":
+                    with self.deadlines.budget(self.limits.call_timeout_s):
+                        text = session.state_json()
+                    parts.append('{"hash":"' + runtime.state_digest(text) + '","state":' + text + "}")
+                elif op == "hash":
+                    with self.deadlines.budget(self.limits.call_timeout_s):
+                        parts.append('"' + session.state_hash(fresh=bool(step["fresh"])) + '"')
+                elif op == "reset":
+                    key = step.get("config_key")
+                    if key is None:
+                        session.reset()
+                    else:
+                        session.reset(blobs[key], int(step["seed"]))
+                    parts.append("true")
+                else:
+                    raise _RequestError("bad_request", f"unknown batch step {op!r}")
+            except BaseException as exc:
+                error = json.dumps(_error_of(exc))
+                break
+        return '{"ok":true,"results":[' + ",".join(parts) + '],"error":' + error + "}"
+
     def _state(self, message: dict[str, Any]) -> str:
         session = self._session(message)
         with self.deadlines.budget(self.limits.call_timeout_s):
@@ -208,8 +266,15 @@ class Host:
         return '{"ok":true}'
 
     def _close(self, message: dict[str, Any]) -> str:
-        self.sessions.pop(message.get("sid", ""), None)
-        gc.collect()
+        session = self.sessions.pop(message.get("sid", ""), None)
+        if session is not None:
+            # Its state (the bulk of it) is freed here and now; what is left is a few cycles
+            # (class, functions, namespace). A full collection walks every live object, and the
+            # warm environment cache makes that tens of ms, so it runs every `_COLLECT_EVERY` closes.
+            session.discard()
+            self.closed += 1
+            if self.closed % _COLLECT_EVERY == 0:
+                gc.collect()
         return '{"ok":true}'
 
     def _describe(self, message: dict[str, Any]) -> str:
@@ -365,6 +430,10 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         conn.send_bytes(json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}).encode())
         return
+    # What exists now (modules, the warmed-up machinery) lives as long as the worker: keep it out
+    # of every later cycle collection.
+    gc.collect()
+    gc.freeze()
     host = Host(limits, float(settings.get("cpu_seconds", 10)), deadlines)
     send, recv = conn.send_bytes, conn.recv_bytes
     pid = os.getpid()
