@@ -14,6 +14,7 @@ from agentomnia.lineage import LineageStore
 @pytest.mark.slow
 def test_a_small_round_runs_end_to_end_with_lineage(home: Path) -> None:
     from agentomnia_assets.definitions import defs
+    from agentomnia_assets.pipeline import SCALE_GROUP
 
     small = {
         "state_specs": {"max_environments": 4},
@@ -24,7 +25,13 @@ def test_a_small_round_runs_end_to_end_with_lineage(home: Path) -> None:
         "rl_checkpoint": {"max_steps": 1},
         "omniabench_eval": {"policies": ["baseline:heuristic"], "trials": 2, "max_steps": 12},
     }
-    selection = [k for k in defs.resolve_asset_graph().get_all_asset_keys() if k != AssetKey("taxonomy")]
+    graph = defs.resolve_asset_graph()
+    # a round: every asset but the static taxonomy and the separate scale corpus
+    selection = [
+        k
+        for k in graph.get_all_asset_keys()
+        if k != AssetKey("taxonomy") and graph.get(k).group_name != SCALE_GROUP
+    ]
     with instance_for_test() as instance:
         instance.add_dynamic_partitions("rounds", ["r0"])
         result = materialize(
@@ -79,6 +86,7 @@ def _evolve(home: Path, small: dict) -> None:  # type: ignore[type-arg]
     from agentomnia.seeds.models import Seed
     from agentomnia.storage import Storage, load_records
     from agentomnia_assets.definitions import defs
+    from agentomnia_assets.pipeline import SCALE_GROUP
     from sensors import omniabench_failure_sensor
 
     store = Storage(home)
