@@ -23,7 +23,7 @@ from agentomnia.omniabench.service import bundles_for
 from agentomnia.records import content_hash
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.storage import Storage, load_records, read_parquet, save_records, write_parquet
-from agentomnia.tasks.dag.synth import check_task, summarize_tasks, synthesize_dag_tasks
+from agentomnia.tasks.dag.synth import check_task, summarize_tasks, synthesize_dag_variants
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.models import Task, TaskRejection
 from agentomnia.tasks.program import check_program_task, control_flow, synthesize_program_tasks
@@ -132,26 +132,17 @@ def dag_tasks(
     dirs = environment_dirs(store, context.partition_key, config.max_environments)
     directives = round_directives(store, context.partition_key)  # a PRD-guided round's variations
 
+    plan = [
+        (v, n)
+        for v, n in (("dag-standard", config.standard_per_env), ("dag-challenge", config.challenge_per_env))
+        if n
+    ]
+
     def one(folder: Path) -> tuple[list[Task], list[TaskRejection]]:
-        tasks: list[Task] = []
-        rejected: list[TaskRejection] = []
-        for variant, n in (
-            ("dag-standard", config.standard_per_env),
-            ("dag-challenge", config.challenge_per_env),
-        ):
-            if n:
-                kept, rej = synthesize_dag_tasks(
-                    folder,
-                    box,
-                    variant=variant,
-                    n=n,
-                    llm=model,
-                    directives=directives,
-                    multi_turn=config.multi_turn_share,
-                )
-                tasks += kept
-                rejected += rej
-        return tasks, rejected
+        # one bundle load, tool graph and sandbox session for both variants
+        return synthesize_dag_variants(
+            folder, box, plan, llm=model, directives=directives, multi_turn=config.multi_turn_share
+        )
 
     results = _parallel(box, dirs, one)
     tasks = [t for kept, _ in results for t in kept]

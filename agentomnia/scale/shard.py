@@ -47,7 +47,7 @@ from agentomnia.seeds.inference import DomainMatcher, EnvCandidate, infer_candid
 from agentomnia.seeds.models import Seed
 from agentomnia.seeds.selection import SelectionConfig, select
 from agentomnia.storage import Storage, save_records, write_parquet
-from agentomnia.tasks.dag.synth import synthesize_dag_tasks
+from agentomnia.tasks.dag.synth import synthesize_dag_variants
 from agentomnia.tasks.models import Task, TaskRejection
 from agentomnia.tasks.program import synthesize_program_tasks
 from agentomnia.tasks.solver import FAMILIES, synthesize_solver_tasks
@@ -241,27 +241,41 @@ def run_shard(ctx: ShardContext, spec: ShardSpec, round_key: str, run_id: str) -
     tasks: list[Task] = []
     refused: list[TaskRejection] = []
 
-    def spread(stage: str, variant_name: str, total: int) -> None:
-        carry = 0
-        with clock.stage(stage) as st:
-            for folder_, share in zip(dirs, per_item(total, len(dirs)), strict=True):
-                want = share + carry
-                if want <= 0:
-                    continue
-                if variant_name == "program":
-                    kept, rej = synthesize_program_tasks(folder_, ctx.sandbox, n=want, seed=spec.seed)
-                else:
-                    kept, rej = synthesize_dag_tasks(
-                        folder_, ctx.sandbox, variant=variant_name, n=want, seed=spec.seed
-                    )
-                tasks.extend(kept)
-                refused.extend(rej)
-                carry = want - len(kept)
-                st.items += len(kept)
+    def shares(total: int) -> list[int]:
+        return per_item(total, len(dirs))
 
-    spread("dag_tasks", "dag-standard", spec.dag_standard)
-    spread("dag_tasks", "dag-challenge", spec.dag_challenge)
-    spread("program_tasks", "program", spec.program)
+    # DAG tasks: both variants per environment in one call (one bundle load, graph and session);
+    # an environment that yields fewer than its share passes the rest on to the next one
+    with clock.stage("dag_tasks") as st:
+        carry = {"dag-standard": 0, "dag-challenge": 0}
+        standard, challenge = shares(spec.dag_standard), shares(spec.dag_challenge)
+        for folder_, s_share, c_share in zip(dirs, standard, challenge, strict=True):
+            want = {
+                "dag-standard": s_share + carry["dag-standard"],
+                "dag-challenge": c_share + carry["dag-challenge"],
+            }
+            plan = [(v, n) for v, n in want.items() if n > 0]
+            if not plan:
+                continue
+            kept, rej = synthesize_dag_variants(folder_, ctx.sandbox, plan, seed=spec.seed)
+            tasks.extend(kept)
+            refused.extend(rej)
+            kinds = Counter(str(t.kind) for t in kept)
+            for v in carry:
+                carry[v] = want[v] - kinds[v.replace("-", "_")]
+            st.items += len(kept)
+
+    with clock.stage("program_tasks") as st:
+        carry_program = 0
+        for folder_, share in zip(dirs, shares(spec.program), strict=True):
+            want_program = share + carry_program
+            if want_program <= 0:
+                continue
+            kept, rej = synthesize_program_tasks(folder_, ctx.sandbox, n=want_program, seed=spec.seed)
+            tasks.extend(kept)
+            refused.extend(rej)
+            carry_program = want_program - len(kept)
+            st.items += len(kept)
 
     with clock.stage("solver_tasks") as st:
         families = sorted(FAMILIES)

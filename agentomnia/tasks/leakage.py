@@ -9,6 +9,8 @@ every synthesizer (DAG, program, solver) and every asset check uses the same rul
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 
 from agentomnia.envs.spec import EnvSpec
 
@@ -23,41 +25,77 @@ _STEP_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )  # fmt: skip
 
 
-def _word(literal: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(literal)}(?![A-Za-z0-9_])", re.IGNORECASE)
+def _word(literal: str) -> str:
+    return rf"(?<![A-Za-z0-9_]){re.escape(literal)}(?![A-Za-z0-9_])"
 
 
-_Patterns = tuple[
-    list[tuple[str, re.Pattern[str]]], list[tuple[str, re.Pattern[str]]], re.Pattern[str] | None
-]
+@lru_cache(maxsize=8192)
+def _compiled(source: str) -> re.Pattern[str]:
+    return re.compile(source, re.IGNORECASE)
+
+
+# The only non-ASCII characters `re.IGNORECASE` matches to an ASCII one (İ, ı, ſ and the Kelvin
+# sign); folded onto their letters, a lower-cased query contains every ASCII literal the case-blind
+# patterns below could find in it. tests/tasks/test_leakage_probes.py re-derives the list.
+_ASCII_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def _folded(query: str) -> str:
+    return query.lower() if query.isascii() else query.translate(_ASCII_FOLD).lower()
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """One literal a query must not contain in some form, compiled only when the query might.
+
+    Every form of the pattern contains the literal itself, so a query whose folded text lacks an
+    ASCII literal cannot match and the regex is never built; most queries are clean, so most of the
+    ~100 patterns of a spec never are.
+    """
+
+    literal: str
+    source: str
+    needle: str | None = None  # the literal lower-cased, when it is ASCII
+
+    @classmethod
+    def of(cls, literal: str, source: str) -> _Probe:
+        return cls(literal, source, literal.lower() if literal.isascii() else None)
+
+    def found(self, query: str, folded: str) -> bool:
+        if self.needle is not None and self.needle not in folded:
+            return False
+        return _compiled(self.source).search(query) is not None
+
+
+_Patterns = tuple[list[_Probe], list[_Probe], re.Pattern[str] | None]
 _CACHE: dict[str, _Patterns] = {}  # by spec id: specs are content-hashed, so the id fixes the patterns
 
 
 def _patterns(spec: EnvSpec) -> _Patterns:
-    """(tool-name patterns, parameter-key patterns, id pattern) for one spec, compiled once."""
+    """(tool-name probes, parameter-key probes, id pattern) for one spec, made once."""
     cached = _CACHE.get(spec.id)
     if cached is not None:
         return cached
-    tools: list[tuple[str, re.Pattern[str]]] = []
+    tools: list[_Probe] = []
     for t in spec.tools:
         if "_" in t.name:
-            tools.append((t.name, _word(t.name)))
+            tools.append(_Probe.of(t.name, _word(t.name)))
         else:  # a one-word tool name (`refund`) is also plain English: only its code form leaks
-            tools.append((t.name, re.compile(rf"(?i)(?:`{re.escape(t.name)}`|\b{re.escape(t.name)}\s*\()")))
-    keys: dict[str, re.Pattern[str]] = {}
+            tools.append(_Probe.of(t.name, rf"(?:`{re.escape(t.name)}`|\b{re.escape(t.name)}\s*\()"))
+    keys: dict[str, _Probe] = {}
     for t in spec.tools:
         for p in t.parameters.get("properties", {}):
             if p in keys:
                 continue
             if "_" in p:
-                keys[p] = _word(p)
+                keys[p] = _Probe.of(p, _word(p))
             else:  # `status`, `amount` are words; they leak only as code (`status`, status=)
-                keys[p] = re.compile(rf"(?i)(?:`{re.escape(p)}`|(?<![A-Za-z0-9_]){re.escape(p)}\s*=)")
+                keys[p] = _Probe.of(p, rf"(?:`{re.escape(p)}`|(?<![A-Za-z0-9_]){re.escape(p)}\s*=)")
     prefixes = sorted({re.escape(e.id_prefix) for e in spec.entities if e.id_prefix}, key=len, reverse=True)
     ids = re.compile(rf"(?<![A-Za-z0-9])(?:{'|'.join(prefixes)})-\d+\b") if prefixes else None
     if len(_CACHE) > 512:
         _CACHE.clear()
-    _CACHE[spec.id] = (tools, sorted(keys.items()), ids)
+    _CACHE[spec.id] = (tools, [keys[k] for k in sorted(keys)], ids)
     return _CACHE[spec.id]
 
 
@@ -82,15 +120,20 @@ def leakage_problems(
     a rejection reason and a person can fix a hand-written query.
     """
     tools, keys, _ = _patterns(spec)
+    folded = _folded(query)
     problems: list[str] = []
     if forbid_tool_names:
-        for name, pattern in tools:
-            if pattern.search(query):
-                problems.append(f"names tool `{name}`: describe the goal, not the tool that reaches it")
+        for probe in tools:
+            if probe.found(query, folded):
+                problems.append(
+                    f"names tool `{probe.literal}`: describe the goal, not the tool that reaches it"
+                )
     if forbid_param_keys:
-        for key, pattern in keys:
-            if pattern.search(query):
-                problems.append(f"spells parameter key `{key}`: say what the value means in plain words")
+        for probe in keys:
+            if probe.found(query, folded):
+                problems.append(
+                    f"spells parameter key `{probe.literal}`: say what the value means in plain words"
+                )
     if forbid_steps:
         for what, pattern in _STEP_PATTERNS:
             if pattern.search(query):

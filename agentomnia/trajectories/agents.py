@@ -152,7 +152,14 @@ class OfflineTeacher:
         return needs_support(value, self._keys, self._facts)
 
     def _missing(self, call: ReferenceCall, evidence: Evidence) -> list[str]:
-        return [p for p, v in sorted(call.args.items()) if self._needs(v) and not evidence.supports(v)]
+        # A detail the task withholds for the user is asked for until it has been asked: free text,
+        # or a value the privileged guidance happens to mention, is still the user's to give.
+        withheld = self.task.persona.withheld if self.task.persona is not None else {}
+        return [
+            p
+            for p, v in sorted(call.args.items())
+            if (p in withheld and p not in self._asked) or (self._needs(v) and not evidence.supports(v))
+        ]
 
     # -------------------------------------------------------------- choices
 

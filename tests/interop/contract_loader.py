@@ -85,7 +85,7 @@ def run_solution(
 ) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
     calls: list[tuple[str, dict[str, Any]]] = []
 
-    def call(name: str, **arguments: Any) -> Any:
+    def call(name: str, /, **arguments: Any) -> Any:
         if name not in tools:
             raise KeyError(f"tool {name!r} is not in the item's tool list")
         calls.append((name, dict(arguments)))

@@ -11,6 +11,7 @@ from agentomnia.tasks.dag.synth import (
     load_env,
     summarize_tasks,
     synthesize_dag_tasks,
+    synthesize_dag_variants,
 )
 
 __all__ = [
@@ -34,4 +35,5 @@ __all__ = [
     "sample_groups",
     "summarize_tasks",
     "synthesize_dag_tasks",
+    "synthesize_dag_variants",
 ]

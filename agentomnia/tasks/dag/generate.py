@@ -12,7 +12,7 @@ rejected instead of making the task's grading order-dependent.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -25,7 +25,7 @@ from agentomnia.envs.state import make_value
 from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
 from agentomnia.tasks.dag.describe import cue, describe_record, plural, say, words
-from agentomnia.tasks.dag.graph import edge_data
+from agentomnia.tasks.dag.graph import carries_value, edge_data
 from agentomnia.tasks.dag.sampling import ToolGroup
 
 _SCALAR = ("str", "int", "float", "money", "enum", "bool", "date")
@@ -84,6 +84,103 @@ def _answer_key(taken: Mapping[str, Any] | Sequence[str], base: str) -> str:
     return f"{base}{n}"
 
 
+def changeable_params(spec: EnvSpec, tool: ToolSpec) -> list[str]:
+    """The parameters an update may be asked to set: plain fields, not the key, the lifecycle
+    status (transition tools move it) or a field under a uniqueness rule."""
+    entity = spec.entity(tool.entity)
+    status = entity.status_attribute
+    props = tool.parameters.get("properties", {})
+    out = []
+    for param, attr_name in tool.binding.get("fields", {}).items():
+        a = entity.attribute(attr_name)
+        if param in props and a is not None and a.type in (*_SCALAR, "text") and a.name != entity.key:
+            if status is not None and a.name == status.name:
+                continue  # lifecycle moves belong to transition tools and their rules
+            if any(r.kind == "unique" and r.entity == entity.name and a.name in r.attrs for r in spec.rules):
+                continue
+            out.append(param)
+    return out
+
+
+def never_grounds(spec: EnvSpec, tool: ToolSpec) -> str | None:
+    """Why `Generator.ground` fails for this tool in every state, or None when it may succeed.
+
+    Only what the spec alone decides counts: a mode selector, an update with nothing it may set,
+    a required argument no grounding rule can fill (no enum, and bound to no attribute or to one
+    whose type no value is made for). Sampling leaves such tools out of chains up front instead of
+    paying a hardened state, a reset and a few calls to learn the same thing.
+    """
+    if tool.op == "manage":
+        return f"{tool.name} is a mode-selector tool"
+    if tool.op == "update" and not changeable_params(spec, tool):
+        return f"{tool.name} has no field it can change"
+    entity = spec.entity(tool.entity)
+    b = tool.binding
+    props = tool.parameters.get("properties", {})
+    filled = {b.get("key"), b.get("param") if tool.op == "assign" else None}
+    if tool.op == "lookup":
+        filled.add(b.get("label"))
+    for p in tool.parameters.get("required", []):
+        if p in filled or "enum" in props.get(p, {}):
+            continue
+        bound = entity.attribute({**b.get("fields", {}), **b.get("filters", {})}.get(p, p))
+        if bound is not None and bound.type == "ref":
+            continue  # a reference is picked from the state
+        if (tool.op, p) in (
+            ("range", "start"),
+            ("range", "end"),
+            ("aggregate", "group_by"),
+            ("search", "query"),
+        ):
+            continue
+        attr = entity.attribute(b.get("fields", {}).get(p, p))
+        if attr is None or attr.type not in (*_SCALAR, "text", "datetime"):
+            return f"cannot ground required argument {tool.name}.{p}"
+    return None
+
+
+def ungroundable_tools(spec: EnvSpec) -> dict[str, str]:
+    """Tool name -> why it never grounds (`never_grounds`), for every such tool of the spec."""
+    return {t.name: why for t in spec.tools if (why := never_grounds(spec, t)) is not None}
+
+
+def chain_can_run(graph: nx.MultiDiGraph, chain: Sequence[str], ungroundable: Collection[str]) -> bool:
+    """Whether a chain may run at all: none of its tools is `ungroundable`, every step has an edge
+    that carries a value from the previous tool's output (`_incoming` needs one), and no step the
+    chain goes on from lists the records under one that the step before it has just created (there
+    are none yet, so the next step would have nothing to pick from)."""
+    return runnable(graph, ungroundable)(chain)
+
+
+def runnable(graph: nx.MultiDiGraph, ungroundable: Collection[str]) -> Callable[[Sequence[str]], bool]:
+    """`chain_can_run` for many chains of one graph: what each pair of tools allows is worked out once."""
+    pairs: dict[tuple[str, str], tuple[bool, bool]] = {}  # (u, v) -> (carries a value, lists u's new record)
+
+    def pair(u: str, v: str) -> tuple[bool, bool]:
+        if (u, v) not in pairs:
+            carrying = [e for e in edge_data(graph, u, v) if carries_value(e)]
+            # `_incoming` takes the strongest edge first, and a create always returns its new key
+            fresh = (
+                bool(carrying)
+                and graph.nodes[u]["op"] == "create"
+                and graph.nodes[v]["op"] == "list"
+                and carrying[0]["entity"] == graph.nodes[u]["entity"]
+            )
+            pairs[u, v] = (bool(carrying), fresh)
+        return pairs[u, v]
+
+    def check(chain: Sequence[str]) -> bool:
+        if any(t in ungroundable for t in chain):
+            return False
+        for i, (u, v) in enumerate(zip(chain, chain[1:], strict=False)):
+            carries, lists_new = pair(u, v)
+            if not carries or (lists_new and i + 2 < len(chain)):
+                return False
+        return True
+
+    return check
+
+
 class Generator:
     """Runs one tool group in a session positioned at the task's initial state."""
 
@@ -104,11 +201,25 @@ class Generator:
         self.allow_ids = allow_ids
         self.preferred = {k: list(v) for k, v in (preferred or {}).items()}
         self.initial = session.state()
+        # The session's state as last fetched; grounding reads it many times between calls (every
+        # candidate record's preconditions), so it is fetched again only after a write or a restore.
+        self._live: dict[str, Any] | None = self.initial
         self.out = Generated()
 
-    def attempt(self, run: Callable[[], None], failures: list[Reject]) -> bool:
-        """Run one part of the group; on Reject, restore the session and the output to before it."""
-        mark = self.session.snapshot()
+    def live_state(self) -> dict[str, Any]:
+        """The session's current state (treat as read-only: it is shared until the next write)."""
+        if self._live is None:
+            self._live = self.session.state()
+        return self._live
+
+    def attempt(self, run: Callable[[], None], failures: list[Reject], *, restore: bool = True) -> bool:
+        """Run one part of the group; on Reject, restore the session and the output to before it.
+
+        `restore=False` is for a part whose failure ends the candidate: the session is reset for the
+        next one anyway, so neither the snapshot nor the restore is worth a round trip.
+        """
+        mark = self.session.snapshot() if restore else None
+        live = self._live  # the state at the mark, if it was fetched: a restore brings it back
         out = self.out
         sizes = (len(out.calls), len(out.clauses), len(out.reports), len(out.objectives))
         dag = (len(out.dag.calls), len(out.dag.edges), len(out.dag.chains))
@@ -118,7 +229,9 @@ class Generator:
             return True
         except Reject as exc:
             failures.append(exc)
-            self.session.restore(mark)
+            if mark is not None:
+                self.session.restore(mark)
+                self._live = live
             del (
                 out.calls[sizes[0] :],
                 out.clauses[sizes[1] :],
@@ -132,7 +245,7 @@ class Generator:
     # -- grounding helpers -------------------------------------------------------------------
 
     def _table(self, entity: EntitySpec, state: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        return dict((state if state is not None else self.session.state()).get(entity.table) or {})
+        return dict((state if state is not None else self.live_state()).get(entity.table) or {})
 
     def pick_record(
         self,
@@ -140,14 +253,21 @@ class Generator:
         avoid: Sequence[str] = (),
         label_unique: bool = False,
         tool: ToolSpec | None = None,
+        viable: Callable[[str], bool] | None = None,
     ) -> tuple[str, str]:
         """A record of the initial state the description can point at, hardening targets first; for a
-        write, only records its preconditions and lifecycle admit (a doomed call teaches nothing)."""
+        write, only records its preconditions and lifecycle admit (a doomed call teaches nothing).
+
+        `viable` says which records the rest of the chain can go on from (`_leads_on`); when it
+        rules out every record, the prediction is taken to be off and all of them stay in play.
+        """
         table = self._table(entity, self.initial)
         live = self._table(entity)
         keys = [k for k in sorted(table) if k in live and k not in avoid]
         if tool is not None and tool.kind == "write":
             keys = [k for k in keys if self._admits(tool, live[k])]
+        if viable is not None:
+            keys = [k for k in keys if viable(k)] or keys
         first = [k for k in self.preferred.get(entity.name, []) if k in keys]
         rest = [k for k in keys if k not in first]
         self.rng.shuffle(rest)
@@ -171,7 +291,7 @@ class Generator:
         )
 
     def _admits(self, tool: ToolSpec, record: Mapping[str, Any]) -> bool:
-        if not precondition_ok(self.spec, self.session.state(), tool, record):
+        if not precondition_ok(self.spec, self.live_state(), tool, record):
             return False
         if tool.op != "transition":
             return True
@@ -217,24 +337,6 @@ class Generator:
                     return value
         return None
 
-    def _changeable(self, tool: ToolSpec, record: Mapping[str, Any]) -> list[str]:
-        entity = self.spec.entity(tool.entity)
-        status = entity.status_attribute
-        props = tool.parameters.get("properties", {})
-        out = []
-        for param, attr_name in tool.binding.get("fields", {}).items():
-            a = entity.attribute(attr_name)
-            if param in props and a is not None and a.type in (*_SCALAR, "text") and a.name != entity.key:
-                if status is not None and a.name == status.name:
-                    continue  # lifecycle moves belong to transition tools and their rules
-                if any(
-                    r.kind == "unique" and r.entity == entity.name and a.name in r.attrs
-                    for r in self.spec.rules
-                ):
-                    continue
-                out.append(param)
-        return out
-
     def _ref_value(self, tool: ToolSpec, param: str, avoid: Sequence[str] = ()) -> tuple[str, str, str]:
         entity = self.spec.entity(tool.entity)
         attr = entity.attribute(
@@ -245,7 +347,7 @@ class Generator:
         if attr is None or attr.ref is None:
             raise Reject("grounding", f"{tool.name}.{param} does not name a reference")
         target = self.spec.entity(attr.ref)
-        state = self.session.state()
+        state = self.live_state()
         # a create or assign may be guarded by the referenced record's state (only open projects...)
         barred = [
             k
@@ -266,6 +368,8 @@ class Generator:
         phrase: str | None,
     ) -> Executed:
         result = self.session.call(tool.name, args)
+        if tool.kind == "write":
+            self._live = None  # read tools are declared (and verified) free of side effects
         if not result.ok:
             code = result.error.code if result.error else "error"
             message = result.error.message if result.error else ""
@@ -280,9 +384,9 @@ class Generator:
     def _incoming(self, prev: Executed, tool: ToolSpec) -> tuple[str, Any, str, str, str]:
         """(param, value, source, phrase, entity) carried along the strongest usable edge prev -> tool."""
         for edge in edge_data(self.graph, prev.tool.name, tool.name):
-            param, path, entity = edge.get("param"), edge.get("path"), edge.get("entity")
-            if not param or not path or not entity:
+            if not carries_value(edge):
                 continue
+            param, path, entity = edge["param"], edge["path"], edge["entity"]
             got = self._resolve(prev, path, entity)
             if got is not None:
                 value, concrete, phrase = got
@@ -355,9 +459,13 @@ class Generator:
     # -- grounding one tool --------------------------------------------------------------------
 
     def ground(
-        self, tool: ToolSpec, incoming: tuple[str, Any, str, str, str] | None
+        self,
+        tool: ToolSpec,
+        incoming: tuple[str, Any, str, str, str] | None,
+        viable: Callable[[str], bool] | None = None,
     ) -> tuple[dict[str, Any], dict[str, str], tuple[str, str] | None, str | None, list[str]]:
-        """(args, sources, focus, phrase, clause parts); a write's clause names every value it sets."""
+        """(args, sources, focus, phrase, clause parts); a write's clause names every value it sets.
+        `viable` narrows the record the tool is about when it is picked from the state."""
         entity = self.spec.entity(tool.entity)
         b = tool.binding
         props = tool.parameters.get("properties", {})
@@ -387,33 +495,38 @@ class Generator:
             )
         if key_param and key_param not in args:
             if tool.op == "lookup" and not self.allow_ids:
-                key, phrase = self.pick_record(entity, label_unique=True)
+                key, phrase = self.pick_record(entity, label_unique=True, viable=viable)
                 label = b["label"]
                 args[label] = self._table(entity)[key][label]
                 sources[label] = f"s0:{entity.table}.{key}.{label}"
             else:
-                key, phrase = self.pick_record(entity, tool=tool)
+                key, phrase = self.pick_record(entity, tool=tool, viable=viable)
                 args[key_param] = key
                 sources[key_param] = f"s0:{entity.table}.{key}.{entity.key}"
             focus = (entity.name, key)
         if tool.op == "lookup" and not args:
-            key, phrase = self.pick_record(entity)
+            key, phrase = self.pick_record(entity, viable=viable)
             args[b["key"]] = key
             sources[b["key"]] = f"s0:{entity.table}.{key}.{entity.key}"
             focus = (entity.name, key)
-        record = self._table(entity).get(focus[1], {}) if focus else {}
+        subject = focus
+
+        def record() -> Mapping[str, Any]:
+            """The live record the call is about; read only when a value depends on it (a fetch)."""
+            return self._table(entity).get(subject[1], {}) if subject else {}
+
         if tool.op == "update":
-            options = self._changeable(tool, record)
+            options = changeable_params(self.spec, tool)
             if not options:
                 raise Reject("grounding", f"{tool.name} has no field it can change on {focus}")
             param = self.rng.choice(options)
-            value = self._new_value(tool, param, record.get(b["fields"][param]))
+            value = self._new_value(tool, param, record().get(b["fields"][param]))
             if value is None:
                 raise Reject("grounding", f"no new value for {tool.name}.{param}")
             args[param], sources[param] = value, "query"
             extra.append(f"{words(b['fields'][param])} {say(value)}")
         if tool.op == "assign" and b.get("param") not in args:
-            current = record.get(b["attr"])
+            current = record().get(b["attr"])
             key, source, ref_phrase = self._ref_value(tool, b["param"], avoid=[current] if current else [])
             args[b["param"]], sources[b["param"]] = key, source
             extra.append(ref_phrase)
@@ -433,7 +546,7 @@ class Generator:
             elif tool.op == "search" and p == "query":
                 args[p], sources[p] = self._search_term(entity), "query"
             else:
-                value = self._new_value(tool, p, record.get(p))
+                value = self._new_value(tool, p, record().get(p))
                 if value is None:
                     raise Reject("grounding", f"cannot ground required argument {tool.name}.{p}")
                 args[p], sources[p] = value, "query"
@@ -486,7 +599,10 @@ class Generator:
         for pos, name in enumerate(chain):
             tool = self.spec.tool(name)
             incoming = self._incoming(prev, tool) if prev is not None else None
-            args, sources, focus, phrase, extra = self.ground(tool, incoming)
+            viable = None
+            if pos == 0 and len(chain) > 1:
+                viable = self._leads_on(tool, self.spec.tool(chain[1]), goes_on=len(chain) > 2)
+            args, sources, focus, phrase, extra = self.ground(tool, incoming, viable)
             step = self.call(tool, args, sources, focus, phrase)
             nodes.append(f"c{step.index}")
             if prev is not None:
@@ -504,6 +620,62 @@ class Generator:
             self._describe_step(step, extra, last=pos == len(chain) - 1)
             prev = step
         self.out.dag.chains.append(nodes)
+
+    def _output_for(self, tool: ToolSpec, key: str) -> Any:
+        """What a call about one record returns, as far as the next step can use it, worked out from
+        the live state: the record (an update or a transition hands back the changed record, whose
+        key and references, all an edge carries, stay as they are); an overview adds the ids of the
+        records under it. None for a tool whose output is not one of these."""
+        state = self.live_state()
+        record = (state.get(self.spec.entity(tool.entity).table) or {}).get(key)
+        if not isinstance(record, dict):
+            return None
+        if tool.op in ("get", "lookup", "update", "transition"):
+            return record
+        if tool.op == "overview":
+            related = {
+                table: sorted(
+                    k
+                    for k, r in (state.get(table) or {}).items()
+                    if isinstance(r, dict) and r.get(attr) == key
+                )
+                for table, attr in tool.binding.get("children", [])
+            }
+            return {"record": record, "related": related}
+        return None
+
+    def _leads_on(self, tool: ToolSpec, nxt: ToolSpec, *, goes_on: bool) -> Callable[[str], bool] | None:
+        """For the tool that opens a chain: whether starting on a record lets the next step go through.
+
+        The call's output is predicted from the state (`_output_for`) and handed to `_incoming`,
+        the code that grounds the next step for real; then a write fed the record must admit it (the
+        test `pick_record` applies to writes) and a list the chain goes on from must not come back
+        empty. Most rejected candidates used to die exactly there, after a hardened state, a reset
+        and a few calls. None when the opening tool's output cannot be predicted.
+        """
+        if tool.op not in ("get", "lookup", "overview", "update", "transition"):
+            return None
+        target = self.spec.entity(nxt.entity)
+        fields = {**nxt.binding.get("fields", {}), **nxt.binding.get("filters", {})}
+
+        def viable(key: str) -> bool:
+            data = self._output_for(tool, key)
+            if data is None:
+                return True
+            try:
+                param, value, *_ = self._incoming(Executed(-1, tool, {}, {}, data, None, None), nxt)
+            except Reject:
+                return False
+            rows = self.live_state().get(target.table) or {}
+            if nxt.kind == "write" and param == nxt.binding.get("key"):
+                record = rows.get(value)
+                return isinstance(record, dict) and self._admits(nxt, record)
+            if goes_on and nxt.op == "list":
+                attr = fields.get(param, param)
+                return any(isinstance(r, dict) and r.get(attr) == value for r in rows.values())
+            return True
+
+        return viable
 
     def run_scattered(self, name: str) -> None:
         tool = self.spec.tool(name)
@@ -809,11 +981,9 @@ class Generator:
 
     def recheck_answers(self) -> None:
         """Every reported read gives the same value on the end state, or the task is order-dependent."""
-        for r in self.out.reports:
-            if r.step is None:
-                continue
-            step = self.out.calls[r.step]
-            again = self.session.call(step.tool.name, step.args)
+        steps = [self.out.calls[r.step] for r in self.out.reports if r.step is not None]
+        results = self.session.call_many([(step.tool.name, step.args) for step in steps])  # one round trip
+        for step, again in zip(steps, results, strict=True):
             if not again.ok or again.data != step.data:
                 raise Reject(
                     "consistency",
@@ -837,16 +1007,22 @@ def run_group(
     of every chain must succeed, so the odds of a clean run fall with each chain added.
     """
     wanted = len(group.chains)
+    needed = max(1, min_chains)
     failures: list[Reject] = []
-    for chain in [*group.chains, *spares]:
+    candidates = [*group.chains, *spares]
+    for i, chain in enumerate(candidates):
         if len(gen.out.chains_run) >= wanted:
             break
         if set(chain) & {t for c in gen.out.chains_run for t in c}:
             continue
-        if not gen.attempt(partial(gen.run_chain, chain), failures):
+        # if even every remaining chain could not make up for this one, its failure ends the group
+        recoverable = len(gen.out.chains_run) + len(candidates) - i - 1 >= needed
+        if not gen.attempt(partial(gen.run_chain, chain), failures, restore=recoverable):
+            if not recoverable:
+                break  # the group is lost whatever the other chains do; the check below says why
             continue
         gen.out.chains_run.append(list(chain))
-    if len(gen.out.chains_run) < max(1, min_chains):
+    if len(gen.out.chains_run) < needed:
         raise failures[0] if failures else Reject("grounding", "no chain of the group could run")
     for name in group.scattered:
         gen.attempt(partial(gen.run_scattered, name), failures)

@@ -18,13 +18,13 @@ words suggest an order but no field carries it, so they are dropped unless somet
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentomnia.envs.spec import EnvSpec, ToolSpec
+from agentomnia.envs.spec import EntitySpec, EnvSpec, ToolSpec
 
 EdgeKind = Literal["parameter", "entity_anchor", "state_transition"]
 EDGE_KINDS: tuple[EdgeKind, ...] = ("parameter", "entity_anchor", "state_transition")
@@ -107,10 +107,28 @@ def propose_candidates(spec: EnvSpec) -> list[EdgeCandidate]:
     """Every candidate edge the spec suggests, before filtering (duplicates and self-loops included)."""
     out: list[EdgeCandidate] = []
     tools = list(spec.tools)
-    for u in tools:
+    # per-tool facts the pair loop below asks for again and again, worked out once
+    needs = [key_needs(spec, t) for t in tools]
+    entities: dict[str, EntitySpec] = {}
+    for e in spec.entities:
+        entities.setdefault(e.name, e)  # the first of a name, as `spec.entity` finds it
+    owner = [entities.get(t.entity) or spec.entity(t.entity) for t in tools]
+    reads = [{t.entity} | {c for c, _ in t.binding.get("children", [])} for t in tools]
+    described = [t.description.lower() for t in tools]
+    vocab: dict[int, set[str]] = {}
+
+    def words_of(i: int) -> set[str]:
+        if i not in vocab:
+            vocab[i] = _words(tools[i].description)
+        return vocab[i]
+
+    for i, u in enumerate(tools):
         provides = output_paths(spec, u)
-        for v in tools:
-            for param, entity, subject in key_needs(spec, v):
+        u_entity = owner[i]
+        u_mention = u_entity.name.replace("_", " ")
+        u_feeds_reads = u.kind == "write" and u.op != "delete"
+        for j, v in enumerate(tools):
+            for param, entity, subject in needs[j]:
                 path = provides.get(entity)
                 if path is None:
                     continue
@@ -123,20 +141,18 @@ def propose_candidates(spec: EnvSpec) -> list[EdgeCandidate]:
                         evidence=f"{u.name} returns {entity} keys at {path}; {v.name} takes one as `{param}`",
                     )
                 )  # fmt: skip
-            if u.kind == "write" and v.kind == "read" and u.op != "delete":
-                reads = {v.entity} | {t for t, _ in v.binding.get("children", [])}
-                if u.entity in reads or spec.entity(u.entity).table in reads:
-                    key = next((p for p, ent, s in key_needs(spec, v) if s and ent == u.entity), None)
-                    out.append(
-                        EdgeCandidate(
-                            source=u.name, target=v.name, kind="state_transition", confidence=0.9,
-                            param=key, path=f"data.{spec.entity(u.entity).key}" if key else None,
-                            entity=u.entity, origin="operation",
-                            evidence=f"{u.name} ({u.op}) changes {u.entity} records that {v.name} ({v.op}) reads",
-                        )
-                    )  # fmt: skip
-            if u.name != v.name and spec.entity(u.entity).name.replace("_", " ") in v.description.lower():
-                shared = _words(u.description) & _words(v.description)
+            if u_feeds_reads and v.kind == "read" and (u.entity in reads[j] or u_entity.table in reads[j]):
+                key = next((p for p, ent, s in needs[j] if s and ent == u.entity), None)
+                out.append(
+                    EdgeCandidate(
+                        source=u.name, target=v.name, kind="state_transition", confidence=0.9,
+                        param=key, path=f"data.{u_entity.key}" if key else None,
+                        entity=u.entity, origin="operation",
+                        evidence=f"{u.name} ({u.op}) changes {u.entity} records that {v.name} ({v.op}) reads",
+                    )
+                )  # fmt: skip
+            if u.name != v.name and u_mention in described[j]:
+                shared = words_of(i) & words_of(j)
                 out.append(
                     EdgeCandidate(
                         source=u.name, target=v.name, kind="parameter", confidence=min(0.45, 0.2 + 0.05 * len(shared)),
@@ -145,6 +161,10 @@ def propose_candidates(spec: EnvSpec) -> list[EdgeCandidate]:
                     )
                 )  # fmt: skip
     return out
+
+
+# what an edge stores: the candidate's fields but its endpoints (the edge itself says those)
+_EDGE_FIELDS = tuple(f for f in EdgeCandidate.model_fields if f not in ("source", "target"))
 
 
 def build_tool_graph(
@@ -183,9 +203,15 @@ def build_tool_graph(
             best[slot] = c
     by_kind: dict[str, int] = {}
     for (u, v, kind), c in sorted(best.items()):
-        graph.add_edge(u, v, key=kind, **c.model_dump(exclude={"source", "target"}))
+        graph.add_edge(u, v, key=kind, **{f: getattr(c, f) for f in _EDGE_FIELDS})
         by_kind[kind] = by_kind.get(kind, 0) + 1
     return graph, GraphReport(kept=sum(by_kind.values()), dropped=dropped, by_kind=by_kind)
+
+
+def carries_value(edge: Mapping[str, Any]) -> bool:
+    """Whether an edge says which output field feeds which argument (a `state_transition` onto a
+    list, or a description-only hint, orders two tools without passing anything along)."""
+    return bool(edge.get("param") and edge.get("path") and edge.get("entity"))
 
 
 def edge_data(graph: nx.MultiDiGraph, u: str, v: str) -> list[dict[str, Any]]:

@@ -11,7 +11,8 @@ at the end, and no read of a record right after a read that already returned it.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import networkx as nx
 from pydantic import BaseModel, ConfigDict
@@ -34,11 +35,25 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def _step_ok(graph: nx.MultiDiGraph, path: Sequence[str], nxt: str) -> bool:
-    if nxt in path or graph.nodes[nxt]["op"] == "manage":
+class _Steps:
+    """Which tool may follow a path. Apart from "no tool twice", the rules only look at the last
+    tool and the next one, so each tool's admissible successors are worked out once (the pool asks
+    hundreds of thousands of times on a large environment)."""
+
+    def __init__(self, graph: nx.MultiDiGraph) -> None:
+        node = {n: graph.nodes[n] for n in graph.nodes}
+        self.succ = {
+            u: [v for v in sorted(set(graph.successors(u))) if _pair_ok(node[u], node[v])]
+            for u in graph.nodes
+        }
+
+    def after(self, path: Sequence[str]) -> list[str]:
+        return [n for n in self.succ[path[-1]] if n not in path]
+
+
+def _pair_ok(last: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    if node["op"] == "manage":
         return False  # a mode selector hides which operation it performs; chains use single-purpose tools
-    last = graph.nodes[path[-1]]
-    node = graph.nodes[nxt]
     if last["op"] == "delete" or last["op"] == "aggregate":
         return False  # nothing flows out of a delete or a grouped count
     if last["kind"] == "read" and node["kind"] == "read" and last["entity"] == node["entity"]:
@@ -56,6 +71,7 @@ def chain_pool(
     per_start: int = 12,
 ) -> list[tuple[str, ...]]:
     """Distinct chains of `min_len`..`max_len` tools, longest first within each start."""
+    steps = _Steps(graph)
     usable = [n for n in graph.nodes if graph.nodes[n]["op"] != "manage"]
     starts = sorted(n for n in usable if graph.in_degree(n) == 0)
     hubs = sorted(usable, key=lambda n: (-graph.out_degree(n), n))[: max(4, len(graph) // 6)]
@@ -74,7 +90,7 @@ def chain_pool(
         stack: list[list[str]] = [[start]]
         while stack and len(found) < per_start:
             path = stack.pop()
-            succ = [n for n in sorted(set(graph.successors(path[-1]))) if _step_ok(graph, path, n)]
+            succ = steps.after(path)
             rng.shuffle(succ)
             if len(path) == max_len or not succ:
                 if len(path) >= min_len:
@@ -87,7 +103,7 @@ def chain_pool(
     for _ in range(walks):
         path = [rng.choice(nodes)]
         while len(path) < max_len:
-            succ = [n for n in sorted(set(graph.successors(path[-1]))) if _step_ok(graph, path, n)]
+            succ = steps.after(path)
             if not succ:
                 break
             path.append(rng.choice(succ))
@@ -111,6 +127,7 @@ def sample_groups(
     fitting = [c for c in pool if chain_len[0] <= len(c) <= chain_len[1]]
     reads = sorted(n for n in graph.nodes if graph.nodes[n]["kind"] == "read")
     kept: list[ToolGroup] = []
+    kept_tools: list[frozenset[str]] = []  # each kept group's tool set, for the overlap test
     for _ in range(tries):
         if len(kept) >= n or not fitting:
             break
@@ -123,10 +140,9 @@ def sample_groups(
                 picked.append(c)
         used = {t for c in picked for t in c}
         extra = [t for t in reads if t not in used]
-        group = ToolGroup(
-            chains=tuple(picked),
-            scattered=tuple(sorted(rng.sample(extra, min(len(extra), rng.randint(*scattered))))),
-        )
-        if all(jaccard(group.tools, g.tools) <= max_overlap for g in kept):
-            kept.append(group)
+        scattered_tools = tuple(sorted(rng.sample(extra, min(len(extra), rng.randint(*scattered)))))
+        tools = frozenset(used) | frozenset(scattered_tools)
+        if all(jaccard(tools, other) <= max_overlap for other in kept_tools):
+            kept.append(ToolGroup(chains=tuple(picked), scattered=scattered_tools))
+            kept_tools.append(tools)
     return kept

@@ -1,6 +1,7 @@
 """DAG task synthesis end to end, and the re-check of a stored task (paper §4.4.1).
 
     tasks, rejected = synthesize_dag_tasks("envs/<env_id>", sandbox, variant="dag-challenge", n=8)
+    tasks, rejected = synthesize_dag_variants("envs/<env_id>", sandbox, [("dag-standard", 9), ("dag-challenge", 1)])
     result = check_task(tasks[0], sandbox, Bundle.load("envs/<env_id>"))
 
 Per candidate: sample a tool group from the dependency graph, harden a copy of s0 around the records
@@ -10,12 +11,18 @@ same checks), build an outcome rubric, and keep the task only if the end state i
 do not depend on call order, the description leaks nothing its variant forbids, the trajectory is
 consistent with the description, and the oracle check holds (reference 1.0, empty run below it).
 Every candidate that fails becomes a `TaskRejection` with its stage and reason.
+
+Cost: the per-environment work (bundle, spec, tool graph, one sandbox session) is shared by every
+variant of one call; chains that no state lets run are left out of sampling, and the record a
+chain opens on is picked among those the next step can go on from, so fewer candidates die
+halfway; states derived from a valid s0 are re-checked only where they changed.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +36,14 @@ from agentomnia.records import content_hash
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.sandbox.session import Session
-from agentomnia.tasks.dag.generate import Generated, Generator, Reject, run_group
+from agentomnia.tasks.dag.generate import (
+    Generated,
+    Generator,
+    Reject,
+    run_group,
+    runnable,
+    ungroundable_tools,
+)
 from agentomnia.tasks.dag.graph import build_tool_graph
 from agentomnia.tasks.dag.interaction import make_multi_turn
 from agentomnia.tasks.dag.profiles import RefinementProfile, profile_for
@@ -41,6 +55,7 @@ from agentomnia.tasks.hardening import (
     apply_all,
     conflicting_target,
     has_availability,
+    violations_since,
 )
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.models import ReferenceCall, Task, TaskRejection
@@ -87,8 +102,35 @@ def load_env(env: EnvInput) -> tuple[Bundle, EnvSpec, str]:
     return bundle, spec, content_hash({"spec": spec.id, "source": bundle.source, "s0": bundle.s0})
 
 
+@dataclass(frozen=True)
+class EnvContext:
+    """What every variant on one environment shares: the loaded bundle, its spec and id, the tool
+    graph, and whether s0 keeps every invariant (then a state derived from it is re-checked only
+    where it changed)."""
+
+    bundle: Bundle
+    spec: EnvSpec
+    env_id: str
+    graph: nx.MultiDiGraph
+    s0_valid: bool
+    ungroundable: Mapping[str, str]  # tools no state lets `Generator.ground` fill, and why
+
+    @classmethod
+    def load(cls, env: EnvInput) -> EnvContext:
+        bundle, spec, env_id = load_env(env)
+        graph, _report = build_tool_graph(spec)
+        valid = not state_violations(spec, bundle.s0)
+        return cls(bundle, spec, env_id, graph, valid, ungroundable_tools(spec))
+
+
 def _harden(
-    spec: EnvSpec, s0: Mapping[str, Any], group: ToolGroup, profile: RefinementProfile, rng: random.Random
+    spec: EnvSpec,
+    s0: Mapping[str, Any],
+    group: ToolGroup,
+    profile: RefinementProfile,
+    rng: random.Random,
+    *,
+    s0_valid: bool = False,
 ) -> tuple[dict[str, Any], list[HardeningResult], dict[str, list[str]]]:
     """Harden s0 around the group's first tool's entity; returns (state, results, preferred keys)."""
     anchor = spec.tool(group.chains[0][0]).entity if group.chains else None
@@ -117,7 +159,8 @@ def _harden(
             steps.append((name, {"entity": options[0]} if options else {}))
         else:
             steps.append((name, {}))
-    state, results = apply_all(spec, s0, rng, [(n, p) for n, p in steps if _applicable(spec, n, p)])
+    steps = [(n, p) for n, p in steps if _applicable(spec, n, p)]
+    state, results = apply_all(spec, s0, rng, steps, valid=s0_valid)
     preferred: dict[str, list[str]] = {}
     for r in results:
         if not r.applied:
@@ -267,13 +310,15 @@ def build_task(
     seed: int = 0,
     spares_from: Sequence[tuple[str, ...]] = (),
     directives: SynthesisDirectives | None = None,
+    s0_valid: bool = False,
 ) -> Task:
     """One task from one group, or Reject with the stage that failed.
 
     `directives` only labels the task (round, PRD ids, variations in effect); the profile passed in
-    must already carry them (`profile_for_directives`).
+    must already carry them (`profile_for_directives`). `s0_valid` says the bundle's s0 keeps every
+    invariant (`EnvContext.s0_valid`), so states derived from it are re-checked only where they change.
     """
-    state, hardening, preferred = _harden(spec, bundle.s0, group, profile, rng)
+    state, hardening, preferred = _harden(spec, bundle.s0, group, profile, rng, s0_valid=s0_valid)
     sandbox_session.reset(state)
     gen = Generator(spec, sandbox_session, graph, rng, allow_ids=profile.allow_ids, preferred=preferred)
     spares = [c for c in spares_from if not set(c) & group.tools][:4]
@@ -286,7 +331,7 @@ def build_task(
         min_chains=profile.chains[0],
     )
     final = sandbox_session.state()
-    broken = state_violations(spec, final)
+    broken = violations_since(spec, state, final, start_valid=s0_valid)
     if broken:
         raise Reject("state", f"the end state breaks an invariant: {broken[0]}")
     dead = _writes_to_unavailable(out, hardening)
@@ -378,9 +423,74 @@ def synthesize_dag_tasks(
 
     With `directives` (a PRD-guided round), the variant's profile is adjusted by the round's
     variations and every task records the round, its PRD ids and the variations in effect in its
-    metadata. Deterministic for a fixed seed (and a fixed model cache in LLM mode).
+    metadata. Deterministic for a fixed seed (and a fixed model cache in LLM mode). To make several
+    variants on one environment, `synthesize_dag_variants` shares the per-environment work.
     """
-    bundle, spec, env_id = load_env(env)
+    return synthesize_dag_variants(
+        env, sandbox, [(variant, n)], seed=seed, llm=llm, attempts_per_task=attempts_per_task,
+        directives=directives, multi_turn=multi_turn,
+    )  # fmt: skip
+
+
+def synthesize_dag_variants(
+    env: EnvInput,
+    sandbox: Sandbox,
+    plan: Sequence[tuple[str, int]] | Mapping[str, int],
+    *,
+    seed: int = 0,
+    llm: LLM | None = None,
+    attempts_per_task: int | None = None,
+    directives: SynthesisDirectives | None = None,
+    multi_turn: float = 0.0,
+) -> tuple[list[Task], list[TaskRejection]]:
+    """`synthesize_dag_tasks` for every (variant, n) of `plan` on one environment, in plan order.
+
+        tasks, rejected = synthesize_dag_variants(folder, box, [("dag-standard", 9), ("dag-challenge", 1)])
+
+    The bundle is loaded, the tool graph built and a sandbox session opened once for all variants
+    (each candidate resets the session to its own initial state). Each variant draws from its own
+    generator, seeded as `synthesize_dag_tasks` seeds it, so the tasks and rejections are the same as
+    calling it once per variant, only cheaper.
+    """
+    ctx = EnvContext.load(env)
+    entries = list(plan.items()) if isinstance(plan, Mapping) else list(plan)
+    session: Session | None = None
+
+    def opened() -> Session:
+        nonlocal session
+        if session is None:
+            session = sandbox.open(ctx.bundle, ctx.bundle.s0)
+        return session
+
+    tasks: list[Task] = []
+    rejected: list[TaskRejection] = []
+    try:
+        for variant, n in entries:
+            kept, rej = _synthesize_variant(
+                ctx, opened, variant=variant, n=n, seed=seed, llm=llm, attempts_per_task=attempts_per_task,
+                directives=directives, multi_turn=multi_turn,
+            )  # fmt: skip
+            tasks += kept
+            rejected += rej
+    finally:
+        if session is not None:
+            session.close()
+    return tasks, rejected
+
+
+def _synthesize_variant(
+    ctx: EnvContext,
+    session: Callable[[], Session],
+    *,
+    variant: str,
+    n: int,
+    seed: int,
+    llm: LLM | None,
+    attempts_per_task: int | None,
+    directives: SynthesisDirectives | None,
+    multi_turn: float,
+) -> tuple[list[Task], list[TaskRejection]]:
+    spec, env_id, graph = ctx.spec, ctx.env_id, ctx.graph
     base = profile = profile_for(variant)
     if directives is not None:
         # imported here: the evolution package builds on task synthesis, so a module-level import
@@ -389,12 +499,14 @@ def synthesize_dag_tasks(
 
         profile = profile_for_directives(profile, directives)
     rng = random.Random(f"{env_id}:{profile.variant}:{seed}")
-    graph, _report = build_tool_graph(spec)
     # longer groups fail more often (every call must succeed), so a Challenge task gets more tries
     tries = attempts_per_task or (4 if profile.variant == "dag_standard" else 10)
     if attempts_per_task is None and profile.chain_len[1] > base.chain_len[1]:
         tries += tries // 2  # a round that deepens the chains pays for it in failed runs
     pool = chain_pool(graph, rng, min_len=profile.chain_len[0], max_len=profile.chain_len[1])
+    # a chain that cannot run in any state would only come back as a rejection: leave it out
+    can_run = runnable(graph, ctx.ungroundable)
+    pool = [c for c in pool if can_run(c)]
     groups = sample_groups(
         graph, pool, rng, n=max(n * tries, n + 4), chains=profile.chains,
         chain_len=profile.chain_len, scattered=profile.scattered, max_overlap=profile.max_overlap,
@@ -411,28 +523,24 @@ def synthesize_dag_tasks(
             )
         )
         return tasks, rejected
-    session = sandbox.open(bundle, bundle.s0)
-    try:
-        for index, group in enumerate(groups):
-            if len(tasks) >= n:
-                break
-            group_rng = random.Random(f"{env_id}:{profile.variant}:{seed}:{index}")
-            try:
-                task = build_task(
-                    spec, env_id, bundle, session, graph, group, profile, group_rng,
-                    llm=llm, seed=seed, directives=directives,
-                )  # fmt: skip
-            except Reject as exc:
-                rejected.append(
-                    TaskRejection(env_id=env_id, kind=profile.variant, stage=exc.stage, reason=exc.reason)
-                )
-                continue
-            if multi_turn and group_rng.random() < multi_turn:
-                task = make_multi_turn(task, group_rng) or task
-            if all(t.id != task.id for t in tasks):
-                tasks.append(task)
-    finally:
-        session.close()
+    for index, group in enumerate(groups):
+        if len(tasks) >= n:
+            break
+        group_rng = random.Random(f"{env_id}:{profile.variant}:{seed}:{index}")
+        try:
+            task = build_task(
+                spec, env_id, ctx.bundle, session(), graph, group, profile, group_rng,
+                llm=llm, seed=seed, directives=directives, s0_valid=ctx.s0_valid,
+            )  # fmt: skip
+        except Reject as exc:
+            rejected.append(
+                TaskRejection(env_id=env_id, kind=profile.variant, stage=exc.stage, reason=exc.reason)
+            )
+            continue
+        if multi_turn and group_rng.random() < multi_turn:
+            task = make_multi_turn(task, group_rng) or task
+        if all(t.id != task.id for t in tasks):
+            tasks.append(task)
     return tasks, rejected
 
 

@@ -6,6 +6,9 @@ plan — a status guard for refused moves, reporting refusals as outcomes, a sma
 model: the model rewrites the program from the trace). A program that still fails is dropped with its
 reason. The accepted program is re-executed from the task's initial state in a fresh session: that
 run's calls are the reference trajectory and its return value the ground-truth answer.
+
+A fresh session is a new one or, with a `SessionSlot`, the slot's session reset to the run's initial
+state: the same environment from the same config, without sending the environment's code again.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ from pydantic import BaseModel, Field
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.llm import LLM
 from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.errors import SandboxError
 from agentomnia.sandbox.policy import parse_python
 from agentomnia.sandbox.results import ProgramCall, ProgramResult
 from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.sandbox.session import Session
 from agentomnia.tasks.grading import diff_states
 from agentomnia.tasks.models import ReferenceCall
 from agentomnia.tasks.program.plan import ProgramPlan
@@ -67,9 +72,48 @@ def control_flow(source: str) -> ControlFlow:
     return ControlFlow(loops=loops, branches=branches)
 
 
+class SessionSlot:
+    """One session of a bundle, reused run after run: each `at` resets it to that run's initial
+    state. A session the sandbox lost or closed (a worker failure) is replaced by a new one."""
+
+    def __init__(self, sandbox: Sandbox, bundle: Bundle) -> None:
+        self._sandbox = sandbox
+        self._bundle = bundle
+        self._session: Session | None = None
+
+    def at(self, init_config: Mapping[str, Any]) -> Session:
+        if self._session is not None:
+            try:
+                self._session.reset(init_config)
+                return self._session
+            except SandboxError:
+                self._session.close()  # lost or broken: start over in a new session
+        self._session = self._sandbox.open(self._bundle, init_config)
+        return self._session
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def __enter__(self) -> SessionSlot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def run_once(
-    sandbox: Sandbox, bundle: Bundle, init_config: Mapping[str, Any], source: str
+    sandbox: Sandbox,
+    bundle: Bundle,
+    init_config: Mapping[str, Any],
+    source: str,
+    *,
+    slot: SessionSlot | None = None,
 ) -> tuple[ProgramResult, dict[str, Any]]:
+    if slot is not None:
+        session = slot.at(init_config)
+        return sandbox.run_program(source, session), session.state()
     session = sandbox.open(bundle, init_config)
     try:
         result = sandbox.run_program(source, session)
@@ -137,6 +181,7 @@ def debug_program(
     source: str | None = None,
     llm: LLM | None = None,
     budget: int = 3,
+    slot: SessionSlot | None = None,
 ) -> Execution | str:
     """Run, record, repair until the program runs cleanly; a string is the reason it was dropped."""
     writes = {t.name for t in spec.tools if t.kind == "write"}
@@ -145,7 +190,7 @@ def debug_program(
     current = render(plan) if plan is not None else str(source)
     attempts: list[Attempt] = []
     for index in range(budget + 1):
-        result, final = run_once(sandbox, bundle, init_config, current)
+        result, final = run_once(sandbox, bundle, init_config, current, slot=slot)
         attempt = _attempt(index, result, writes)
         # refused writes are fine once the program reports them as outcomes (the plan says so; a
         # generated program that ran to completion handled them itself)
@@ -185,10 +230,15 @@ def debug_program(
 
 
 def canonical_run(
-    sandbox: Sandbox, bundle: Bundle, init_config: Mapping[str, Any], execution: Execution
+    sandbox: Sandbox,
+    bundle: Bundle,
+    init_config: Mapping[str, Any],
+    execution: Execution,
+    *,
+    slot: SessionSlot | None = None,
 ) -> Execution | str:
     """Re-execute the accepted program from the initial state; it must reproduce the same end state and answer."""
-    result, final = run_once(sandbox, bundle, init_config, execution.source)
+    result, final = run_once(sandbox, bundle, init_config, execution.source, slot=slot)
     if not result.ok:
         return f"re-execution from the initial state failed: {result.error.message if result.error else '?'}"
     if final != execution.final_state or result.answer != execution.answer:

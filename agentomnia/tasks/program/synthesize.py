@@ -24,6 +24,7 @@ from agentomnia.tasks.models import Task, TaskRejection
 from agentomnia.tasks.program.difficulty import harden
 from agentomnia.tasks.program.execute import (
     Execution,
+    SessionSlot,
     alignment_problems,
     canonical_run,
     control_flow,
@@ -131,43 +132,48 @@ def synthesize_program_tasks(
             "no entity can be listed and written by key with a splitting rule; no program template fits",
         )
     signatures: set[str] = set()
-    for plan, proposal in candidates[: max_candidates + (n if llm else 0)]:
-        if len(tasks) >= n:
-            break
-        started = time.perf_counter()
-        applied: list[str] = []
-        init = s0
-        notes: list[str] = []
-        if plan is not None:
-            hardened = harden(spec, s0, plan, rng)
-            plan, init, applied, notes = hardened.plan, hardened.state, hardened.applied, hardened.notes
-            outcome = debug_program(sandbox, bundle, spec, init, plan=plan, budget=repair_budget)
-        else:
-            assert proposal is not None
-            problems = query_problems(proposal["query"], spec)
-            if problems:
-                reject("leakage", f"generated query leaks: {problems[0]}")
+    # one session for every run on this bundle, reset to each run's initial state
+    with SessionSlot(sandbox, bundle) as slot:
+        for plan, proposal in candidates[: max_candidates + (n if llm else 0)]:
+            if len(tasks) >= n:
+                break
+            started = time.perf_counter()
+            applied: list[str] = []
+            init = s0
+            notes: list[str] = []
+            if plan is not None:
+                hardened = harden(spec, s0, plan, rng)
+                plan, init, applied, notes = hardened.plan, hardened.state, hardened.applied, hardened.notes
+                outcome = debug_program(
+                    sandbox, bundle, spec, init, plan=plan, budget=repair_budget, slot=slot
+                )
+            else:
+                assert proposal is not None
+                problems = query_problems(proposal["query"], spec)
+                if problems:
+                    reject("leakage", f"generated query leaks: {problems[0]}")
+                    continue
+                outcome = debug_program(
+                    sandbox, bundle, spec, init, source=proposal["program"], llm=llm, budget=repair_budget,
+                    slot=slot,
+                )  # fmt: skip
+            if isinstance(outcome, str):
+                reject("debug", outcome)
                 continue
-            outcome = debug_program(
-                sandbox, bundle, spec, init, source=proposal["program"], llm=llm, budget=repair_budget
-            )
-        if isinstance(outcome, str):
-            reject("debug", outcome)
-            continue
-        task = _task(spec, env_id, sandbox, bundle, init, outcome, proposal, applied, notes, reject)
-        if task is None:
-            continue
-        signature = content_hash({"program": task.reference_program, "init": task.init_config})
-        if signature in signatures:
-            reject("dedup", "same program and initial state as an earlier task")
-            continue
-        report = check_program_task(task, sandbox, bundle)
-        if not report.passed:
-            reject("oracle", "; ".join(report.details) or "oracle failed")
-            continue
-        signatures.add(signature)
-        metadata = {**task.metadata, "seconds": round(time.perf_counter() - started, 3)}
-        tasks.append(Task.model_validate(task.model_dump() | {"metadata": metadata, "id": ""}))
+            task = _task(spec, env_id, sandbox, bundle, init, outcome, proposal, applied, notes, reject, slot)
+            if task is None:
+                continue
+            signature = content_hash({"program": task.reference_program, "init": task.init_config})
+            if signature in signatures:
+                reject("dedup", "same program and initial state as an earlier task")
+                continue
+            report = check_program_task(task, sandbox, bundle, slot=slot)
+            if not report.passed:
+                reject("oracle", "; ".join(report.details) or "oracle failed")
+                continue
+            signatures.add(signature)
+            metadata = {**task.metadata, "seconds": round(time.perf_counter() - started, 3)}
+            tasks.append(Task.model_validate(task.model_dump() | {"metadata": metadata, "id": ""}))
     return tasks, rejections
 
 
@@ -182,6 +188,7 @@ def _task(
     applied: list[str],
     notes: list[str],
     reject: Any,
+    slot: SessionSlot | None = None,
 ) -> Task | None:
     flow = control_flow(execution.source)
     if not flow.ok:
@@ -198,7 +205,7 @@ def _task(
     if misaligned:
         reject("alignment", f"trace and state disagree: {misaligned[0]}")
         return None
-    canonical = canonical_run(sandbox, bundle, init, execution)
+    canonical = canonical_run(sandbox, bundle, init, execution, slot=slot)
     if isinstance(canonical, str):
         reject("replay", canonical)
         return None

@@ -20,6 +20,7 @@ from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.grading import Outcome, diff_states, empty_outcome, grade
 from agentomnia.tasks.models import Check, RubricItem, Task
+from agentomnia.tasks.program.execute import SessionSlot, run_once
 from agentomnia.tasks.program.plan import ProgramPlan
 from agentomnia.tasks.program.query import plural, words
 
@@ -108,8 +109,11 @@ class OracleReport(BaseModel):
     details: list[str] = Field(default_factory=list)
 
 
-def check_program_task(task: Task, sandbox: Sandbox, bundle: Bundle) -> OracleReport:
-    """Run the task's oracle: the reference program passes, an empty run fails, one wrong item fails."""
+def check_program_task(
+    task: Task, sandbox: Sandbox, bundle: Bundle, *, slot: SessionSlot | None = None
+) -> OracleReport:
+    """Run the task's oracle: the reference program passes, an empty run fails, one wrong item fails.
+    With a `slot`, the reference runs in the slot's session reset to the task's initial state."""
     details: list[str] = []
 
     def runner(code: str, initial_state: Mapping[str, Any], final_state: Mapping[str, Any]) -> bool | None:
@@ -118,12 +122,7 @@ def check_program_task(task: Task, sandbox: Sandbox, bundle: Bundle) -> OracleRe
     if not task.reference_program or not task.verifier_code:
         return OracleReport(passed=False, reference_passes=False, empty_fails=False, wrong_item_fails=False,
                             details=["the task has no reference program or no verifier code"])  # fmt: skip
-    session = sandbox.open(bundle, task.init_config)
-    try:
-        result = sandbox.run_program(task.reference_program, session)
-        final = session.state()
-    finally:
-        session.close()
+    result, final = run_once(sandbox, bundle, task.init_config, task.reference_program, slot=slot)
     answer = result.answer if isinstance(result.answer, dict) else {}
     score = grade(
         task,
