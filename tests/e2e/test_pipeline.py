@@ -86,7 +86,6 @@ def _evolve(home: Path, small: dict) -> None:  # type: ignore[type-arg]
     from agentomnia.seeds.models import Seed
     from agentomnia.storage import Storage, load_records
     from agentomnia_assets.definitions import defs
-    from agentomnia_assets.pipeline import SCALE_GROUP
     from sensors import omniabench_failure_sensor
 
     store = Storage(home)
