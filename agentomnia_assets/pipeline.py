@@ -250,6 +250,7 @@ def run_pipeline(
     storage = Storage()
     ensure_dagster_home(storage.root)
     instance = DagsterInstance.get()
+    _save_asset_list(storage)
     started = time.perf_counter()
     stages = _materialize_round(instance, round_key, scale, quiet, {}, partitioned_only=False)
     evolution = evolve_once(instance, scale, quiet=quiet) if evolve else None
@@ -312,6 +313,15 @@ def loop_summary(storage: Storage, round_keys: list[str], evolution: EvolutionRe
     return LoopSummary(rounds=rows, evolution=evolution)
 
 
+def _save_asset_list(storage: Storage) -> None:
+    """The asset list `agentomnia status` reads without loading Dagster, saved by every run."""
+    from agentomnia.status import save_asset_list
+    from agentomnia_assets.definitions import defs
+
+    names = [k.to_user_string() for a in defs.assets or [] if isinstance(a, AssetsDefinition) for k in a.keys]
+    save_asset_list(ensure_dagster_home(storage.root), names)
+
+
 def latest_materializations(storage: Storage) -> list[dict[str, Any]]:
     """Each asset's most recent materialization (or that it has none yet), through the Dagster API.
 
@@ -351,6 +361,7 @@ def run_scale_corpus(
     from agentomnia_assets.scale import ScaleConfig, scale_corpus
 
     ensure_dagster_home(Storage().root)
+    _save_asset_list(Storage())
     instance = DagsterInstance.get()
     if not instance.has_dynamic_partition(rounds.name, round_key):  # type: ignore[arg-type]
         instance.add_dynamic_partitions(rounds.name, [round_key])  # type: ignore[arg-type]

@@ -40,3 +40,15 @@ def test_another_event_log_storage_takes_the_slow_path(home: Path) -> None:
     config = dagster_home / "dagster.yaml"
     config.write_text(config.read_text() + "\nstorage:\n  postgres:\n    postgres_url: postgresql://x/y\n")
     assert fast_asset_status(dagster_home) is None
+
+
+def test_every_run_saves_the_asset_list_so_the_first_status_is_fast(home: Path) -> None:
+    from agentomnia.storage import Storage
+    from agentomnia_assets.pipeline import _save_asset_list
+
+    _save_asset_list(Storage(home))
+    status = fast_asset_status(home / "dagster")
+    assert status is not None
+    names = {s["asset"] for s in status}
+    assert {"taxonomy", "environments", "scale_corpus"} <= names
+    assert all(s["status"] == "never" for s in status)
