@@ -93,7 +93,11 @@ class Persona(BaseModel):
 
 class Task(Record):
     record_kind: ClassVar[str] = "task"
+    #: metadata that differs between two runs making the same task (wall-clock timings); it is kept
+    #: but not hashed, so the id is the same on every run. Schema 1 hashed it; its ids stay valid.
+    unhashed_metadata: ClassVar[frozenset[str]] = frozenset({"seconds", "solver_seconds"})
 
+    schema_version: int = 2
     env_id: str
     kind: TaskKind
     coordinate: Coordinate
@@ -110,6 +114,12 @@ class Task(Record):
     persona: Persona | None = None
     candidate_tools: tuple[str, ...] = ()
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def content(self) -> dict[str, Any]:
+        data = super().content()
+        if self.schema_version >= 2:
+            data["metadata"] = {k: v for k, v in data["metadata"].items() if k not in self.unhashed_metadata}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Task:

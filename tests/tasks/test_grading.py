@@ -129,3 +129,18 @@ def test_task_validation_errors_are_clear() -> None:
         _task()
     with pytest.raises(ValueError, match="repeat"):
         _task(APPROVED, APPROVED)
+
+
+def test_a_task_id_does_not_depend_on_how_long_synthesis_took() -> None:
+    base = _task(APPROVED)
+    fast = base.model_copy(update={"id": ""}).model_dump() | {
+        "metadata": {"seconds": 0.12, "solver_seconds": 0.1}
+    }
+    slow = fast | {"metadata": {"seconds": 3.4, "solver_seconds": 2.9}}
+    assert Task.model_validate(fast).id == Task.model_validate(slow).id == base.id
+    # any other metadata is content: it changes the id
+    assert Task.model_validate(fast | {"metadata": {"family": "knapsack"}}).id != base.id
+    # a task stored under schema 1 hashed its timings; its id still validates on load
+    old = Task.model_validate(slow | {"schema_version": 1})
+    assert old.id != base.id
+    assert Task.model_validate(old.model_dump()).id == old.id
