@@ -113,8 +113,28 @@ class ScaleSummary(BaseModel):
 _CONTEXT: ShardContext | None = None
 
 
+def exit_with_parent(every_s: float = 1.0) -> threading.Thread:
+    """Exit this process once its parent is gone, instead of idling on as an orphan.
+
+    A pool worker holds both ends of the executor's call queue, so a parent killed with SIGKILL (an
+    out-of-memory kill, a terminated run) never closes it and the worker would block forever, or
+    finish its shard for nobody. The shard it leaves half-done has no `done.json` and is redone on
+    resume; its sandbox workers see their socket close and exit too."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(3)
+
+    thread = threading.Thread(target=watch, name="exit-with-parent", daemon=True)
+    thread.start()
+    return thread
+
+
 def _worker_init(home: str, sandbox_workers: int) -> None:
     global _CONTEXT
+    exit_with_parent()
     os.environ["AGENTOMNIA_HOME"] = home
     cache = Path(home) / "cache" / "embeddings"
     cache.mkdir(parents=True, exist_ok=True)
