@@ -32,7 +32,6 @@ from pydantic import Field
 from agentomnia.lineage.segments import SegmentStore, absorb, compact
 from agentomnia.storage import Storage
 from agentomnia_assets import definitions as single_host
-from agentomnia_assets.partitions import rounds
 from resources import LineageResource
 
 BROKER_ENV = "AGENTOMNIA_CELERY_BROKER"
@@ -71,7 +70,6 @@ celery_on_redis = celery_executor.configured(
 distributed_round_job = define_asset_job(
     "distributed_round_job",
     selection=AssetSelection.assets(*ROUND_ASSETS),
-    partitions_def=rounds,
     description="One round of seeds -> environment candidates -> selected seeds -> environments -> DAG tasks.",
 )
 

@@ -33,7 +33,7 @@ from agentomnia.tasks.grading import Judge, Outcome, VerifierRunner
 from trainers.curriculum import CurriculumSettings, RolloutCurriculum
 from trainers.environment import SandboxToolEnv, environment_class, golden_turns, prefix_messages
 from trainers.model import ModelSettings, load_base
-from trainers.report import TrainReport, plot_curves, series, write_json
+from trainers.report import TrainReport, save_outputs, series
 
 
 class GRPOSettings(BaseModel):
@@ -480,10 +480,6 @@ def train_grpo(
         for env in book.instances:
             env._close()
     seconds = time.perf_counter() - started
-    # save_model gathers sharded weights (ZeRO-3, FSDP) and writes on the main process only
-    trainer.save_model(str(folder))
-    if trainer.is_world_process_zero():
-        tokenizer.save_pretrained(folder)
     logs = list(trainer.state.log_history)
     curves = {
         "reward": series(logs, "reward"),
@@ -492,8 +488,7 @@ def train_grpo(
         "loss (GRPO)": series(logs, "rcrl/loss_rl"),
         "loss (prefix CE)": series(logs, "rcrl/loss_ce"),
     }
-    plot = plot_curves(curves, folder / "grpo_curves.png", "GRPO + RCRL")
-    write_json(folder / "grpo_settings.json", settings.model_dump(mode="json"))
+    main, plot = save_outputs(trainer, folder, tokenizer, settings, curves, "grpo", "GRPO + RCRL")
     losses = curves["loss (hybrid)"]
     report = TrainReport(
         kind="grpo",
@@ -515,5 +510,6 @@ def train_grpo(
             "curriculum_epoch": curriculum.epoch,
         },
     )
-    report.save()
+    if main:
+        report.save()
     return report

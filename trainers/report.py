@@ -74,6 +74,25 @@ def plot_curves(curves: Mapping[str, Sequence[tuple[int, float]]], path: Path, t
     return path
 
 
+def save_outputs(
+    trainer: Any,
+    folder: Path,
+    tokenizer: Any,
+    settings: BaseModel,
+    curves: Mapping[str, Sequence[tuple[int, float]]],
+    name: str,
+    title: str,
+) -> tuple[bool, Path | None]:
+    """Save the weights, gathered across ranks (ZeRO-3, FSDP), then, on the main process only, the
+    tokenizer, `<name>_settings.json` and `<name>_curves.png`. Returns (is main process, plot path)."""
+    trainer.save_model(str(folder))
+    if not trainer.is_world_process_zero():
+        return False, None
+    tokenizer.save_pretrained(folder)
+    write_json(folder / f"{name}_settings.json", settings.model_dump(mode="json"))
+    return True, plot_curves(curves, folder / f"{name}_curves.png", title)
+
+
 def write_json(path: Path, value: Any) -> Path:
     path.write_text(json.dumps(value, indent=2, default=str), encoding="utf-8")
     return path

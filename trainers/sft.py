@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainers.model import ModelSettings, load_base
-from trainers.report import TrainReport, plot_curves, series, write_json
+from trainers.report import TrainReport, save_outputs, series
 
 
 class SFTSettings(BaseModel):
@@ -116,16 +116,10 @@ def train_sft(dataset: Any, out_dir: str | Path, config: SFTSettings | None = No
     started = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - started
-    # save_model gathers sharded weights (ZeRO-3, FSDP) and writes on the main process only
-    trainer.save_model(str(folder))
-    if trainer.is_world_process_zero():
-        trainer.processing_class.save_pretrained(folder)
     logs = list(trainer.state.log_history)
     losses = series(logs, "loss")
-    plot = plot_curves(
-        {"loss": losses, "learning rate": series(logs, "learning_rate")}, folder / "sft_curves.png", "SFT"
-    )
-    write_json(folder / "sft_settings.json", settings.model_dump(mode="json"))
+    curves = {"loss": losses, "learning rate": series(logs, "learning_rate")}
+    main, plot = save_outputs(trainer, folder, trainer.processing_class, settings, curves, "sft", "SFT")
     report = TrainReport(
         kind="sft",
         checkpoint=folder,
@@ -137,5 +131,6 @@ def train_sft(dataset: Any, out_dir: str | Path, config: SFTSettings | None = No
         plot=plot,
         logs=logs,
     )
-    report.save()
+    if main:
+        report.save()
     return report
