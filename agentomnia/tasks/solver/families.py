@@ -4,6 +4,12 @@ budgeted selection (knapsack), assignment, shift scheduling with conflicts, supp
 selection, multi-constraint procurement mix and small-route planning. Each draws instances as
 environment states, states them as a MILP over binary decisions, and offers a greedy baseline so
 the size of the comparison space (how much better the optimum is) can be measured.
+
+Each family also states its request in several registers (a plain request, a hurried note, a careful
+planner, a forwarded message, ...), filled with facts of the instance. Every wording keeps the same
+contract as the rubric and the evaluator grade it: the objective, the explicit constraints (implicit
+ones stay unstated), what to change in the system and what to report back;
+tests/tasks/solver/test_solver_queries.py checks every wording against that contract.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 
 from agentomnia.tasks.solver import evaluators
 from agentomnia.tasks.solver.contract import Blueprint, ContractField, InputContract, Trace
-from agentomnia.tasks.solver.family import Decision, Family, Plan, State, attr, entity
+from agentomnia.tasks.solver.family import Decision, Family, Plan, State, attr, count_word, entity, listing
 from agentomnia.tasks.solver.milp import Milp, Row
 
 NAMES = ["Ava Chen", "Liam Patel", "Mia Garcia", "Noah Novak", "Zoe Kim", "Ethan Silva", "Lena Okafor", "Omar Rossi", "Iris Haddad", "Leo Tanaka", "Nora Larsen", "Kai Dubois"]  # fmt: skip
@@ -131,15 +137,90 @@ class Knapsack(Family):
                 picked.append(r["proposal_id"])
         return {"proposals": sorted(picked)}
 
-    def query(self, state: Mapping[str, Any]) -> str:
+    phrasings = (
+        # 1. the program head, plainly
+        "[I run the {program} and need the final funding decisions for this round."
+        "|I'm responsible for the {program}, and this round's funding decisions have to be final today."
+        "|As head of the {program}, I need this round's funding decisions settled.] "
+        "[Someone started a draft selection in the system, but I don't trust it."
+        "|There is already a draft selection in the system, but I don't trust it."
+        "|A colleague began a draft selection in the system; I'm not confident in it.] "
+        "[Decide which of the {n} proposals to fund so that we get the highest possible total expected impact without "
+        "going over the program's budget, and follow the program's own funding rules."
+        "|Out of the {n} proposals, choose the ones to fund that give the highest possible total expected impact, "
+        "without going over the program's budget and in line with the program's own funding rules.] "
+        "[Record the decisions in the system (only the funding decisions should change)"
+        "|Put the decisions into the system, changing only the funding decisions,] "
+        "and [tell me|let me know] the total impact and total cost of the final selection.",
+        # 2. in a hurry before a meeting
+        "Quick one[ before the panel meets| before tomorrow's board call|]: "
+        "[the {program} round has {n_word} proposals and I need the funded list locked in today."
+        "|I need the {program}'s funded list for this round settled today, {n_word} proposals in play.] "
+        "[The draft selection someone left in the system isn't to be trusted, so check it properly."
+        "|Don't rely on the draft selection that's already in the system; check it properly.] "
+        "[Get us as much total expected impact as possible, stay within the budget and stick to the program's "
+        "funding rules.|Maximum total expected impact, within the budget, by the program's funding rules.] "
+        "[Change nothing in the system except which proposals are funded, and send me"
+        "|Only the funding decisions should change in the system; send me] the total impact and the total cost.",
+        # 3. the committee, formally
+        "[On behalf of|Writing for] the {program} committee: "
+        "[we have {n} proposals competing for funding this round and we want the selection that maximises total "
+        "expected impact.|{n_word} proposals are competing for this round's funding, and the committee wants the "
+        "selection with the greatest total expected impact.] "
+        "[Two conditions apply: the funded proposals together must not cost more than the program's budget, and the "
+        "selection must respect the program's funding rules.|The selection is bound by two conditions: its total cost "
+        "may not exceed the program's budget, and it must respect the program's funding rules.] "
+        "[A draft selection has been entered in the system; please review it rather than assume it is right."
+        "|The system already holds a draft selection, which should be treated as unchecked.] "
+        "[Change only which proposals are funded in the system, and report"
+        "|Please amend only the funding decisions in the system and report] "
+        "the total impact and total cost of the selection you settle on.",
+        # 4. a request forwarded from the program office
+        'Forwarding a request from the {program} office: "'
+        "[We need this round's funding decided.|This round's funding decisions are due.] "
+        "[Please pick, from the {n} proposals on file, the set with the greatest total expected impact that fits "
+        "within the program's budget and follows the program's funding rules.|Of the {n} proposals on file, please "
+        "fund the combination with the greatest total expected impact that stays within the program's budget and "
+        "follows the program's funding rules.] "
+        "[There is a draft selection in the system already, but nobody has checked it."
+        '|Somebody entered a draft selection in the system, but nobody has checked it.]" '
+        "Could you [take care of it|handle this] in the system, changing only the funding decisions, and "
+        "[reply with|send me] the total impact and total cost of the final selection?",
+        # 5. the question first
+        "[What is the highest total expected impact the {program} can achieve this round, and at what total cost?"
+        "|What is the most total expected impact the {program} can get out of this round, and what would it cost?] "
+        "[Work it out over the {n} proposals, keep within the program's budget and follow its funding rules."
+        "|Consider all {n} proposals, stay inside the program's budget and follow the program's funding rules.] "
+        "[The draft selection already in the system is unverified, so make the system show your selection instead,"
+        "|The system holds a draft selection nobody has verified; replace it with your selection,] "
+        "leaving everything other than the funding decisions alone. "
+        "[Please report|Report back with] the total impact and the total cost [once it's done|at the end].",
+        # 6. the limits first
+        "[Budget comes first for the {program}: whatever we fund this round must fit within the program's budget, and "
+        "the program's own funding rules apply as well.|For the {program}, the hard limits come first: the funded "
+        "proposals must fit within the program's budget and follow the program's own funding rules.] "
+        "[Within those limits, choose among the {n} proposals to make the total expected impact as large as possible."
+        "|Inside those limits, pick from the {n} proposals the set with the largest total expected impact.] "
+        "[The funding decisions in the system currently hold an unreviewed draft; set them to your final choice and "
+        "touch nothing else.|What is in the system now is an unreviewed draft; make the funding decisions match your "
+        "final choice and leave everything else as it is.] "
+        "[Tell me|I need to know] the total impact and the total cost of what ends up funded.",
+        # 7. a quick chat message
+        "[Hey|Hi], can you finalise the {program} funding round? "
+        "[There are {n_word} proposals in the system and a half-finished draft selection I don't trust."
+        "|{n} proposals are in the system, plus a half-finished draft selection I don't trust.] "
+        "[Aim for the maximum total expected impact, don't exceed the budget, and play by the program's funding rules."
+        "|Go for the most total expected impact you can, don't go over the budget, and stick to the program's funding "
+        "rules.] "
+        "[Only the funding decisions should change in the system.|In the system, please change only the funding "
+        "decisions.] "
+        "[Let me know|Tell me] the total impact and total cost at the end.",
+    )
+
+    def facts(self, state: Mapping[str, Any]) -> dict[str, str]:
         program = next(iter(state["programs"].values()))
-        return (
-            f"I run the {program['name']} and need the final funding decisions for this round. Someone started a draft "
-            "selection in the system, but I don't trust it. Decide which proposals to fund so that we get the highest "
-            "possible total expected impact without going over the program's budget, and follow the program's own "
-            "funding rules. Record the decisions in the system (only the funding decisions should change) and tell me "
-            "the total impact and total cost of the final selection."
-        )
+        n = len(state["proposals"])
+        return {"program": program["name"], "n": str(n), "n_word": count_word(n)}
 
 
 class Assignment(Family):
@@ -261,14 +342,104 @@ class Assignment(Family):
                     break
         return {"quotes": sorted(picked)}
 
-    def query(self, state: Mapping[str, Any]) -> str:
-        return (
-            f"We have {len(state['deliveries'])} deliveries to hand out to our drivers today and each driver has sent "
-            "prices for the jobs they can do. Some quotes were already accepted by a colleague, possibly badly. Make sure "
-            "every delivery ends up with exactly one driver at the lowest total cost we can get, without overloading "
-            "anyone or giving a driver two jobs in the same time window. Update the accepted quotes in the system "
-            "and tell me the total cost."
-        )
+    phrasings = (
+        # 1. the dispatcher, plainly
+        "[We have {n} deliveries to hand out to our drivers today and each driver has sent prices for the jobs they "
+        "can do.|Today there are {n} deliveries to hand out, and each of our drivers has sent prices for the jobs "
+        "they can do.] "
+        "[Some quotes were already accepted by a colleague, possibly badly."
+        "|A colleague already accepted some of the quotes, possibly badly."
+        "|A colleague has already accepted some quotes, and maybe not the right ones.] "
+        "[Make sure every delivery ends up with exactly one driver at the lowest total cost we can get, without "
+        "overloading anyone or giving a driver two jobs in the same time window.|Every delivery should end up with "
+        "exactly one driver, at the lowest total cost we can get, with no one overloaded and no driver given two "
+        "jobs in the same time window.] "
+        "[Update the accepted quotes in the system|Bring the accepted quotes in the system in line with that] "
+        "and tell me the total cost.",
+        # 2. a hurried dispatch note with the day's numbers
+        "[Dispatch for today, quick:|Quick dispatch job for today:] {n_word} deliveries ({windows}) and "
+        "{n_drivers_word} drivers ({drivers}) who have quoted for the jobs they can take. "
+        "[Every delivery needs exactly one driver, nobody gets overloaded and no driver gets two jobs in the same "
+        "time window.|Exactly one driver per delivery, nobody overloaded, no driver with two jobs in the same time "
+        "window.] "
+        "[Go for the lowest total cost.|Cheapest total cost wins.|Keep the total cost as low as you can.] "
+        "[Some quotes were accepted earlier by someone else and may be wrong, so fix the accepted quotes in the system"
+        "|Someone accepted a few quotes earlier and they may be wrong; fix the accepted quotes in the system] "
+        "and [give me|send me] the total cost.",
+        # 3. a careful planner
+        "[I'm planning today's delivery assignments.|I'm working out who takes which delivery today.] "
+        "[The drivers have quoted prices for the deliveries they are able to do, and I'd like all {n} deliveries "
+        "covered by exactly one driver each, with the total cost as low as possible.|Drivers based in {depots} have "
+        "quoted prices for the deliveries they can do; all {n} deliveries need exactly one driver each, and the "
+        "total cost should be as low as possible.] "
+        "[Please don't overload any driver, and never give one driver two deliveries in the same time window."
+        "|No driver should be overloaded, and none should get two deliveries in the same time window.] "
+        "[A colleague has already accepted some quotes, possibly badly; the accepted quotes in the system should end "
+        "up matching your plan.|Some quotes in the system were already accepted by a colleague, possibly badly; the "
+        "accepted quotes there should end up matching your plan.] "
+        "[When you're done, tell me the total cost.|Please report the total cost when you're done.]",
+        # 4. a note passed on from the depot
+        'Passing on a note from the [depot supervisor|morning dispatcher]: "'
+        "[{drivers} have sent their prices for today's {n} deliveries."
+        "|Prices for today's {n} deliveries are in from {drivers}.] "
+        "[Someone already accepted a few quotes, and probably not well."
+        "|A few quotes were accepted already, probably not well.] "
+        "[Each delivery needs exactly one driver, the total cost should be as low as we can get it, no one should be "
+        "overloaded and no driver should have two jobs in the same time window.|Each delivery needs exactly one "
+        "driver and the total cost should be as low as we can get it, but no one should be overloaded and no driver "
+        'should take two jobs in the same time window.]" '
+        "[Can you sort out the accepted quotes in the system and tell me the total cost?"
+        "|Could you fix the accepted quotes in the system accordingly and let me know the total cost?]",
+        # 5. the cost question first
+        "[What's the lowest total cost at which we can cover today's {n} deliveries?"
+        "|What is the cheapest total cost for covering today's {n} deliveries?] "
+        "[Each has to go to exactly one driver, picked from the prices the drivers sent for the jobs they can do;"
+        "|Each one goes to exactly one driver, assigned from the prices drivers sent for the jobs they can do;] "
+        "don't overload anyone, and don't give any driver two jobs in the same time window. "
+        "[A few quotes were accepted already by a colleague, possibly badly"
+        "|A colleague has accepted a few quotes already, possibly badly]: "
+        "make the accepted quotes in the system reflect your assignment and [report|tell me] the total cost.",
+        # 6. the time windows first
+        "Today's {n} deliveries fall into time windows ({windows}), "
+        "[and no driver can take two jobs in the same window or be overloaded."
+        "|and no driver may be overloaded or take two jobs in the same window.] "
+        "[Using the quotes the drivers have sent, give every delivery exactly one driver and keep the total cost as "
+        "low as possible.|From the quotes the drivers sent, assign exactly one driver to every delivery at the lowest "
+        "total cost.] "
+        "[Some quotes in the system were accepted earlier by a colleague and may be a poor choice; correct the "
+        "accepted quotes there|A colleague accepted some quotes earlier, perhaps poorly; correct the accepted quotes "
+        "in the system] and [tell me|let me know] the total cost.",
+        # 7. a chat message naming the drivers
+        "[Hi!|Morning!] Can you hand out today's {n} deliveries to {drivers}? They have each quoted for the jobs they "
+        "can do. "
+        "[Rules: exactly one driver per delivery, nobody overloaded, no driver with two jobs in the same time window, "
+        "and the total cost as low as possible.|The usual rules: exactly one driver per delivery, nobody overloaded "
+        "and no driver with two jobs in the same time window, all at the lowest total cost.] "
+        "[Heads-up: a colleague already accepted some quotes and may have got it wrong."
+        "|Heads-up: some quotes were already accepted by a colleague, maybe wrongly.] "
+        "[Please update the accepted quotes in the system and send me the total cost."
+        "|Update the accepted quotes in the system, then send me the total cost.]",
+    )
+
+    def facts(self, state: Mapping[str, Any]) -> dict[str, str]:
+        quoting = sorted({q["driver_id"] for q in state["quotes"].values()})
+        drivers = [state["drivers"][k]["name"].split()[0] for k in quoting]
+        depots = sorted({state["drivers"][k]["home_depot"] for k in quoting})
+        windows = [d["window"] for d in state["deliveries"].values()]
+        per_window = [
+            f"{count_word(windows.count(w))} in the {w}"
+            for w in ("morning", "afternoon", "evening")
+            if windows.count(w)
+        ]
+        n = len(state["deliveries"])
+        return {
+            "n": str(n),
+            "n_word": count_word(n),
+            "n_drivers_word": count_word(len(drivers)),
+            "drivers": listing(drivers),
+            "depots": listing(depots),
+            "windows": listing(per_window),
+        }
 
 
 class Shifts(Family):
@@ -397,13 +568,101 @@ class Shifts(Family):
                     need -= 1
         return {"availabilities": sorted(picked)}
 
-    def query(self, state: Mapping[str, Any]) -> str:
-        return (
-            "Please finish next week's roster. Every shift needs exactly the number of people it asks for, people "
-            "can only work shifts they said they are available for and never more shifts than their weekly limit. "
-            "Keep the wage bill as low as possible and make sure nobody is booked on two shifts at the same time. "
-            "A partial roster is already in the system; fix it there and tell me the total wage cost."
-        )
+    phrasings = (
+        # 1. the manager, plainly
+        "[Please finish next week's roster.|Please finish the roster for the week of {week}.|The roster for {days} still "
+        "needs finishing.] "
+        "[Every shift needs exactly the number of people it asks for, people can only work shifts they said they are "
+        "available for and never more shifts than their weekly limit.|Each shift has to get exactly the number of "
+        "people it asks for; people may only work shifts they said they are available for, and never more shifts "
+        "than their weekly limit.] "
+        "[Keep the wage bill as low as possible and make sure nobody is booked on two shifts at the same time."
+        "|Make sure nobody is booked on two shifts at the same time, and keep the wage bill as low as possible.] "
+        "[A partial roster is already in the system; fix it there and tell me the total wage cost."
+        "|There is a partial roster in the system already: fix it there, and tell me the total wage cost.]",
+        # 2. in a hurry, with the team's numbers
+        "[Need the roster for {days} done today:|Roster for {days}, needed today:] "
+        "{n_shifts} shifts, {n_people_word} people ({people}). "
+        "[Rules: each shift gets exactly the headcount it needs, only people who marked themselves available for it, "
+        "nobody over their weekly limit, nobody on two shifts at the same time.|Each shift gets exactly the headcount "
+        "it asks for, from people available for it only; nobody goes over their weekly limit or works two shifts at "
+        "the same time.] "
+        "[Cheapest wage bill wins.|Keep the wages as low as possible.|Lowest wage bill possible, please.] "
+        "[There's a half-done roster in the system already; fix it in place and send me the total wage cost."
+        "|The system has a half-done roster; fix it in place and give me the total wage cost.]",
+        # 3. a careful planner listing the conditions
+        "I'm putting together the staffing plan for the week of {week} ({n_shifts} shifts {on_days}). "
+        "[My aim is the lowest possible total wage cost, subject to these conditions:"
+        "|The goal is to keep the total wage cost as low as possible while meeting four conditions:] "
+        "[each shift is staffed with exactly the number of people it requires; only people who declared themselves "
+        "available for a shift may work it; nobody exceeds their weekly limit of shifts; and nobody is scheduled "
+        "for two shifts at the same time.|only people who declared themselves available for a shift may work it; "
+        "each shift is staffed with exactly the number of people it requires; nobody is scheduled for two shifts at "
+        "the same time; and nobody exceeds their weekly limit of shifts.] "
+        "[A partial roster is already entered in the system.|Part of the roster has already been entered in the "
+        "system.] "
+        "[Please correct it there and report the total wage cost."
+        "|Please complete and correct it there, then report the total wage cost.]",
+        # 4. a note forwarded from the manager
+        'Forwarding from [the store manager|our team lead]: "'
+        "[Can someone finish next week's roster?|Could somebody complete the roster for {days}?] "
+        "{people} have given their availability. "
+        "[Each shift needs exactly the number of people it asks for, only people available for a shift can work it, "
+        "nobody should go over their weekly limit or be on two shifts at the same time, and the wage bill should be "
+        "as low as possible.|The wage bill should be as low as possible, but each shift needs exactly the number of "
+        "people it asks for, only people available for a shift can work it, and nobody should go over their weekly "
+        'limit or be on two shifts at the same time.]" '
+        "[A partial roster is already in the system; please fix it there and tell me the total wage cost."
+        "|Someone has started the roster in the system already; please fix it there and let me know the total "
+        "wage cost.]",
+        # 5. the wage question first
+        "[What's the lowest wage bill we can staff the {n_shifts} shifts {on_days} with?"
+        "|How low can we keep the wage bill for the {n_shifts} shifts {on_days}?] "
+        "[Every shift must have exactly the number of people it asks for, drawn only from those available for it; "
+        "nobody may exceed their weekly limit or work two shifts at the same time.|Each shift must be staffed with "
+        "exactly the number of people it asks for, using only people available for it, and nobody may work two "
+        "shifts at the same time or exceed their weekly limit.] "
+        "[Someone has started the roster in the system|The roster in the system is partly filled in already]: "
+        "fix it there so it shows your plan, and tell me the total wage cost.",
+        # 6. the standing rules first
+        "[Scheduling rules for next week, as always:|The usual scheduling rules apply for next week:] "
+        "people only work shifts they're available for, never more than their weekly limit, and never two shifts "
+        "at the same time. "
+        "[Within those rules, I need every one of the {n_shifts} shifts staffed with exactly the number of people it "
+        "needs, at the lowest total wages.|Within them, staff each of the {n_shifts} shifts {on_days} with exactly "
+        "the number of people it needs, keeping the total wages as low as possible.] "
+        "[The roster in the system is only partly done; complete and correct it there,"
+        "|Only part of the roster is in the system so far; complete and correct it there,] "
+        "and [tell me|let me know] the total wage cost.",
+        # 7. a chat message
+        "Hey, could you wrap up the roster for {days}? {n_slots} spots to fill across {n_shifts} shifts with "
+        "{n_people_word} people[ ({people})|]. "
+        "[Every shift should get exactly the number of people it asks for, only from people available for it, "
+        "nobody above their weekly limit and no one on two shifts at the same time.|Each shift should get exactly "
+        "the number of people it asks for, all of them available for it; nobody above their weekly limit, no one on "
+        "two shifts at the same time.] "
+        "[Keep wages as low as you can.|And keep the wage bill as low as you can.] "
+        "[Someone began the roster in the system already; fix it there and let me know the total wage cost."
+        "|There's a partial roster in the system; fix it there and let me know the total wage cost.]",
+    )
+
+    def facts(self, state: Mapping[str, Any]) -> dict[str, str]:
+        shifts = state["shifts"].values()
+        available = {a["employee_id"] for a in state["availabilities"].values()}
+        people = [state["employees"][k]["name"].split()[0] for k in sorted(available)]
+        days = sorted({date.fromisoformat(s["day"]) for s in shifts})
+        names = [d.strftime("%A") for d in days]
+        consecutive = len(days) > 2 and (days[-1] - days[0]).days == len(days) - 1
+        monday = days[0] - timedelta(days=days[0].weekday())
+        return {
+            "week": f"{monday.day} {monday.strftime('%B')}",
+            "days": f"{names[0]} to {names[-1]}" if consecutive else listing(names),
+            "on_days": f"from {names[0]} to {names[-1]}" if consecutive else f"on {listing(names)}",
+            "n_shifts": str(len(state["shifts"])),
+            "n_slots": str(sum(s["headcount"] for s in shifts)),
+            "n_people_word": count_word(len(people)),
+            "people": listing(people),
+        }
 
 
 class Facility(Family):
@@ -535,14 +794,100 @@ class Facility(Family):
                     break
         return {"suppliers": sorted(load), "lanes": sorted(active)}
 
-    def query(self, state: Mapping[str, Any]) -> str:
-        return (
-            "We are re-tendering supply for our stores. Each store must get all its weekly volume from a single "
-            "supplier over one of the available shipping lanes, and no supplier may ship more than it can handle. "
-            "Choose which suppliers to contract and which lanes to use so that contract fees plus shipping costs "
-            "are as low as possible. Some contracts and lanes are already switched on from last quarter; leave the "
-            "system reflecting only the new plan and report the total weekly cost."
-        )
+    phrasings = (
+        # 1. the buyer, plainly
+        "[We are re-tendering supply for our {n_stores_word} stores ({cities}).|Supply for our {n_stores_word} stores "
+        "in {cities} is being re-tendered.] "
+        "[Each store must get all its weekly volume from a single supplier over one of the available shipping lanes, "
+        "and no supplier may ship more than it can handle.|No supplier may ship more than it can handle, and each "
+        "store must get all its weekly volume from a single supplier over one of the available shipping lanes.] "
+        "[Choose which suppliers to contract and which lanes to use so that contract fees plus shipping costs are as "
+        "low as possible.|Decide which suppliers to contract and which lanes to use, keeping contract fees plus "
+        "shipping costs as low as possible.] "
+        "[Some contracts and lanes are already switched on from last quarter"
+        "|A few of last quarter's contracts and lanes are still switched on]; "
+        "leave the system reflecting only the new plan and [report|tell me] the total weekly cost.",
+        # 2. in a hurry
+        "[Supplier decision needed today for the stores in {cities}."
+        "|Need the supplier plan for our stores in {cities} today.] "
+        "[Rules: every store gets all of its weekly volume from exactly one supplier over one of the available "
+        "shipping lanes, and no supplier ships more than it can handle.|Every store takes all its weekly volume from "
+        "exactly one supplier over one of the available shipping lanes; no supplier ships more than it can handle.] "
+        "[Lowest contract fees plus shipping costs wins.|Keep contract fees plus shipping costs as low as possible.] "
+        "[Last quarter's contracts and lanes are still switched on in places, so the system should show only the new "
+        "plan when you're done.|Some of last quarter's contracts and lanes are still switched on; when you're done "
+        "the system should show only the new plan.] "
+        "[Send me|Give me] the total weekly cost.",
+        # 3. a careful planner with the network's numbers
+        "I'm reviewing our supply network for the coming quarter: {n_suppliers_word} candidate suppliers "
+        "({suppliers}) and {n_stores_word} stores with {demand} units of weekly demand between them. "
+        "[I need to decide which suppliers to contract and which shipping lanes to use, minimising the sum of "
+        "contract fees and shipping costs.|The question is which suppliers to contract and which shipping lanes to "
+        "use so that the sum of contract fees and shipping costs is minimised.] "
+        "[Each store must be served entirely by a single supplier over one of its available lanes, and no supplier "
+        "may be asked to ship more than it can handle.|Two conditions hold: each store is served entirely by a "
+        "single supplier over one of its available lanes, and no supplier ships more than it can handle.] "
+        "[The system still has some of last quarter's contracts and lanes switched on;"
+        "|Some of last quarter's contracts and lanes are still switched on in the system;] "
+        "please leave it reflecting only the new plan and report the total weekly cost.",
+        # 4. a note forwarded from procurement
+        'Forwarded from [procurement|the supply team]: "'
+        "[For the re-tender, please pick the suppliers to contract and the shipping lanes to use for our stores in "
+        "{cities}.|We're re-tendering: please choose which suppliers to contract and which shipping lanes to use for "
+        "our stores in {cities}.] "
+        "[Every store takes all of its weekly volume from a single supplier over one of the available lanes, no "
+        "supplier ships more than it can handle, and contract fees plus shipping costs should come out as low as "
+        "possible.|Contract fees plus shipping costs should come out as low as possible, with every store taking all "
+        "of its weekly volume from a single supplier over one of the available lanes and no supplier shipping more "
+        'than it can handle.]" '
+        "[Some of last quarter's contracts and lanes are still switched on in the system. Please make it reflect only "
+        "the new plan and tell me the total weekly cost.|Note that last quarter's contracts and lanes are partly "
+        "still switched on in the system; please leave it reflecting only the new plan and tell me the total weekly "
+        "cost.]",
+        # 5. the cost question first
+        "[What's the lowest total of contract fees and shipping costs we can reach for supplying our {n_stores} "
+        "stores each week?|How low can we get contract fees plus shipping costs for supplying our {n_stores} stores "
+        "each week?] "
+        "[A store must be supplied by a single supplier over one of the available shipping lanes, and no supplier can "
+        "ship more than it can handle.|No supplier can ship more than it can handle, and each store has to be "
+        "supplied by a single supplier over one of the available shipping lanes.] "
+        "[Decide which suppliers to contract and which lanes to use.|You decide the contracts and the lanes.] "
+        "Contracts and lanes from last quarter are partly still switched on; [clean them up|sort them out] so the "
+        "system reflects only the new plan, and report the total weekly cost.",
+        # 6. capacity first
+        "Our candidate suppliers ({suppliers}) each have a limit on what they can ship, "
+        "[and none of them may ship more than it can handle.|and no supplier may ship more than it can handle.] "
+        "[Within that, every store ({cities}) needs all of its weekly volume from a single supplier over one of the "
+        "available shipping lanes.|Every store ({cities}) must also get all of its weekly volume from a single "
+        "supplier over one of the available shipping lanes.] "
+        "[Choose the contracts and lanes that keep contract fees plus shipping costs as low as possible."
+        "|Pick the contracts and lanes with the lowest contract fees plus shipping costs.] "
+        "[Some contracts and lanes are still on from last quarter|Last quarter's setup is still partly switched on]; "
+        "the system should end up reflecting only the new plan. [Report|Tell me] the total weekly cost.",
+        # 7. a chat message
+        "[Hi|Hello], [can you redo the supplier setup for our stores in {cities}?|could you work out a new supply plan "
+        "for the stores in {cities}?] "
+        "[Each store should be supplied by just one supplier over one of the available shipping lanes, no supplier "
+        "should ship more than it can handle, and I want contract fees plus shipping costs as low as possible."
+        "|I want contract fees plus shipping costs as low as possible, with each store supplied by just one supplier "
+        "over one of the available shipping lanes and no supplier shipping more than it can handle.] "
+        "[Heads-up: some contracts and lanes from last quarter are still switched on."
+        "|Heads-up: last quarter's contracts and lanes are still partly switched on.] "
+        "[Leave the system reflecting only the new plan and let me know the total weekly cost."
+        "|Please leave the system reflecting only the new plan, and let me know the total weekly cost.]",
+    )
+
+    def facts(self, state: Mapping[str, Any]) -> dict[str, str]:
+        stores = [state["stores"][k] for k in sorted(state["stores"])]
+        suppliers = [state["suppliers"][k]["name"] for k in sorted(state["suppliers"])]
+        return {
+            "cities": listing([s["city"] for s in stores]),
+            "n_stores": str(len(stores)),
+            "n_stores_word": count_word(len(stores)),
+            "suppliers": listing(suppliers),
+            "n_suppliers_word": count_word(len(suppliers)),
+            "demand": str(sum(s["demand"] for s in stores)),
+        }
 
 
 class Procurement(Family):
@@ -687,17 +1032,81 @@ class Procurement(Family):
                 got[r] = got.get(r, 0) + u
         return {"offers": sorted(picked)}
 
-    def query(self, state: Mapping[str, Any]) -> str:
-        needs = ", ".join(
-            f"{r['minimum']} {r['name']}"
-            for r in sorted(state["requirements"].values(), key=lambda r: r["requirement_id"])
-        )
-        return (
-            f"Our new office needs at least {needs}. Vendors only sell fixed bundles, so pick which offers to order so "
-            "that we cover every quantity at the lowest total price, staying within our purchasing policy. A few offers "
-            "were put on order by mistake earlier. Make the order list in the system match your choice and tell me "
-            "the total price."
-        )
+    phrasings = (
+        # 1. the office manager, plainly
+        "Our new office needs at least {needs}. "
+        "[Vendors only sell fixed bundles, so pick which offers to order so that we cover every quantity at the "
+        "lowest total price, staying within our purchasing policy.|Since vendors only sell fixed bundles, choose the "
+        "offers to order that cover every quantity at the lowest total price while staying within our purchasing "
+        "policy.] "
+        "[A few offers were put on order by mistake earlier.|Some offers were put on order by mistake earlier.] "
+        "[Make the order list in the system match your choice and tell me the total price."
+        "|The order list in the system should match your choice; tell me the total price.]",
+        # 2. in a hurry, naming the vendors
+        "[Office kit order, needed today: at least {needs}.|Need the office kit ordered today: at least {needs}.] "
+        "{vendors} only sell fixed bundles ({n_offers} offers in all), "
+        "[so choose whole offers that cover every quantity for the lowest total price, within our purchasing policy."
+        "|so cover every quantity with whole offers at the lowest total price, inside our purchasing policy.] "
+        "[Some offers went on order by mistake;|A few offers were ordered by mistake;] "
+        "make the order list in the system match your choice and [send me|give me] the total price.",
+        # 3. a careful planner
+        "[I'm preparing the equipment purchase for the new office.|I'm planning the equipment purchase for our new "
+        "office.] The minimum quantities are {needs}; "
+        "[we may end up with more than that but never less.|more is fine, less is not.] "
+        "[The vendors sell only fixed bundles, so the question is which offers to order to cover every quantity at "
+        "the lowest total price while staying within our purchasing policy.|As the vendors sell only fixed bundles, "
+        "I need the set of offers that covers every quantity at the lowest total price and stays within our "
+        "purchasing policy.] "
+        "[A few offers were placed on order by mistake earlier.|Earlier, a few offers were placed on order by "
+        "mistake.] "
+        "Please bring the order list in the system in line with your choice and [report|tell me] the total price.",
+        # 4. a note forwarded from the move team
+        'From [the office move team|our facilities lead]: "We need at least {needs} for the new office. The vendors '
+        'only sell fixed bundles." '
+        "[Could you choose the offers to order so every quantity is covered at the lowest total price, within our "
+        "purchasing policy?|Can you work out which offers to order to cover every quantity at the lowest total price "
+        "without breaking our purchasing policy?] "
+        "[Note that a few offers were put on order by mistake earlier, and the order list in the system should match "
+        "your choice.|A few offers were put on order by mistake earlier; please make the order list in the system "
+        "match your choice.] "
+        "Please tell me the total price.",
+        # 5. the price question first
+        "[What's the lowest total price at which we can get at least {needs} for the new office?"
+        "|What's the cheapest total price for at least {needs} for the new office?] "
+        "The vendors ({vendors}) only sell fixed bundles, "
+        "[and whatever we order has to stay within our purchasing policy."
+        "|and every order has to respect our purchasing policy.] "
+        "[Some offers were put on order earlier by mistake; update the order list in the system so it matches your "
+        "choice,|Some offers are on order by mistake from earlier; make the order list in the system match your "
+        "choice,] and tell me the total price.",
+        # 6. the policy first
+        "Within our purchasing policy, please order bundles for the new office that together give us at least "
+        "{needs}. "
+        "[Vendors only sell fixed bundles, there are {n_offers} offers on the table, and I'd like the lowest total "
+        "price that covers every quantity.|There are {n_offers} offers on the table from {n_vendors_word} vendors, "
+        "all sold as fixed bundles, and I'd like the lowest total price that covers every quantity.] "
+        "[A few offers were put on order by mistake earlier, so make the order list in the system match your choice."
+        "|Make the order list in the system match your choice; a few offers were put on order by mistake earlier.] "
+        "[Tell me|Let me know] the total price.",
+        # 7. a chat message
+        "[Hey|Hi]! For the new office we need at least {needs}. "
+        "[The vendors only do fixed bundles, so could you work out which offers to order to cover everything for the "
+        "lowest total price, keeping to our purchasing policy?|Vendors only sell fixed bundles; could you pick the "
+        "offers that cover everything for the lowest total price while keeping to our purchasing policy?] "
+        "[A few offers ended up on order by mistake earlier.|Heads-up: a few offers ended up on order by mistake "
+        "earlier.] "
+        "Make the order list in the system match your choice and tell me the total price.",
+    )
+
+    def facts(self, state: Mapping[str, Any]) -> dict[str, str]:
+        needs = [f"{r['minimum']} {r['name']}" for _, r in sorted(state["requirements"].items())]
+        vendors = sorted({o["vendor"] for o in state["offers"].values()})
+        return {
+            "needs": listing(needs),
+            "vendors": listing(vendors),
+            "n_vendors_word": count_word(len(vendors)),
+            "n_offers": str(len(state["offers"])),
+        }
 
 
 class Route(Family):
@@ -816,13 +1225,85 @@ class Route(Family):
         picked.append(by_pair[(here, depot)]["leg_id"])
         return {"legs": sorted(picked)}
 
-    def query(self, state: Mapping[str, Any]) -> str:
-        return (
-            f"I have to drive from our depot to all {len(state['stops']) - 1} drop-off points today and come back. "
-            "Plan the route in the system so that I visit every stop exactly once in one single round trip and "
-            "spend as few minutes driving as possible. Yesterday's legs may still be marked as planned; clear "
-            "whatever doesn't belong to today's route and tell me the total driving time."
-        )
+    phrasings = (
+        # 1. the driver, plainly
+        "[I have to drive from our depot to all {n} drop-off points today and come back."
+        "|Today I drive from our depot at {depot} to all {n} drop-off points and come back.] "
+        "[Plan the route in the system so that I visit every stop exactly once in one single round trip and spend as "
+        "few minutes driving as possible.|Plan the route in the system as one single round trip that visits every "
+        "stop exactly once, with as few minutes of driving as possible.] "
+        "[Yesterday's legs may still be marked as planned; clear whatever doesn't belong to today's route"
+        "|Some of yesterday's legs may still be marked as planned, so clear whatever doesn't belong to today's route] "
+        "and [tell me|let me know] the total driving time.",
+        # 2. in a hurry, with the addresses
+        "[Heading out soon from the depot at {depot}:|Leaving the depot at {depot} shortly:] "
+        "{n_word} drop-offs today ({addresses}), and back to the depot at the end. "
+        "[One single round trip, every stop exactly once, as little driving time as possible."
+        "|Every stop exactly once, one single round trip, the least driving time possible.] "
+        "[Yesterday's legs might still be planned in the system, so clear anything that isn't part of today's route, "
+        "put today's route in,|Yesterday's legs may still be planned in the system; clear anything that isn't part of "
+        "today's route and put today's route in,] and [send me|give me] the total driving time.",
+        # 3. a dispatcher planning the van's run
+        "[Please plan today's delivery run for the van based at {depot}."
+        "|Please plan today's run for the van that leaves from {depot}.] "
+        "[The route starts at the depot, visits each of the {n} drop-off points exactly once and returns to the depot "
+        "as one single round trip, and it should take as few driving minutes as possible.|It should be one single "
+        "round trip from the depot that visits each of the {n} drop-off points ({streets}) exactly once before "
+        "returning, with as few driving minutes as possible.] "
+        "Some of yesterday's legs may still be marked as planned in the system; clear whatever doesn't belong to "
+        "today's route so the system shows only today's plan, and [report|tell me] the total driving time.",
+        # 4. a note forwarded from the driver
+        "Forwarding from [our driver|the courier on today's run]: \""
+        "[I've got {n} drop-offs today on {streets} and need to be back at the depot afterwards."
+        "|{n} drop-offs today, on {streets}, and I need to end up back at the depot.] "
+        "[Can it be one single round trip that hits every stop exactly once with the fewest minutes behind the wheel?"
+        '|Please make it one single round trip, every stop exactly once, with the fewest minutes behind the wheel.]" '
+        "[Yesterday's legs may still be marked as planned in the system; clear whatever doesn't belong to today's "
+        "route, plan the route there and tell me the total driving time.|Some of yesterday's legs may still show as "
+        "planned in the system: clear whatever doesn't belong to today's route, plan the route there, and tell me "
+        "the total driving time.]",
+        # 5. the time question first
+        "[What's the least driving time I can get away with today?|How little time can I spend driving today?] "
+        "[I start at the depot, need to reach all {n} drop-off points exactly once and come back, all in one single "
+        "round trip.|Starting from the depot at {depot}, I need to reach all {n} drop-off points exactly once and "
+        "come back, all in one single round trip.] "
+        "[Plan that route in the system; yesterday's legs may still be marked as planned, so clear whatever doesn't "
+        "belong to today's route.|Yesterday's legs may still be marked as planned, so clear whatever doesn't belong "
+        "to today's route and plan this one in the system.] "
+        "[Tell me|Let me know] the total driving time.",
+        # 6. the rule first
+        "[One single round trip from the depot and back, every drop-off visited exactly once:"
+        "|Every drop-off visited exactly once, in one single round trip from the depot and back:] "
+        "that's the rule for today's {n} stops[ on {streets}|]. "
+        "[Within it, keep the driving minutes as low as possible.|Within that rule, make the driving as short as "
+        "possible.] "
+        "[The system may still have yesterday's legs marked as planned;"
+        "|Yesterday's legs may still be marked as planned in the system;] "
+        "clear whatever doesn't belong to today's route, record today's route there, and report the total driving "
+        "time.",
+        # 7. a chat message
+        "[Morning|Hi]! [Could you sort out my route for today?|Can you plan my driving for today?] I've got {n_word} drop-offs ({streets}) and start and "
+        "end at the depot on {depot_street}. "
+        "[I want one single round trip that visits every stop exactly once, with as little time driving as possible."
+        "|One single round trip, please, visiting every stop exactly once with as little time driving as possible.] "
+        "[Some of yesterday's legs may still show as planned;|Heads-up: yesterday's legs may still show as planned;] "
+        "[clear whatever doesn't belong to today's route, plan it in the system and tell me the total driving time."
+        "|please clear whatever doesn't belong to today's route, get today's route into the system, and let me know "
+        "the total driving time.]",
+    )
+
+    def facts(self, state: Mapping[str, Any]) -> dict[str, str]:
+        stops = [state["stops"][k] for k in sorted(state["stops"])]
+        depot = next(s for s in stops if s["is_depot"])
+        drops = [s for s in stops if not s["is_depot"]]
+        return {
+            "n": str(len(drops)),
+            "n_word": count_word(len(drops)),
+            "depot": depot["address"],
+            "depot_street": depot["address"].split(" ", 1)[1],
+            "addresses": listing([s["address"] for s in drops]),
+            "streets": listing([s["address"].split(" ", 1)[1] for s in drops]),
+        }
 
 
 FAMILIES: dict[str, Family] = {

@@ -5,17 +5,25 @@ the data through tools and writes its plan by moving decision records to a chose
 state the instance as a MILP, a greedy baseline, and how to phrase the request. Everything else —
 the EnvSpec and its tools, the draft plan, the solution as tool calls — is derived here once, so the
 six families differ only in what is really different about them.
+
+The request is written from a family's phrasings: templates with `{fact}` fields filled from the
+instance and `[a|b|c]` groups of interchangeable wording. Which phrasing and which alternatives an
+instance gets is a function of a content hash of its data, so reruns give the same text (and the
+same task ids) while different instances read differently.
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
 import random
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec
+from agentomnia.records import content_hash
 from agentomnia.tasks.models import ReferenceCall
 from agentomnia.tasks.solver import evaluators
 from agentomnia.tasks.solver.contract import Blueprint, InputContract
@@ -47,6 +55,52 @@ def entity(
     )
 
 
+# -- wording of the public request ---------------------------------------------------------------
+
+_GROUP = re.compile(r"\[([^\[\]]*)\]")
+_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")  # fmt: skip
+
+
+def count_word(n: int) -> str:
+    """A small count in words (`seven`); larger ones stay digits."""
+    return _NUMBER_WORDS[n] if 0 <= n < len(_NUMBER_WORDS) else str(n)
+
+
+def listing(items: Sequence[str]) -> str:
+    """Items as running text: `a`, `a and b`, `a, b and c`."""
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def choose(digest: str, slot: str, k: int) -> int:
+    """A deterministic index in range(k) for one choice about one instance."""
+    return int(content_hash({"instance": digest, "slot": slot}), 16) % k
+
+
+def alternatives(template: str) -> list[list[str]]:
+    """The `[a|b|c]` groups of a template, in order, each as its list of options."""
+    return [group.split("|") for group in _GROUP.findall(template)]
+
+
+def resolve(template: str, picks: Sequence[int]) -> str:
+    """The template with its i-th group replaced by option `picks[i]`."""
+    counter = itertools.count()
+    return _GROUP.sub(lambda m: m.group(1).split("|")[picks[next(counter)]], template)
+
+
+def variants(template: str) -> Iterator[str]:
+    """Every wording a template can take (the product of its groups), facts still unfilled."""
+    for picks in itertools.product(*(range(len(g)) for g in alternatives(template))):
+        yield resolve(template, picks)
+
+
+def render(text: str, facts: Mapping[str, str]) -> str:
+    """Fill the `{fact}` fields and tidy the spacing an empty alternative leaves behind."""
+    filled = text.format_map(dict(facts))
+    return re.sub(r" {2,}", " ", re.sub(r" +([,.;:?!])", r"\1", filled)).strip()
+
+
 class Decision:
     """A decision table: records move between `off` and `on` through two transition tools."""
 
@@ -59,7 +113,12 @@ class Decision:
 
 
 class Family(ABC):
-    """Base of the problem families; subclasses fill the class attributes and four methods."""
+    """Base of the problem families; subclasses fill the class attributes and four methods.
+
+    `phrasings` are the family's ways of stating the request (the module docstring gives the template
+    syntax); every one of them, with every choice of alternatives, must keep the same contract:
+    the objective, the explicit constraints, what to change in the system and what to report.
+    """
 
     name: str
     title: str
@@ -73,6 +132,7 @@ class Family(ABC):
     contract: InputContract
     blueprint: Blueprint
     evaluator: Callable[[Any, Any], dict[str, Any]]
+    phrasings: tuple[str, ...]
     atoms: tuple[str, ...] = ("dynamic_planning", "structured_information", "ambiguous_goal")
     primary: str = "dynamic_planning"
 
@@ -91,8 +151,36 @@ class Family(ABC):
         """A greedy plan a careful clerk might make; it may be infeasible or suboptimal."""
 
     @abstractmethod
+    def facts(self, state: Mapping[str, Any]) -> dict[str, str]:
+        """The instance facts the phrasings may quote (names, counts, places), read from `state`."""
+
+    # -- the public request ------------------------------------------------------------------
+
     def query(self, state: Mapping[str, Any]) -> str:
         """The public request: goal and explicit constraints in plain words; implicit ones left to find."""
+        digest = self.instance_digest(state)
+        index = choose(digest, "phrasing", len(self.phrasings))
+        template = self.phrasings[index]
+        picks = [choose(digest, f"{index}:{g}", len(opts)) for g, opts in enumerate(alternatives(template))]
+        return render(resolve(template, picks), self.facts(state))
+
+    def phrasing_index(self, state: Mapping[str, Any]) -> int:
+        """Which of the phrasings states this instance's request."""
+        return choose(self.instance_digest(state), "phrasing", len(self.phrasings))
+
+    def instance_digest(self, state: Mapping[str, Any]) -> str:
+        """A hash of the instance's data, blind to the decision fields, so a draft plan or a
+        finished one leaves the request unchanged."""
+        decision = self.decision_tables()
+        data = {
+            table: {
+                key: {f: v for f, v in record.items() if not (table in decision and f == "status")}
+                for key, record in records.items()
+            }
+            for table, records in state.items()
+            if isinstance(records, dict)
+        }
+        return content_hash({"family": self.name, "instance": data})
 
     # -- derived -----------------------------------------------------------------------------
 
