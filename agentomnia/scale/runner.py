@@ -61,6 +61,10 @@ class ScaleSummary(BaseModel):
     peak_rss_mb: float
     workers: int
     lineage_records: int = 0
+    distinct_queries: dict[str, float] = Field(
+        default_factory=dict,
+        description="per task kind, distinct public queries / tasks: 1.0 when no two tasks read the same",
+    )
 
     @property
     def tasks_total(self) -> int:
@@ -80,6 +84,7 @@ class ScaleSummary(BaseModel):
             "tasks": self.tasks_total,
             "tasks_by_kind": self.tasks,
             "l2_domains": self.l2_domains,
+            "distinct_queries": self.distinct_queries,
             "workers": self.workers,
             "stages": [s.model_dump() for s in self.stages],
         }
@@ -94,7 +99,9 @@ class ScaleSummary(BaseModel):
             f"  tools         {self.tools:>8}  ({self.tools_per_min:.0f}/min)",
         ]
         for kind, wanted in self.tasks_wanted.items():
-            lines.append(f"  {kind:<13} {self.tasks.get(kind, 0):>8} of {wanted}")
+            distinct = self.distinct_queries.get(kind)
+            lines.append(f"  {kind:<13} {self.tasks.get(kind, 0):>8} of {wanted}"
+                         + (f"  ({distinct:.1%} distinct queries)" if distinct is not None else ""))  # fmt: skip
         lines.append(f"  tasks         {self.tasks_total:>8} of {sum(self.tasks_wanted.values())}"
                      f"  ({self.tasks_per_min:.0f}/min)")  # fmt: skip
         lines += ["", f"  {'stage':<15} {'items':>9} {'seconds':>10} {'share':>7}"]
@@ -288,6 +295,7 @@ def summarize(
     made_tasks = sum(sum(r.tasks.values()) for r in ran)
     env_seconds = sum(s.seconds for r in ran for s in r.stages if s.stage == "environments")
     l2, l1 = _domains(storage, round_key)
+    distinct = _distinct_queries(storage, round_key)
     return ScaleSummary(
         round=round_key, plan=plan, shards=len(results), shards_skipped=len(results) - len(ran),
         environments=envs, environments_wanted=sum(r.environments_wanted for r in results), tools=tools,
@@ -296,7 +304,7 @@ def summarize(
         environments_per_min=round(made_envs * per_min, 1), tools_per_min=round(made_tools * per_min, 1),
         tasks_per_min=round(made_tasks * per_min, 1),
         verification_share=round(sum(r.verify_seconds for r in ran) / env_seconds, 3) if env_seconds else 0.0,
-        peak_rss_mb=round(peak_rss / 2**20, 1), workers=workers,
+        peak_rss_mb=round(peak_rss / 2**20, 1), workers=workers, distinct_queries=distinct,
     )  # fmt: skip
 
 
@@ -306,6 +314,24 @@ def _domains(storage: Storage, round_key: str) -> tuple[int, int]:
         return 0, 0
     table = pq.read_table(path, columns=["taxonomy_id", "l1"])
     return len(set(table.column("taxonomy_id").to_pylist())), len(set(table.column("l1").to_pylist()))
+
+
+def _distinct_queries(storage: Storage, round_key: str) -> dict[str, float]:
+    """Per task kind, the share of distinct public queries in the merged corpus: templated
+    requests show up here long before they show up in training."""
+    path = scale_dir(storage, round_key) / "tasks.parquet"
+    if not path.exists():
+        return {}
+    table = pq.read_table(path, columns=["kind", "query"])
+    seen: dict[str, set[str]] = {}
+    totals: Counter[str] = Counter()
+    for task_kind, query in zip(
+        table.column("kind").to_pylist(), table.column("query").to_pylist(), strict=True
+    ):
+        kind = "solver" if task_kind.startswith("solver") else task_kind  # the plan's kinds
+        seen.setdefault(kind, set()).add(query)
+        totals[kind] += 1
+    return {kind: round(len(seen[kind]) / totals[kind], 4) for kind in sorted(totals)}
 
 
 def _concat(sources: Sequence[Path], out: Path) -> int:

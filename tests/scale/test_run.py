@@ -47,6 +47,18 @@ def test_a_scale_run_makes_its_plan_across_shards_and_workers(first_run) -> None
     assert len(tasks) == summary.tasks_total
     assert json.loads((root / "summary.json").read_text())["environments"] == 4
     assert any("shard 2/2" in line for line in said)
+    # the share of distinct public queries per plan kind, from the merged corpus itself
+    queries = pq.read_table(root / "tasks.parquet", columns=["kind", "query"]).to_pylist()
+    for kind in summary.tasks:
+        texts = [
+            q["query"]
+            for q in queries
+            if (q["kind"].startswith("solver") and kind == "solver") or q["kind"] == kind
+        ]
+        assert summary.distinct_queries[kind] == round(len(set(texts)) / len(texts), 4)
+    assert set(summary.distinct_queries) == set(summary.tasks)
+    assert summary.bench()["distinct_queries"] == summary.distinct_queries
+    assert "distinct queries" in summary.render()
 
 
 def test_every_task_traces_back_to_its_composed_seed(first_run) -> None:  # type: ignore[no-untyped-def]
