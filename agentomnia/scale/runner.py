@@ -16,6 +16,7 @@ import atexit
 import json
 import multiprocessing
 import os
+import sys
 import threading
 import time
 import uuid
@@ -139,8 +140,19 @@ def exit_with_parent(every_s: float = 1.0) -> threading.Thread:
     return thread
 
 
+def stdout_to_stderr() -> None:
+    """Point this process's file descriptor 1 at its stderr.
+
+    A worker has nothing to say on stdout, but native libraries print there (HiGHS, under the MILP
+    solver, writes a debug line now and then), which would corrupt what the parent prints there,
+    such as `bench scale --json`."""
+    sys.stdout.flush()
+    os.dup2(2, 1)
+
+
 def _worker_init(home: str, sandbox_workers: int) -> None:
     global _CONTEXT
+    stdout_to_stderr()
     exit_with_parent()
     os.environ["AGENTOMNIA_HOME"] = home
     cache = Path(home) / "cache" / "embeddings"

@@ -1,4 +1,4 @@
-"""A worker whose parent was killed outright exits on its own instead of idling on as an orphan."""
+"""Worker processes: they exit on their own once their parent is killed, and keep stdout clean."""
 
 from __future__ import annotations
 
@@ -61,3 +61,19 @@ def test_a_worker_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
     finally:
         if not _gone(grandchild):
             os.kill(grandchild, signal.SIGKILL)
+
+
+def test_a_worker_writes_nothing_to_stdout_even_from_native_code() -> None:
+    code = (
+        "import os, sys\n"
+        "from agentomnia.scale.runner import stdout_to_stderr\n"
+        "print('before', flush=True)\n"
+        "stdout_to_stderr()\n"
+        "os.write(1, b'native noise\\n')\n"
+        "print('python noise', flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout == "before\n"
+    assert "native noise" in done.stderr and "python noise" in done.stderr
