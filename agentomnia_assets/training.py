@@ -28,7 +28,7 @@ class SFTConfig(Config):
     base_model_path: str = ""  # a local Hugging Face checkpoint; empty = the tiny offline Qwen3
     max_steps: int = 40
     learning_rate: float = 3e-3
-    max_length: int = 2048
+    max_length: int | None = None  # tokens per SFT row; None: the model's context window
 
 
 class GRPOConfig(Config):
@@ -91,6 +91,7 @@ def sft_checkpoint(
             "last_loss": round(report.last_loss or 0.0, 4),
             "loss_drop": round(report.loss_drop or 0.0, 4),
             "seconds": round(report.seconds, 1),
+            **{f"truncation_{k}": v for k, v in report.extra.get("truncation", {}).items() if v is not None},
             "curves": png(report.plot, "training loss") if report.plot else "no plot",
             "checkpoint": MetadataValue.path(str(out)),
         }

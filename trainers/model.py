@@ -50,7 +50,7 @@ class ModelSettings(BaseModel):
     num_heads: int = Field(default=4, ge=1)
     num_kv_heads: int = Field(default=2, ge=1)
     intermediate_size: int = Field(default=128, ge=16)
-    max_position_embeddings: int = Field(default=2048, ge=128)
+    max_position_embeddings: int = Field(default=8192, ge=128)  # RoPE: a longer window costs no weights
     max_corpus_chars: int = Field(
         default=400_000, ge=10_000, description="text budget of the tokenizer corpus"
     )

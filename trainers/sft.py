@@ -2,8 +2,9 @@
 
 Only the assistant's own tokens are trained (`assistant_only_loss`): system prompts, user turns and
 tool results are context the model reads, not text it should learn to produce. AdamW with a cosine
-schedule and warmup; sequences beyond `max_length` are truncated. The same function runs the tiny
-offline model on a CPU and a real checkpoint on a GPU; only the settings differ.
+schedule and warmup. Rows are cut at `max_length` (default: the model's context window) and the
+report counts what was cut. The same function runs the tiny offline model on a CPU and a real
+checkpoint on a GPU; only the settings differ.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ class SFTSettings(BaseModel):
     weight_decay: float = Field(default=0.0, ge=0)
     batch_size: int = Field(default=4, ge=1)
     gradient_accumulation_steps: int = Field(default=1, ge=1)
-    max_length: int = Field(default=1024, ge=64)
+    max_length: int | None = Field(
+        default=None,
+        ge=64,
+        description="tokens per row, unset for the model's context window; longer rows are cut and counted",
+    )
     logging_steps: int = Field(default=5, ge=1)
     bf16: bool = False
     activation_checkpointing: bool = Field(default=False, description="recompute activations to save memory")
@@ -68,14 +73,15 @@ def _check_columns(dataset: Any) -> None:
         raise ValueError("SFT dataset is empty; nothing to train on")
 
 
-def sft_config(settings: SFTSettings, out_dir: Path) -> Any:
+def sft_config(settings: SFTSettings, out_dir: Path, context_window: int | None = None) -> Any:
+    """TRL's SFTConfig; rows are cut at `settings.max_length`, else at `context_window`."""
     import torch
     from trl import SFTConfig
 
     return SFTConfig(
         output_dir=str(out_dir / "trainer"),
         assistant_only_loss=True,
-        max_length=settings.max_length,
+        max_length=settings.max_length or context_window,
         learning_rate=settings.learning_rate,
         lr_scheduler_type="cosine",
         warmup_steps=settings.warmup_ratio,  # a float below 1 is a ratio of the total steps
@@ -102,9 +108,27 @@ def build_sft_trainer(dataset: Any, settings: SFTSettings, out_dir: Path) -> Any
 
     _check_columns(dataset)
     model, tokenizer = load_base(settings.model, dataset.select(range(min(len(dataset), 512))).to_list())
+    window = getattr(model.config, "max_position_embeddings", None)
     return SFTTrainer(
-        model=model, args=sft_config(settings, out_dir), train_dataset=dataset, processing_class=tokenizer
+        model=model,
+        args=sft_config(settings, out_dir, window),
+        train_dataset=dataset,
+        processing_class=tokenizer,
     )
+
+
+def truncation(trainer: Any, rows: int) -> dict[str, int | None]:
+    """How much of the data the length limit cut: rows at the limit lost their tail (often the final
+    answer), and rows whose trained tokens all lay beyond it were dropped by TRL."""
+    limit = trainer.args.max_length
+    lengths = [len(ids) for ids in trainer.train_dataset["input_ids"]]
+    return {
+        "max_length": limit,
+        "rows": rows,
+        "rows_truncated": sum(1 for n in lengths if limit is not None and n >= limit),
+        "rows_dropped": rows - len(lengths),
+        "longest_row_tokens": max(lengths, default=0),
+    }
 
 
 def train_sft(dataset: Any, out_dir: str | Path, config: SFTSettings | None = None) -> TrainReport:
@@ -112,7 +136,9 @@ def train_sft(dataset: Any, out_dir: str | Path, config: SFTSettings | None = No
     settings = config or SFTSettings()
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    trainer = build_sft_trainer(load_sft_dataset(dataset), settings, folder)
+    data = load_sft_dataset(dataset)
+    trainer = build_sft_trainer(data, settings, folder)
+    cut = truncation(trainer, len(data))
     started = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - started
@@ -130,6 +156,7 @@ def train_sft(dataset: Any, out_dir: str | Path, config: SFTSettings | None = No
         last_loss=losses[-1][1] if losses else None,
         plot=plot,
         logs=logs,
+        extra={"truncation": cut},
     )
     if main:
         report.save()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from trainers.demo import save_sft_dataset
-from trainers.sft import SFTSettings, build_sft_trainer, load_sft_dataset
+from trainers.sft import SFTSettings, build_sft_trainer, load_sft_dataset, truncation
 
 
 @pytest.mark.slow
@@ -47,5 +47,29 @@ def test_sft_loss_drops_and_checkpoint_is_complete(sft_checkpoint: Any) -> None:
         "train_report.json",
     ):
         assert (folder / name).is_file(), name
-    assert json.loads((folder / "train_report.json").read_text())["kind"] == "sft"
+    saved = json.loads((folder / "train_report.json").read_text())
+    assert saved["kind"] == "sft"
+    # by default rows are cut only at the model's context window, which the demo rows fit
+    assert saved["extra"]["truncation"]["rows_truncated"] == 0
+    assert saved["extra"]["truncation"]["max_length"] == 8192
     assert report.seconds < 120
+
+
+@pytest.mark.slow
+def test_rows_longer_than_max_length_are_cut_and_counted(rows: Any, tiny_model: Any, tmp_path: Path) -> None:
+    data = load_sft_dataset(save_sft_dataset(rows[0], tmp_path / "sft"))
+    full = build_sft_trainer(data, SFTSettings(model=tiny_model), tmp_path / "full")
+    lengths = sorted(len(ids) for ids in full.train_dataset["input_ids"])
+    assert truncation(full, len(data)) == {
+        "max_length": tiny_model.max_position_embeddings,
+        "rows": len(data),
+        "rows_truncated": 0,
+        "rows_dropped": 0,
+        "longest_row_tokens": lengths[-1],
+    }
+    limit = max(64, lengths[len(lengths) // 2])  # half the rows are longer than this
+    cut = build_sft_trainer(data, SFTSettings(model=tiny_model, max_length=limit), tmp_path / "cut")
+    report = truncation(cut, len(data))
+    longer = sum(1 for n in lengths if n > limit)
+    assert report["max_length"] == limit and report["longest_row_tokens"] <= limit
+    assert longer >= 1 and report["rows_truncated"] + report["rows_dropped"] >= longer
