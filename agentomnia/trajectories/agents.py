@@ -10,6 +10,13 @@ yet attribute to the request, the tool schemas or an earlier result, it looks th
 read tools or asks the user, and its reasoning cites where each value came from. Guidance adds what
 a teacher may know about the outcome (which answer fields to report, the target values) or the
 plan; it shapes the teacher's behaviour and never appears in the messages it writes.
+
+Tasks that get no guidance by design (DAG-Standard: solvable from the request alone) stand for a
+teacher that reads the request's answer specification ("the cost of commissioning test COM-004",
+"whether it is at least 89") and works the values out from what it observed. This deterministic
+teacher cannot read such clauses, so it takes each value from the task's oracle outcome and states
+it only when its own transcript supports it: observed in a tool result, or one arithmetic step from
+values it reports. Runs without guidance of the other kinds (the guidance ablation) never do this.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from agentomnia.trajectories.evidence import (
     record_index,
     state_facts,
 )
-from agentomnia.trajectories.guidance import Guidance
+from agentomnia.trajectories.guidance import GUIDANCE_KIND, Guidance
 from agentomnia.trajectories.messages import answer_block, assistant_message, parse_arguments, tool_call
 from agentomnia.trajectories.users import words
 
@@ -113,6 +120,8 @@ class OfflineTeacher:
         self.task = task
         self.plan = list(plan)
         self.guidance = guidance if guidance is not None and guidance.kind != "none" else None
+        # no guidance by design: the oracle's answer, stated only where observations support it
+        self._oracle_answer = task.expected_answer if GUIDANCE_KIND.get(task.kind) == "none" else {}
         # read tool -> the table it reads ("" when unknown: then the tool's name must mention the table)
         self.read_tools: dict[str, str] = (
             dict(read_tools) if isinstance(read_tools, Mapping) else {name: "" for name in read_tools}
@@ -357,6 +366,11 @@ class OfflineTeacher:
             if target is not None and (not self._needs(target) or evidence.supports(target)):
                 answer[field] = target
                 continue
+            if target is None and field in self._oracle_answer:
+                target = self._oracle_answer[field]
+                if evidence.supports(target):
+                    answer[field] = target
+                    continue
             observed = self._observed_value(field, messages)
             if observed is not None:
                 answer[field] = observed

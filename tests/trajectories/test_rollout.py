@@ -209,3 +209,46 @@ def test_llm_mode_uses_the_model_as_teacher_user_and_judge(tasks: list[Task], pa
     assert traj.verification is not None and traj.verification.correctness.passed is False
     assert traj.verification.consistency.judged and traj.verification.continuity.judged
     assert traj.rewards["score"] == 0.0
+
+
+def _answer_task(count: Task, kind: str, expected: dict[str, Any]) -> Task:
+    """The count task asked the way DAG-Standard tasks ask: generic answer fields, each described."""
+    from agentomnia.tasks.models import Check, RubricItem
+
+    sid = count.reference_calls[0].args["shipment_id"]
+    query = (
+        f"Look at the open claims of shipment {sid}. Report back as a JSON object with "
+        '"value": the amount of its first open claim; "count": the number of its open claims.'
+    )
+    rubric = tuple(
+        RubricItem(id=f"T{i}", text=f"reports {field}", scope="task",
+                   check=Check(kind="answer_equals", field=field, value=value, tolerance=0.01))
+        for i, (field, value) in enumerate(sorted(expected.items()), start=1)
+    )  # fmt: skip
+    return count.model_copy(
+        update={"id": "", "kind": kind, "query": query, "expected_answer": expected, "rubric": rubric}
+    )
+
+
+def test_teacher_answers_a_dag_standard_task_only_with_values_it_observed(tasks: list[Task], parcel) -> None:  # type: ignore[no-untyped-def]
+    from agentomnia.trajectories import generate_trajectories
+
+    count = tasks[1]
+    sid = count.reference_calls[0].args["shipment_id"]
+    items = parcel.call("list_open_claims", {"shipment_id": sid}).data["items"]
+    observed = {"value": items[0]["amount"], "count": len(items)}
+    standard = Task.model_validate(_answer_task(count, "dag_standard", observed).model_dump())
+    # the fields are named "value" and "count", which no tool result carries: before, the answer was empty
+    assert "value" not in items[0]
+    unseen = Task.model_validate(
+        _answer_task(count, "dag_standard", {**observed, "value": 98765.43}).model_dump()
+    )
+    challenge = Task.model_validate(_answer_task(count, "dag_challenge", observed).model_dump())
+    runs = generate_trajectories([standard, unseen, challenge], {parcel.env_id: parcel.bundle},
+                                 parcel.sandbox, guidance=False)  # fmt: skip
+    by_id = {t.task_id: t for t in runs}
+    assert by_id[standard.id].verified and by_id[standard.id].answer == observed
+    # a value no tool result showed is never stated, whatever the oracle says
+    assert "value" not in (by_id[unseen.id].answer or {}) and not by_id[unseen.id].verified
+    # without guidance, other kinds get nothing from the oracle (the guidance ablation stays honest)
+    assert "value" not in (by_id[challenge.id].answer or {})
