@@ -28,6 +28,7 @@ from agentomnia.trajectories import (
     partition_tasks,
     pass_rates,
     summarize,
+    training_runs,
     validate_sft_dataset,
 )
 from agentomnia_assets._common import md_table, png
@@ -147,12 +148,15 @@ def _why(t: Trajectory) -> str:
     group_name="trajectories",
     partitions_def=rounds,
     deps=[trajectories],
-    description="The trajectories that passed every quality check (the guided teacher's runs), kept for training.",
+    description=(
+        "The trajectories that passed every quality check, from the teacher with the guidance each task kind "
+        "is designed to get (DAG-Standard: none; not the ablation's plain runs), kept for training."
+    ),
 )
 def verified_trajectories(context: AssetExecutionContext, storage: StorageResource) -> MaterializeResult:
     store = storage.get()
     runs = load_records(store.artifact("trajectories", context.partition_key), Trajectory)
-    kept = [t for t in runs if t.verified and t.guidance != "none"] or [t for t in runs if t.verified]
+    kept = training_runs(runs)
     path = save_records(
         store.artifact("verified_trajectories", context.partition_key),
         kept,

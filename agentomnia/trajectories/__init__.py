@@ -65,6 +65,7 @@ from agentomnia.trajectories.synthesis import (
     leaked_trajectories,
     pass_rates,
     summarize,
+    training_runs,
 )
 from agentomnia.trajectories.users import LLMUser, ScriptedUser, UserSimulator, make_user
 
@@ -117,6 +118,7 @@ __all__ = [
     "rollout",
     "sandbox_verifier",
     "summarize",
+    "training_runs",
     "validate_format",
     "validate_sft_dataset",
     "validated_task",

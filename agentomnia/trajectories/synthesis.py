@@ -19,7 +19,7 @@ from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.models import Task
 from agentomnia.trajectories.agents import TeacherFactory, llm_teacher, offline_teacher
-from agentomnia.trajectories.guidance import Guidance, build_guidance
+from agentomnia.trajectories.guidance import GUIDANCE_KIND, Guidance, build_guidance
 from agentomnia.trajectories.messages import system_message, user_message
 from agentomnia.trajectories.models import RolloutResult, Trajectory
 from agentomnia.trajectories.quality import verify_trajectory
@@ -124,6 +124,17 @@ class PassRates(BaseModel):
     leak_free: int
     verified: int
     rates: dict[str, float] = Field(default_factory=dict)
+
+
+def training_runs(trajectories: Sequence[Trajectory]) -> list[Trajectory]:
+    """The runs training keeps: verified, with the guidance their task kind is designed to get (so
+    the plain runs of the guidance ablation stay out, and DAG-Standard runs, which get none by
+    design, stay in), one per trajectory id. With no such run, every verified run."""
+    kept: dict[str, Trajectory] = {}
+    for t in trajectories:
+        if t.verified and t.guidance == GUIDANCE_KIND.get(t.task_kind, "none"):
+            kept.setdefault(t.id, t)
+    return list(kept.values()) or [t for t in trajectories if t.verified]
 
 
 def pass_rates(trajectories: Sequence[Trajectory]) -> list[PassRates]:

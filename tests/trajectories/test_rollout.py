@@ -252,3 +252,20 @@ def test_teacher_answers_a_dag_standard_task_only_with_values_it_observed(tasks:
     assert "value" not in (by_id[unseen.id].answer or {}) and not by_id[unseen.id].verified
     # without guidance, other kinds get nothing from the oracle (the guidance ablation stays honest)
     assert "value" not in (by_id[challenge.id].answer or {})
+
+
+def test_training_keeps_dag_standard_runs_and_drops_the_ablations_plain_runs(
+    guided: list[Trajectory], unguided: list[Trajectory]
+) -> None:
+    from agentomnia.trajectories import training_runs
+    from agentomnia.trajectories.guidance import GUIDANCE_KIND
+
+    kept = training_runs(guided + unguided)
+    assert len({t.id for t in kept}) == len(kept)
+    # every kept run had the guidance its kind is designed for, DAG-Standard's "none" included
+    assert all(t.verified and t.guidance == GUIDANCE_KIND[t.task_kind] for t in kept)
+    assert "dag_standard" in {t.task_kind for t in kept}
+    expected = {(t.task_id, t.guidance) for t in guided if t.verified}
+    assert {(t.task_id, t.guidance) for t in kept} == expected
+    plain_of_guided_kinds = [t for t in unguided if GUIDANCE_KIND[t.task_kind] != "none"]
+    assert plain_of_guided_kinds and not {t.id for t in plain_of_guided_kinds} & {t.id for t in kept}
