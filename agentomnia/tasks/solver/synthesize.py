@@ -258,7 +258,8 @@ def build_task(
         internal_spec={
             "family": family.name, "title": family.title, "sense": family.sense,
             "contract": family.contract.model_dump(mode="json"), "blueprint": family.blueprint.model_dump(mode="json"),
-            "artifact": artifact.model_dump(mode="json"), "reference_objective": objective, "proven_optimal": proven,
+            "artifact": artifact.model_dump(mode="json", exclude={"seconds"}), "reference_objective": objective,
+            "proven_optimal": proven,
             "draft_plan": draft,
         },
         reference_calls=tuple(calls),

@@ -35,6 +35,14 @@ def test_one_task_per_family_with_verified_bundles(sandbox: Sandbox, tmp_path: P
     assert all(r.reason for r in rejections)
 
 
+def test_the_same_seed_makes_the_same_task_ids_whatever_the_timings(sandbox: Sandbox, tmp_path: Path) -> None:
+    first, _, _ = synthesize_solver_tasks(sandbox, per_family=1, out_dir=tmp_path / "a", seed=5)
+    again, _, _ = synthesize_solver_tasks(sandbox, per_family=1, out_dir=tmp_path / "b", seed=5)
+    assert [t.id for t in first] == [t.id for t in again]
+    # timings are kept as unhashed metadata, not in the hashed spec
+    assert all("seconds" not in t.internal_spec["artifact"] and "solver_seconds" in t.metadata for t in first)
+
+
 def test_unknown_family_is_refused(sandbox: Sandbox, tmp_path: Path) -> None:
     try:
         synthesize_solver_tasks(sandbox, families=["nope"], per_family=1, out_dir=tmp_path)
