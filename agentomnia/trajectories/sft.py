@@ -7,7 +7,9 @@ Three steps (paper §5.1):
 - convergence-aware budgeting: per-source budgets (a source is a task paradigm by default) from
   measured learning curves — the smallest sample count whose score is within `tolerance` of the
   curve's best — when a training run has produced them; otherwise source-balanced (no source keeps
-  more than `balance_ratio` times the smallest one). The report says which was used.
+  more than `balance_ratio` times the smallest one that has at least `min_source_rows`; a source
+  with fewer keeps all it has, so one starved paradigm cannot shrink every other to its size).
+  The report says which was used.
 - context alignment: at inference a reasoning model does not see its earlier turns' reasoning, so
   rows keep the reasoning of the final assistant turn only (questions to the user stay: they are
   what the user saw).
@@ -153,13 +155,15 @@ def _budgets(
     curves: Mapping[str, Sequence[tuple[int, float]]] | None,
     balance_ratio: float,
     tolerance: float,
+    min_source_rows: int = 4,
 ) -> tuple[Literal["learning_curve", "balanced"], dict[str, int]]:
     if curves:
         budgets = {
             s: convergence_budget(curves[s], tolerance) if s in curves else n for s, n in available.items()
         }
         return "learning_curve", budgets
-    smallest = min((n for n in available.values() if n > 0), default=0)
+    sizes = [n for n in available.values() if n > 0]
+    smallest = min((n for n in sizes if n >= min_source_rows), default=min(sizes, default=0))
     cap = max(1, math.ceil(smallest * balance_ratio))
     return "balanced", {s: min(n, cap) for s, n in available.items()}
 
@@ -172,6 +176,7 @@ def build_sft_dataset(
     task_ids: Iterable[str] | None = None,
     learning_curves: Mapping[str, Sequence[tuple[int, float]]] | None = None,
     balance_ratio: float = 2.0,
+    min_source_rows: int = 4,
     tolerance: float = 0.01,
     source_of: Callable[[Trajectory], str] = lambda t: t.task_kind,
     max_tools: int | None = None,
@@ -205,7 +210,7 @@ def build_sft_dataset(
             continue
         by_source[source_of(traj)].append((traj, [dict(t) for t in tools]))
     mode, budgets = _budgets(
-        {s: len(v) for s, v in by_source.items()}, learning_curves, balance_ratio, tolerance
+        {s: len(v) for s, v in by_source.items()}, learning_curves, balance_ratio, tolerance, min_source_rows
     )
     rows: list[dict[str, Any]] = []
     jsonl: list[str] = []

@@ -137,6 +137,21 @@ def test_alignment_and_budgets() -> None:
         convergence_budget([])
 
 
+def test_balanced_budgets_are_not_set_by_a_starved_source() -> None:
+    from agentomnia.trajectories.sft import _budgets
+
+    # one solver run must not cap 45 DAG-Standard runs at 2: the cap comes from the smallest source
+    # with at least `min_source_rows`, and the starved source keeps what it has
+    mode, budgets = _budgets(
+        {"dag_standard": 45, "program": 13, "dag_challenge": 7, "solver": 1}, None, 2.0, 0.01
+    )
+    assert mode == "balanced"
+    assert budgets == {"dag_standard": 14, "program": 13, "dag_challenge": 7, "solver": 1}
+    # when every source is starved, the smallest still sets the cap
+    assert _budgets({"a": 3, "b": 1}, None, 2.0, 0.01)[1] == {"a": 2, "b": 1}
+    assert _budgets({"a": 30, "b": 10}, None, 2.0, 0.01)[1] == {"a": 20, "b": 10}
+
+
 def test_learning_curves_set_per_source_budgets(guided: list[Trajectory], parcel, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     curves = {"dag_standard": [(1, 0.8), (2, 0.8), (4, 0.81)]}
     report = build_sft_dataset(
