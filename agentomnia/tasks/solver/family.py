@@ -159,14 +159,17 @@ class Family(ABC):
     def query(self, state: Mapping[str, Any]) -> str:
         """The public request: goal and explicit constraints in plain words; implicit ones left to find."""
         digest = self.instance_digest(state)
-        index = choose(digest, "phrasing", len(self.phrasings))
+        index = self._phrasing_of(digest)
         template = self.phrasings[index]
         picks = [choose(digest, f"{index}:{g}", len(opts)) for g, opts in enumerate(alternatives(template))]
         return render(resolve(template, picks), self.facts(state))
 
     def phrasing_index(self, state: Mapping[str, Any]) -> int:
         """Which of the phrasings states this instance's request."""
-        return choose(self.instance_digest(state), "phrasing", len(self.phrasings))
+        return self._phrasing_of(self.instance_digest(state))
+
+    def _phrasing_of(self, digest: str) -> int:
+        return choose(digest, "phrasing", len(self.phrasings))
 
     def instance_digest(self, state: Mapping[str, Any]) -> str:
         """A hash of the instance's data, blind to the decision fields, so a draft plan or a
