@@ -76,11 +76,11 @@ def cmd_status(args: argparse.Namespace) -> Result:
     from agentomnia.lineage import LineageStore
 
     counts = LineageStore(storage.lineage_path).counts()
-    from agentomnia.status import fast_asset_status
+    _dagster_layer()
+    from agentomnia_assets.status import fast_asset_status
 
     assets = fast_asset_status(storage.root / "dagster")
     if assets is None:  # another event-log storage, or the asset list is not known yet
-        _dagster_layer()
         from agentomnia_assets.pipeline import latest_materializations
 
         assets = latest_materializations(storage)
@@ -121,7 +121,7 @@ def _seed_summary(result: Any) -> Result:
             for s in result.accepted
         ],
         "rejected": [
-            {"source": r.source, "place": r.place, "reason": r.reason, "fix": r.fix} for r in result.rejected
+            {"source": r.subject, "place": r.place, "reason": r.reason, "fix": r.fix} for r in result.rejected
         ],
     }
     lines = [f"accepted {len(result.accepted)}, rejected {len(result.rejected)}"]
@@ -187,9 +187,10 @@ def _sandbox() -> Any:
 
 def cmd_env_build(args: argparse.Namespace) -> Result:
     from agentomnia.embeddings import default_embedder
-    from agentomnia.envs.build import BuildFailure, build_environment, write_bundle
-    from agentomnia.seeds.inference import DomainMatcher, infer_candidates
+    from agentomnia.envs.build import write_bundle
+    from agentomnia.seeds.inference import DomainMatcher
     from agentomnia.seeds.ingest import ingest
+    from agentomnia.stages import StageContext, build_candidate, candidates_stage
     from agentomnia.taxonomy import load_taxonomy
 
     result = ingest([Path(args.seed)])
@@ -198,6 +199,7 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
         raise CLIError(f"{args.seed} is not a usable seed: {reason}")
     seed = result.accepted[0]
     taxonomy = load_taxonomy()
+    ctx = StageContext(seed.round)
     if args.domain:
         from agentomnia.seeds.inference import propose_offline, seed_text, words
 
@@ -205,17 +207,20 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
         candidates = [propose_offline(seed, domain, 1.0, 0.0, [1.0])]
         del seed_text, words
     else:
-        candidates, failed = infer_candidates([seed], DomainMatcher(taxonomy, default_embedder()))
-        if not candidates:
-            raise CLIError(f"environment inference failed: {failed[0][1]}")
+        inferred = candidates_stage(ctx, [seed], DomainMatcher(taxonomy, default_embedder()))
+        if not inferred.kept:
+            raise CLIError(f"environment inference failed: {inferred.rejected[0].reason}")
+        candidates = inferred.kept
     candidate = candidates[0]
     box = _sandbox()
     try:
-        built = build_environment(candidate, [seed], taxonomy.by_id(candidate.coordinate.taxonomy_id), box)
+        made = build_candidate(ctx, candidate, {seed.id: seed}, taxonomy, box, Storage())
     finally:
         box.close()
-    if isinstance(built, BuildFailure):
-        raise CLIError(f"environment not built ({built.stage}): {built.reason}")
+    if not made.kept:
+        refused = made.rejected[0]
+        raise CLIError(f"environment not built ({refused.stage}): {refused.reason}")
+    built = made.kept[0]
     folder = write_bundle(built, Path(args.out))
     spec = built.spec
     data: dict[str, Any] = {
@@ -231,6 +236,7 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
             "tool": built.report.tool.passed,
             "env": built.report.env.passed,
         },
+        "contract": built.report.contract.passed if built.report.contract is not None else False,
         "dropped_tools": [d.model_dump() for d in built.dropped_tools],
         "seed_tools_kept": sum(1 for t in seed.tools if t.name in {x.name for x in spec.tools}),
         "seed_tools": len(seed.tools),
@@ -317,8 +323,10 @@ def cmd_env_check(args: argparse.Namespace) -> Result:
     data: dict[str, Any] = {
         "verified": report.passed,
         "levels": {"init": report.init.passed, "tool": report.tool.passed, "env": report.env.passed},
+        "contract": report.contract.model_dump() if report.contract is not None else None,
         "checks": report.init.checks + report.tool.checks + report.env.checks,
-        "failures": report.init.failures + report.tool.failures + report.env.failures,
+        "failures": report.init.failures + report.tool.failures + report.env.failures
+        + ([f"contract: {p}" for p in report.contract.problems] if report.contract is not None else ["contract: not run"]),
     }
     if not report.passed:
         raise CLIError(f"{folder} fails verification: " + "; ".join(data["failures"][:5]))
@@ -413,8 +421,16 @@ def cmd_bench_lineage(args: argparse.Namespace) -> Result:
 
 
 def cmd_tasks_synth(args: argparse.Namespace) -> Result:
-    kind = args.kind.replace("-", "_")
-    if kind != "solver" and not args.env:
+    from agentomnia.tasks.families import requested_kind
+    from agentomnia.tasks.folder import write_tasks
+
+    try:
+        family, kind = requested_kind(args.kind)
+    except KeyError as exc:
+        raise CLIError(
+            f"unknown task kind {args.kind!r}; use dag-standard, dag-challenge, program or solver"
+        ) from exc
+    if family.needs_env and not args.env:
         raise CLIError(
             f"--kind {args.kind} needs --env BUNDLE_DIR (an environment built by `agentomnia env build` or a run)"
         )
@@ -422,31 +438,13 @@ def cmd_tasks_synth(args: argparse.Namespace) -> Result:
     out.mkdir(parents=True, exist_ok=True)
     box = _sandbox()
     try:
-        if kind in ("dag_standard", "dag_challenge"):
-            from agentomnia.tasks.dag.synth import synthesize_dag_tasks
-
-            tasks, rejected = synthesize_dag_tasks(
-                Path(args.env), box, variant=args.kind, n=args.n, seed=args.seed
-            )
-        elif kind == "program":
-            from agentomnia.tasks.program import synthesize_program_tasks
-
-            tasks, rejected = synthesize_program_tasks(Path(args.env), box, n=args.n, seed=args.seed)
-        elif kind == "solver":
-            from agentomnia.tasks.solver import synthesize_solver_tasks
-
-            per_family = max(1, args.n // 6)
-            tasks, _dirs, rejected = synthesize_solver_tasks(
-                box, per_family=per_family, seed=args.seed, out_dir=out / "envs"
-            )
-        else:
-            raise CLIError(
-                f"unknown task kind {args.kind!r}; use dag-standard, dag-challenge, program or solver"
-            )
+        made = family.synthesize(
+            box, kind=kind, n=args.n, seed=args.seed, env=Path(args.env) if args.env else None, out=out
+        )
     finally:
         box.close()
-    for t in tasks:
-        (out / f"{t.id}.json").write_text(t.model_dump_json(indent=2), encoding="utf-8")
+    tasks, rejected = made.tasks, made.rejected
+    write_tasks(out, tasks, made.env_dirs)
     data = {
         "requested": args.n,
         "kept": len(tasks),
@@ -461,13 +459,15 @@ def cmd_tasks_synth(args: argparse.Namespace) -> Result:
 
 def cmd_tasks_check(args: argparse.Namespace) -> Result:
     from agentomnia.sandbox.bundle import Bundle
+    from agentomnia.tasks.families import family_of
+    from agentomnia.tasks.folder import MANIFEST_NAME, env_search_paths, locate_env, task_files
     from agentomnia.tasks.models import Task
 
     folder = Path(args.dir)
-    files = sorted(folder.glob("*.json"))
+    files = task_files(folder)
     if not files:
         raise CLIError(f"{folder} holds no task files (*.json)")
-    envs_root = Path(args.envs) if args.envs else Storage().root / "envs"
+    envs = Path(args.envs) if args.envs else None
     box = _sandbox()
     failures: list[dict[str, Any]] = []
     oracle = empty = 0
@@ -478,38 +478,22 @@ def cmd_tasks_check(args: argparse.Namespace) -> Result:
             except ValueError as exc:
                 failures.append({"file": f.name, "problem": f"not a task: {str(exc)[:200]}"})
                 continue
-            env_dir = envs_root / task.env_id
-            if not env_dir.exists():
+            env_dir = locate_env(folder, task.env_id, envs)
+            if env_dir is None:
+                where = ", ".join(str(p) for p in env_search_paths(folder, envs))
                 failures.append(
                     {
                         "file": f.name,
-                        "problem": f"environment {task.env_id} not found under {envs_root}; pass --envs",
+                        "problem": f"environment {task.env_id} not found in {folder / MANIFEST_NAME} "
+                        f"nor under {where}; pass --envs",
                     }
                 )
                 continue
-            bundle = Bundle.load(env_dir)
-            if task.kind == "program":
-                from agentomnia.tasks.program import check_program_task
-
-                report = check_program_task(task, box, bundle)
-                ok_ref, ok_empty, problems = report.reference_passes, report.empty_fails, list(report.details)
-            else:
-                from agentomnia.tasks.dag.synth import check_task
-
-                result = check_task(task, box, bundle)
-                ok_ref, ok_empty = result.replay_ok and result.oracle_pass, result.empty_fail
-                problems = (
-                    result.consistency
-                    + result.leakage
-                    + result.state
-                    + ([result.detail] if result.detail else [])
-                )
-            oracle += ok_ref
-            empty += ok_empty
-            if not (ok_ref and ok_empty) or (task.kind != "program" and problems):
-                failures.append(
-                    {"file": f.name, "task": task.id, "problem": "; ".join(problems)[:300] or "oracle failed"}
-                )
+            report = family_of(task).validate(task, box, Bundle.load(env_dir))
+            oracle += report.reference_passes
+            empty += report.empty_fails
+            if not report.passed:
+                failures.append({"file": f.name, "task": task.id, "problem": report.reason[:300]})
     finally:
         box.close()
     data = {"tasks": len(files), "oracle_pass": oracle, "empty_fail": empty, "failures": failures}
@@ -590,19 +574,13 @@ def cmd_omniabench_report(args: argparse.Namespace) -> Result:
 
 
 def cmd_evolution_status(args: argparse.Namespace) -> Result:
-    from agentomnia.evolution.prd import PRD
+    from agentomnia.catalog import EVALUATIONS, PRDS, RAW_SEEDS, Catalog
     from agentomnia.omniabench.store import FailureStore
-    from agentomnia.storage import load_records
 
     storage = Storage()
-    art = storage.root / "artifacts"
+    catalog = Catalog(storage)
     rounds = sorted(
-        {
-            p.name
-            for a in ("raw_seeds", "prds", "omniabench_eval")
-            for p in (art / a).glob("r*")
-            if p.is_dir()
-        },
+        {r for a in (RAW_SEEDS, PRDS, EVALUATIONS) for r in catalog.rounds_with(a) if r.startswith("r")},
         key=lambda r: int(r[1:]) if r[1:].isdigit() else 10**9,
     )
     evaluations: dict[str, list[Any]] = {}
@@ -612,10 +590,8 @@ def cmd_evolution_status(args: argparse.Namespace) -> Result:
     out = []
     lines = [f"self-evolution in {storage.root}", ""]
     for r in rounds:
-        prd_path = art / "prds" / r / "data.parquet"
-        prds = load_records(prd_path, PRD) if prd_path.exists() else []
-        align_path = art / "prd_alignment" / r / "alignment.json"
-        align = json.loads(align_path.read_text()) if align_path.exists() else {}
+        prds = catalog.round(r).prds()
+        align = catalog.round(r).alignment() or {}
         evals = [
             {"eval_id": e.eval_id, "policy": e.policy, "status": e.status, "pass_at_1": e.pass_at_1}
             for e in evaluations.get(r, [])
@@ -677,7 +653,7 @@ def cmd_import_omniabench(args: argparse.Namespace) -> Result:
         f"into round {args.round}; {len(summary.rejected)} rejected",
         f"  evaluate them with: agentomnia omniabench run --policy P --round {args.round} --imported",
     ]
-    lines += [f"  rejected {r.file}#{r.index} ({r.stage}): {r.reason}" for r in summary.rejected[:30]]
+    lines += [f"  rejected {r.subject} {r.place} ({r.stage}): {r.reason}" for r in summary.rejected[:30]]
     if summary.unknown_fields:
         lines.append(
             "  kept unknown fields: " + ", ".join(f"{k} x{v}" for k, v in summary.unknown_fields.items())
@@ -696,7 +672,7 @@ def cmd_export_mcp(args: argparse.Namespace) -> Result:
 
 
 def cmd_report(args: argparse.Namespace) -> Result:
-    from agentomnia.interop.report import write_report
+    from agentomnia.reporting import write_report
 
     try:
         summary = write_report(args.round, Path(args.out))

@@ -13,12 +13,15 @@ import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from agentomnia.config import home as default_home
+
+if TYPE_CHECKING:
+    from agentomnia.catalog import RoundArtifacts
 
 _SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -48,6 +51,10 @@ class Storage:
     def dagster_home(self) -> Path:
         return self.root / "dagster"
 
+    @property
+    def artifacts_root(self) -> Path:
+        return self.root / "artifacts"
+
     def artifact_dir(self, asset: str, round_key: str) -> Path:
         path = self.root / "artifacts" / _safe(asset, "asset name") / _safe(round_key, "round")
         path.mkdir(parents=True, exist_ok=True)
@@ -64,6 +71,12 @@ class Storage:
 
     def checkpoint_dir(self, name: str, round_key: str) -> Path:
         return self.root / "checkpoints" / _safe(name, "checkpoint name") / _safe(round_key, "round")
+
+    def round(self, key: str) -> RoundArtifacts:
+        """Typed readers of one round's artifacts (see `agentomnia.catalog`)."""
+        from agentomnia.catalog import RoundArtifacts
+
+        return RoundArtifacts(self, key)
 
 
 def _jsonable(value: Any) -> Any:

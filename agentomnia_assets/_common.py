@@ -8,7 +8,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 from dagster import MetadataValue
+
+from agentomnia_assets.instance import DUCKDB_POOL
+from agentomnia_assets.partitions import rounds
 
 
 def md_table(
@@ -38,3 +42,16 @@ def png(path: Path, title: str = "plot") -> MetadataValue:
     """A PNG shown inline in the asset's metadata (base64 in Markdown)."""
     data = base64.b64encode(path.read_bytes()).decode("ascii")
     return MetadataValue.md(f"![{title}](data:image/png;base64,{data})")
+
+
+def round_asset(group: str, *, pool: str | None = DUCKDB_POOL, **kwargs: Any) -> Any:
+    """`@dg.asset` for one stage of a round: partitioned by round, in `group`, holding the DuckDB
+    pool unless `pool=None` (a stage that writes no lineage)."""
+    return dg.asset(group_name=group, partitions_def=rounds, pool=pool, **kwargs)
+
+
+def round_check(asset: Any, *, description: str, blocking: bool = False, **kwargs: Any) -> Any:
+    """`@dg.asset_check` on a round asset's partition; `blocking` stops the run when it fails."""
+    return dg.asset_check(
+        asset=asset, partitions_def=rounds, blocking=blocking, description=description, **kwargs
+    )

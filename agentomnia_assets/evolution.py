@@ -9,12 +9,10 @@ The base round has no parent; its PRDs come only from the inbox, if any.
 import json
 from typing import Any
 
-from dagster import AssetExecutionContext, AssetKey, Config, MaterializeResult, MetadataValue, asset
+import dagster as dg
 
+from agentomnia.catalog import ALIGNMENT, DIAGNOSIS, PRDS, SPLIT, TAXONOMY, MissingArtifact
 from agentomnia.evolution import (
-    PRD,
-    DiagnosisReport,
-    SynthesisDirectives,
     alignment,
     diagnose,
     directives_for,
@@ -27,9 +25,9 @@ from agentomnia.omniabench.models import EvalResult, Failure
 from agentomnia.omniabench.service import load_benchmark, load_results
 from agentomnia.omniabench.store import FailureStore
 from agentomnia.records import content_hash
-from agentomnia.storage import Storage, load_records, save_records
-from agentomnia_assets._common import count_table, md_table
-from agentomnia_assets.instance import DUCKDB_POOL
+from agentomnia.rejection import rejection_lineage
+from agentomnia.storage import Storage, save_records
+from agentomnia_assets._common import count_table, md_table, round_asset
 from agentomnia_assets.partitions import previous_round, rounds
 from resources import LineageResource, LLMResource, StorageResource
 
@@ -37,7 +35,7 @@ PARENT_TAG = "agentomnia/parent_round"
 SOURCE_EVAL_TAG = "agentomnia/source_eval"
 
 
-def parent_round(context: AssetExecutionContext) -> str | None:
+def parent_round(context: dg.AssetExecutionContext) -> str | None:
     tagged = context.run.tags.get(PARENT_TAG)
     if tagged:
         return tagged
@@ -54,25 +52,9 @@ def parent_failures(store: Storage, parent: str | None, source_eval: str | None)
     return failures.failures(round=parent)
 
 
-def round_directives(store: Storage, round_key: str) -> SynthesisDirectives | None:
-    """The directives the `prds` asset wrote for a round (None when it has not run or set none)."""
-    path = store.artifact("prds", round_key, "directives.json")
-    if not path.exists():
-        return None
-    directives = SynthesisDirectives.model_validate_json(path.read_text())
-    return None if directives.empty else directives
-
-
-def round_prds(store: Storage, round_key: str) -> list[PRD]:
-    path = store.artifact("prds", round_key)
-    return load_records(path, PRD) if path.exists() else []
-
-
-@asset(
-    group_name="evolution",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
-    deps=[AssetKey("taxonomy")],
+@round_asset(
+    "evolution",
+    deps=[dg.AssetKey(TAXONOMY.name)],
     description=(
         "Failure diagnosis of the evaluation that triggered this round: task level (the execution reconstructed "
         "against the reference, the root cause) and capability level (related failures grouped by shared cause "
@@ -81,8 +63,8 @@ def round_prds(store: Storage, round_key: str) -> list[PRD]:
     ),
 )
 def failure_diagnosis(
-    context: AssetExecutionContext, storage: StorageResource, lineage: LineageResource, llm: LLMResource
-) -> MaterializeResult:
+    context: dg.AssetExecutionContext, storage: StorageResource, lineage: LineageResource, llm: LLMResource
+) -> dg.MaterializeResult:
     store = storage.get()
     round_key = context.partition_key
     parent = parent_round(context)
@@ -97,12 +79,12 @@ def failure_diagnosis(
     report = diagnose(
         failures, round_key=round_key, results=results, tasks=tasks, challenging=challenging, llm=llm.get()
     ).in_round(round_key)
-    path = store.artifact("failure_diagnosis", round_key, "report.json")
+    path = store.round(round_key).path(DIAGNOSIS, "report")
     path.write_text(report.model_dump_json(indent=1))
     row = lineage_row(report, run_id=context.run.run_id, location=str(path),
                       meta={"parent_round": parent, "failures": len(failures)})  # fmt: skip
     lineage.get().record([row], [Edge(child=report.id, parent=f.id, relation="diagnoses") for f in failures])
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "parent_round": parent or "none (base round)",
             "source_eval": source_eval or "all of the parent round",
@@ -123,12 +105,12 @@ def failure_diagnosis(
                     for g in report.capability_diagnoses
                 ]
             ),  # fmt: skip
-            "report": MetadataValue.path(str(path)),
+            "report": dg.MetadataValue.path(str(path)),
         }
     )
 
 
-class PRDConfig(Config):
+class PRDConfig(dg.Config):
     max_prds: int = 6
     # L2 domains the round's new seeds are spread over, allotted by failure weight: more domains with
     # one seed each follow the failure distribution more closely than few domains with several
@@ -136,10 +118,8 @@ class PRDConfig(Config):
     seeds_per_domain: int = 1
 
 
-@asset(
-    group_name="evolution",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
+@round_asset(
+    "evolution",
     deps=[failure_diagnosis],
     description=(
         "Product Requirement Documents in the paper's Table-8 structure (Part I: id, priority, status, scenario, "
@@ -150,17 +130,17 @@ class PRDConfig(Config):
     ),
 )
 def prds(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: PRDConfig,
     storage: StorageResource,
     lineage: LineageResource,
     llm: LLMResource,
-) -> MaterializeResult:
+) -> dg.MaterializeResult:
     store = storage.get()
     round_key = context.partition_key
-    report = DiagnosisReport.model_validate_json(
-        store.artifact("failure_diagnosis", round_key, "report.json").read_text()
-    )
+    report = store.round(round_key).diagnosis()
+    if report is None:
+        raise MissingArtifact(DIAGNOSIS, round_key, store.round(round_key).location(DIAGNOSIS, "report"))
     generated = (
         generate_prds(report, max_prds=config.max_prds, round_key=round_key, llm=llm.get())
         if report.capability_diagnoses
@@ -171,22 +151,21 @@ def prds(
     directives = directives_for(
         documents, round_key, max_domains=config.max_domains, seeds_per_domain=config.seeds_per_domain
     )
-    path = save_records(
-        store.artifact("prds", round_key), documents, flat=["prd_id", "priority", "status", "source"]
-    )
-    folder = store.artifact_dir("prds", round_key)
+    artifacts = store.round(round_key)
+    path = save_records(artifacts.path(PRDS), documents, flat=["prd_id", "priority", "status", "source"])
+    folder = artifacts.dir(PRDS)
     for old in folder.glob("*.md"):
         old.unlink()
     for p in documents:
         (folder / f"{p.prd_id}.md").write_text(render_markdown(p))
-    (folder / "directives.json").write_text(directives.model_dump_json(indent=1))
+    artifacts.path(PRDS, "directives").write_text(directives.model_dump_json(indent=1))
     rows = [lineage_row(p, run_id=context.run.run_id, location=str(folder / f"{p.prd_id}.md"),
                         meta={"priority": p.priority, "source": p.source}) for p in documents]  # fmt: skip
-    rows += [lineage_row(r.in_round(round_key), status="rejected", reason=r.message[:500], run_id=context.run.run_id)
-             for r in rejected]  # fmt: skip
-    edges = [Edge(child=p.id, parent=report.id, relation="derived_from") for p in generated]
+    refused_rows, refused_edges = rejection_lineage(rejected, round_key=round_key, run_id=context.run.run_id)
+    rows += refused_rows
+    edges = [Edge(child=p.id, parent=report.id, relation="derived_from") for p in generated] + refused_edges
     lineage.get().record(rows, edges)
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "prds": len(documents),
             "from_diagnosis": len(generated),
@@ -205,22 +184,20 @@ def prds(
                     for p in documents
                 ]
             ),  # fmt: skip
-            "rejections": md_table([{"file": r.path, "problems": r.message[:300]} for r in rejected]),
+            "rejections": md_table([{"file": r.subject, "problems": r.reason[:300]} for r in rejected]),
             "target_l1": ", ".join(directives.target_l1) or "none",
             "target_l2": len(directives.target_l2),
             "env_variations": ", ".join(directives.env_variations) or "none",
             "task_variations": ", ".join(directives.task_variations) or "none",
-            "first_prd": MetadataValue.md(render_markdown(documents[0])) if documents else "none",
-            "path": MetadataValue.path(str(path)),
+            "first_prd": dg.MetadataValue.md(render_markdown(documents[0])) if documents else "none",
+            "path": dg.MetadataValue.path(str(path)),
         }
     )
 
 
-@asset(
-    group_name="evolution",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
-    deps=[AssetKey("omniabench_split")],
+@round_asset(
+    "evolution",
+    deps=[dg.AssetKey(SPLIT.name)],
     description=(
         "Alignment of the round's data with the failures that triggered it (paper Figure 18): "
         "KL(P_round || P_failures) against KL(P_previous-data || P_failures) over L1 domains, with the "
@@ -228,23 +205,21 @@ def prds(
     ),
 )
 def prd_alignment(
-    context: AssetExecutionContext, storage: StorageResource, lineage: LineageResource
-) -> MaterializeResult:
-    from agentomnia_assets.trajectories import training_tasks
-
+    context: dg.AssetExecutionContext, storage: StorageResource, lineage: LineageResource
+) -> dg.MaterializeResult:
     store = storage.get()
     round_key = context.partition_key
     parent = parent_round(context)
     failures = parent_failures(store, parent, context.run.tags.get(SOURCE_EVAL_TAG))
-    current = training_tasks(store, round_key)
-    previous = training_tasks(store, parent) if parent is not None else []
-    path = store.artifact("prd_alignment", round_key, "alignment.json")
+    current = store.round(round_key).training_tasks()
+    previous = store.round(parent).training_tasks() if parent is not None else []
+    path = store.round(round_key).path(ALIGNMENT, "alignment")
     if not failures or not current:
         path.write_text(
             json.dumps({"round": round_key, "parent_round": parent, "kl_round": None, "kl_previous": None})
         )
         why = "no failures triggered this round" if not failures else "the round has no training tasks"
-        return MaterializeResult(metadata={"kl_round": "n/a", "kl_previous": "n/a", "reason": why})
+        return dg.MaterializeResult(metadata={"kl_round": "n/a", "kl_previous": "n/a", "reason": why})
     result = alignment(
         [t.coordinate for t in current], [t.coordinate for t in previous], [f.coordinate for f in failures]
     )
@@ -256,7 +231,7 @@ def prd_alignment(
                     meta={"kl_round": result.kl_round, "kl_previous": result.kl_previous})]
     )  # fmt: skip
     top = sorted(result.support, key=lambda k: -result.p_failures.get(k, 0.0))[:20]
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "parent_round": parent or "none",
             "kl_round": round(result.kl_round, 4),
@@ -276,6 +251,6 @@ def prd_alignment(
                     for k in top
                 ]
             ),  # fmt: skip
-            "path": MetadataValue.path(str(path)),
+            "path": dg.MetadataValue.path(str(path)),
         }
     )

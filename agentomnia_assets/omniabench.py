@@ -3,17 +3,9 @@
 from collections import Counter
 from typing import Any
 
-from dagster import (
-    AssetCheckResult,
-    AssetExecutionContext,
-    AssetKey,
-    Config,
-    MaterializeResult,
-    MetadataValue,
-    asset,
-    asset_check,
-)
+import dagster as dg
 
+from agentomnia.catalog import EVALUATIONS, RL_CHECKPOINT, TASK_ARTIFACTS, Catalog
 from agentomnia.lineage import Edge, lineage_row
 from agentomnia.omniabench.metrics import EvalReport
 from agentomnia.omniabench.models import EvalResult
@@ -26,18 +18,12 @@ from agentomnia.omniabench.service import (
     run_evaluation,
     split_round,
 )
-from agentomnia.storage import Storage, load_records
-from agentomnia.tasks.models import Task
-from agentomnia_assets._common import count_table, md_table, png
-from agentomnia_assets.instance import DUCKDB_POOL
-from agentomnia_assets.partitions import rounds
-from agentomnia_assets.tasks import dag_tasks, program_tasks, solver_tasks
+from agentomnia.storage import Storage
+from agentomnia_assets._common import count_table, md_table, png, round_asset, round_check
 from resources import EmbedderResource, LineageResource, LLMResource, SandboxResource, StorageResource
 
-TASK_ASSETS = ("dag_tasks", "program_tasks", "solver_tasks")
 
-
-class SplitConfig(Config):
+class SplitConfig(dg.Config):
     fraction: float = 0.25  # share of the base round's tasks held out
     max_items: int = 0  # 0 = no cap
     ngram_threshold: float = 0.6  # word 3-gram Jaccard at or above which two queries are near-duplicates
@@ -48,21 +34,9 @@ class SplitConfig(Config):
     rebuild: bool = False  # replace the existing benchmark (earlier results stop being comparable)
 
 
-def round_tasks(store: Storage, round_key: str) -> list[Task]:
-    """Every task a round synthesized, held-out or not."""
-    tasks: list[Task] = []
-    for name in TASK_ASSETS:
-        path = store.artifact(name, round_key)
-        if path.exists():
-            tasks += load_records(path, Task)
-    return tasks
-
-
-@asset(
-    group_name="omniabench",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
-    deps=[dag_tasks, program_tasks, solver_tasks],
+@round_asset(
+    "omniabench",
+    deps=[dg.AssetKey(a.name) for a in TASK_ARTIFACTS],
     description=(
         "The held-out OmniaBench split. The base round holds out a stratified share of its tasks (split x L1 x "
         "route, covering every capability and atom present) across the DAG, DAG-S, program and solver routes, "
@@ -72,15 +46,15 @@ def round_tasks(store: Storage, round_key: str) -> list[Task]:
     ),
 )
 def omniabench_split(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: SplitConfig,
     storage: StorageResource,
     lineage: LineageResource,
     embedder: EmbedderResource,
-) -> MaterializeResult:
+) -> dg.MaterializeResult:
     store = storage.get()
     round_key = context.partition_key
-    tasks = round_tasks(store, round_key)
+    tasks = store.round(round_key).tasks()
     settings = SplitSettings(
         fraction=config.fraction, max_items=config.max_items or None, ngram_threshold=config.ngram_threshold,
         embedding_threshold=config.embedding_threshold, rebuild=config.rebuild,
@@ -94,7 +68,7 @@ def omniabench_split(
         edges = [Edge(child=split.id, parent=tid, relation="holds_out") for tid in split.task_ids]
         lineage.get().record([row], edges)
     routes = Counter(i.route for i in split.items)
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "benchmark_id": split.id,
             "built_this_round": outcome.created,
@@ -128,30 +102,28 @@ def _guard(
     from agentomnia.omniabench.metrics import report
     from agentomnia.omniabench.policies import make_policy
     from agentomnia.omniabench.runner import evaluate
-    from agentomnia.omniabench.service import bundles_for
 
     store = storage.get()
     split, tasks = require_benchmark(store)
     box = sandbox.get()
     name, factory = make_policy(policy, sandbox=box)
     results = evaluate(
-        tasks, {i.task_id: i for i in split.items}, bundles_for(store, tasks), box, factory,
+        tasks, {i.task_id: i for i in split.items}, Catalog(store).bundles(t.env_id for t in tasks), box, factory,
         policy_name=name, eval_id=f"guard-{policy_slug(name)}", trials=1, workers=box.config.workers,
     )  # fmt: skip
     return report(results, k=1), results
 
 
-@asset_check(
-    asset=omniabench_split,
-    partitions_def=rounds,
+@round_check(
+    omniabench_split,
     description="The reference solution scores 1.0 on every benchmark task.",
 )
 def reference_solves_every_item(
     context, storage: StorageResource, sandbox: SandboxResource
-) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
     _, results = _guard(storage, sandbox, "reference")
     failed = [r for r in results if not r.passed]
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=not failed,
         metadata={
             "items": len(results),
@@ -170,15 +142,14 @@ def reference_solves_every_item(
     )
 
 
-@asset_check(
-    asset=omniabench_split,
-    partitions_def=rounds,
+@round_check(
+    omniabench_split,
     description="baseline:noop scores exactly 0 on every benchmark task (no vacuous credit).",
 )
-def noop_scores_zero(context, storage: StorageResource, sandbox: SandboxResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+def noop_scores_zero(context, storage: StorageResource, sandbox: SandboxResource) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
     _, results = _guard(storage, sandbox, "baseline:noop")
     passing = [r for r in results if r.passed or (r.score or 0.0) > 0.0]
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=not passing,
         metadata={
             "items": len(results),
@@ -189,7 +160,7 @@ def noop_scores_zero(context, storage: StorageResource, sandbox: SandboxResource
     )
 
 
-class EvalConfig(Config):
+class EvalConfig(dg.Config):
     # policy specs (see agentomnia.omniabench.policies); "checkpoint" is this round's trained model as
     # hf:<path>. Two or more policies also give the L1 scatter of the first two (paper Figure 17).
     policies: list[str] = ["baseline:heuristic"]
@@ -203,18 +174,13 @@ class EvalConfig(Config):
 def _resolve(spec: str, store: Storage, round_key: str) -> str | None:
     if spec != "checkpoint":
         return spec
-    for kind in ("rl", "sft"):
-        folder = store.checkpoint_dir(kind, round_key)
-        if (folder / "config.json").exists():
-            return f"hf:{folder}"
-    return None
+    folder = store.round(round_key).latest_checkpoint()
+    return f"hf:{folder}" if folder is not None else None
 
 
-@asset(
-    group_name="omniabench",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
-    deps=[omniabench_split, AssetKey("rl_checkpoint")],
+@round_asset(
+    "omniabench",
+    deps=[omniabench_split, dg.AssetKey(RL_CHECKPOINT)],
     description=(
         "Evaluation of the round's policies on OmniaBench: K trials per task, pass@1 (exactly 1.0), pass@k, pass^k, "
         "by route, split, L1 domain, capability and atom; infrastructure errors kept apart; every failed trial "
@@ -223,14 +189,14 @@ def _resolve(spec: str, store: Storage, round_key: str) -> str | None:
     ),
 )
 def omniabench_eval(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: EvalConfig,
     storage: StorageResource,
     lineage: LineageResource,
     llm: LLMResource,
     embedder: EmbedderResource,
     sandbox: SandboxResource,
-) -> MaterializeResult:
+) -> dg.MaterializeResult:
     store, box = storage.get(), sandbox.get()
     round_key = context.partition_key
     outcomes = []
@@ -252,7 +218,7 @@ def omniabench_eval(
     if not outcomes:
         raise ValueError("no policy could be evaluated: " + "; ".join(skipped))
     main = outcomes[0]
-    folder = store.artifact_dir("omniabench_eval", round_key)
+    folder = store.round(round_key).dir(EVALUATIONS)
     plots = {
         "pass_by_route": png(pass_by_route_png(main.report, folder / "pass_by_route.png"), "pass@1 by route")
     }
@@ -279,12 +245,12 @@ def omniabench_eval(
     metadata["by_l1"] = md_table(main.report.rows("l1"))
     metadata["by_capability"] = md_table(main.report.rows("capability"))
     metadata["by_atom"] = md_table(main.report.rows("atom"))
-    metadata["results"] = MetadataValue.path(str(main.path))
+    metadata["results"] = dg.MetadataValue.path(str(main.path))
     metadata.update(plots)
-    return MaterializeResult(metadata=metadata)
+    return dg.MaterializeResult(metadata=metadata)
 
 
-def _failure_tags(store: Storage, round_key: str) -> MetadataValue:
+def _failure_tags(store: Storage, round_key: str) -> dg.MetadataValue:
     from agentomnia.omniabench.store import FailureStore
 
     return count_table(
@@ -292,17 +258,16 @@ def _failure_tags(store: Storage, round_key: str) -> MetadataValue:
     )
 
 
-@asset_check(
-    asset=omniabench_eval,
-    partitions_def=rounds,
+@round_check(
+    omniabench_eval,
     description="No evaluation ended on infrastructure errors for more than 5% of its trials.",
 )
-def infrastructure_errors_are_rare(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+def infrastructure_errors_are_rare(context, storage: StorageResource) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
     store = storage.get()
     results = [r for rs in load_results(store, context.partition_key).values() for r in rs]
     errors = [r for r in results if r.infra_error]
     share = len(errors) / len(results) if results else 0.0
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=share <= 0.05,
         metadata={
             "trials": len(results),

@@ -20,6 +20,7 @@ from dagster import (
 )
 from pydantic import BaseModel, Field
 
+from agentomnia.catalog import DAG_TASKS, PRDS, PROGRAM_TASKS, SOLVER_TASKS
 from agentomnia.lineage import LineageStore
 from agentomnia.storage import Storage
 from agentomnia_assets.instance import ensure_dagster_home
@@ -131,14 +132,14 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 # `full` runs every stage at its target sizes on the whole shipped corpus.
 SCALES: dict[str, dict[str, dict[str, Any]]] = {
     "default": {
-        "dag_tasks": {"standard_per_env": 2, "challenge_per_env": 1, "max_environments": 30},
-        "program_tasks": {"per_env": 1, "max_environments": 30},
-        "solver_tasks": {"per_family": 4, "guided_per_family": 2},
+        DAG_TASKS.name: {"standard_per_env": 2, "challenge_per_env": 1, "max_environments": 30},
+        PROGRAM_TASKS.name: {"per_env": 1, "max_environments": 30},
+        SOLVER_TASKS.name: {"per_family": 4, "guided_per_family": 2},
     },
     "full": {
-        "dag_tasks": {"standard_per_env": 8, "challenge_per_env": 4},
-        "program_tasks": {"per_env": 2},
-        "solver_tasks": {"per_family": 25, "guided_per_family": 5},
+        DAG_TASKS.name: {"standard_per_env": 8, "challenge_per_env": 4},
+        PROGRAM_TASKS.name: {"per_env": 2},
+        SOLVER_TASKS.name: {"per_family": 25, "guided_per_family": 5},
     },
 }
 
@@ -269,7 +270,7 @@ def run_pipeline(
         rejections=store.rejection_reasons(round_key),
         where={
             "lineage": str(storage.lineage_path),
-            "artifacts": str(storage.root / "artifacts"),
+            "artifacts": str(storage.artifacts_root),
             "benchmark": str(storage.root / "benchmark"),
             "ui": "make ui, then http://127.0.0.1:3000",
         },
@@ -279,7 +280,6 @@ def run_pipeline(
 
 def loop_summary(storage: Storage, round_keys: list[str], evolution: EvolutionReport | None) -> LoopSummary:
     """Per round: pass@1 by split of every evaluated policy, failures, PRDs and both KL values."""
-    import json
 
     from agentomnia.omniabench.metrics import report
     from agentomnia.omniabench.service import load_results
@@ -295,15 +295,11 @@ def loop_summary(storage: Storage, round_keys: list[str], evolution: EvolutionRe
                 row["split"]: row["pass@1"] for row in rep.rows("split") if "split" in row and "pass@1" in row
             }
         entry["failures"] = len(failures.failures(round=key))
-        prd_path = storage.artifact("prds", key)
-        if prd_path.exists():
-            from agentomnia.evolution import PRD
-            from agentomnia.storage import load_records
-
-            entry["prds"] = len(load_records(prd_path, PRD))
-        align = storage.artifact("prd_alignment", key, "alignment.json")
-        if align.exists():
-            data = json.loads(align.read_text())
+        artifacts = storage.round(key)
+        if artifacts.exists(PRDS):
+            entry["prds"] = len(artifacts.prds())
+        data = artifacts.alignment()
+        if data is not None:
             entry.update(
                 parent=data.get("parent_round"),
                 kl_round=data.get("kl_round"),
@@ -315,8 +311,8 @@ def loop_summary(storage: Storage, round_keys: list[str], evolution: EvolutionRe
 
 def _save_asset_list(storage: Storage) -> None:
     """The asset list `agentomnia status` reads without loading Dagster, saved by every run."""
-    from agentomnia.status import save_asset_list
     from agentomnia_assets.definitions import defs
+    from agentomnia_assets.status import save_asset_list
 
     names = [k.to_user_string() for a in defs.assets or [] if isinstance(a, AssetsDefinition) for k in a.keys]
     save_asset_list(ensure_dagster_home(storage.root), names)
@@ -325,10 +321,10 @@ def _save_asset_list(storage: Storage) -> None:
 def latest_materializations(storage: Storage) -> list[dict[str, Any]]:
     """Each asset's most recent materialization (or that it has none yet), through the Dagster API.
 
-    Saves the asset list for `agentomnia.status.fast_asset_status`, which answers the same without
+    Saves the asset list for `agentomnia_assets.status.fast_asset_status`, which answers the same without
     loading Dagster when the instance uses the default SQLite storage."""
-    from agentomnia.status import save_asset_list
     from agentomnia_assets.definitions import defs
+    from agentomnia_assets.status import save_asset_list
 
     dagster_home = ensure_dagster_home(storage.root)
     instance = DagsterInstance.get()

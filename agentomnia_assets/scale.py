@@ -7,18 +7,16 @@ The default configuration is the paper's corpus; `agentomnia run --scale paper` 
 It is its own job (`scale_job`), never part of a default round.
 """
 
-from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
+import dagster as dg
 from pydantic import Field
 
 from agentomnia.scale.plan import PAPER_ENVIRONMENTS, ScalePlan
 from agentomnia.scale.runner import run_scale, scale_dir
-from agentomnia_assets._common import md_table
-from agentomnia_assets.instance import DUCKDB_POOL
-from agentomnia_assets.partitions import rounds
+from agentomnia_assets._common import md_table, round_asset
 from resources import StorageResource
 
 
-class ScaleConfig(Config):
+class ScaleConfig(dg.Config):
     environments: int = Field(default=PAPER_ENVIRONMENTS, ge=1, description="verified environments to make")
     workers: int = Field(default=2, ge=1, description="worker processes (each with its own sandbox)")
     shard_environments: int = Field(default=60, ge=1, description="environments per shard, about")
@@ -30,10 +28,8 @@ class ScaleConfig(Config):
         )
 
 
-@asset(
-    group_name="scale",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
+@round_asset(
+    "scale",
     description=(
         "The synthesis corpus at scale (default: the paper's 5,018 environments and 52,361 tasks in its "
         "proportions of DAG-Standard, DAG-Challenge, program and solver tasks, over all 354 level-2 domains): "
@@ -41,8 +37,8 @@ class ScaleConfig(Config):
     ),
 )
 def scale_corpus(
-    context: AssetExecutionContext, config: ScaleConfig, storage: StorageResource
-) -> MaterializeResult:
+    context: dg.AssetExecutionContext, config: ScaleConfig, storage: StorageResource
+) -> dg.MaterializeResult:
     store = storage.get()
     summary = run_scale(
         config.plan(),
@@ -52,7 +48,7 @@ def scale_corpus(
         run_id=context.run.run_id,
         progress=context.log.info,
     )
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "environments": summary.environments,
             "tools": summary.tools,
@@ -67,6 +63,6 @@ def scale_corpus(
             "peak_rss_mb": summary.peak_rss_mb,
             "verification_share": summary.verification_share,
             "stages": md_table([s.model_dump() for s in summary.stages]),
-            "folder": MetadataValue.path(str(scale_dir(store, context.partition_key))),
+            "folder": dg.MetadataValue.path(str(scale_dir(store, context.partition_key))),
         }
     )

@@ -2,42 +2,27 @@
 
 from collections import Counter
 
-from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
-    AssetExecutionContext,
-    AssetKey,
-    Config,
-    MaterializeResult,
-    MetadataValue,
-    asset,
-    asset_check,
-)
+import dagster as dg
 
+from agentomnia.catalog import ENV_CANDIDATES, PRDS, RAW_SEEDS, SELECTED_CANDIDATES, TAXONOMY
 from agentomnia.evolution import seeds_for
-from agentomnia.lineage import Edge, lineage_row
-from agentomnia.seeds.inference import DomainMatcher, EnvCandidate, candidate_text, infer_candidates
+from agentomnia.seeds.inference import DomainMatcher, candidate_text
 from agentomnia.seeds.ingest import corpus_dir, ingest
-from agentomnia.seeds.models import Seed, SeedRejection
-from agentomnia.seeds.selection import SelectionConfig, select
-from agentomnia.storage import load_records, save_records, write_parquet
+from agentomnia.seeds.selection import SelectionConfig
+from agentomnia.stages import StageContext, candidates_stage, publish, seeds_stage, selection_stage
 from agentomnia.taxonomy import Coordinate, load_knowledge, load_taxonomy
-from agentomnia_assets._common import count_table, md_table
-from agentomnia_assets.evolution import round_directives, round_prds
-from agentomnia_assets.instance import DUCKDB_POOL
-from agentomnia_assets.partitions import BASE_ROUND, rounds
+from agentomnia_assets._common import count_table, md_table, round_asset, round_check
+from agentomnia_assets.partitions import BASE_ROUND
 from resources import EmbedderResource, LineageResource, LLMResource, StorageResource
 
 
-class SeedsConfig(Config, SelectionConfig):  # type: ignore[misc]
+class SeedsConfig(dg.Config, SelectionConfig):  # type: ignore[misc]
     """Selection thresholds, settable per run from the launchpad (defaults: SelectionConfig's)."""
 
 
-@asset(
-    group_name="seeds",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
-    deps=[AssetKey("taxonomy"), AssetKey("prds")],
+@round_asset(
+    "seeds",
+    deps=[dg.AssetKey(TAXONOMY.name), dg.AssetKey(PRDS.name)],
     description=(
         "Seeds parsed from files: user queries (JSONL/CSV/Parquet/HF datasets), SKILL.md skills, MCP tools/list "
         "results and OpenAPI/Swagger specs. Round r0 reads the shipped corpus; every round reads "
@@ -46,39 +31,26 @@ class SeedsConfig(Config, SelectionConfig):  # type: ignore[misc]
     ),
 )
 def raw_seeds(
-    context: AssetExecutionContext, storage: StorageResource, lineage: LineageResource
-) -> MaterializeResult:
+    context: dg.AssetExecutionContext, storage: StorageResource, lineage: LineageResource
+) -> dg.MaterializeResult:
     round_key = context.partition_key
     store = storage.get()
+    artifacts = store.round(round_key)
     inbox = store.root / "seeds"
     result = ingest([corpus_dir()], relative_to=corpus_dir()) if round_key == BASE_ROUND else ingest([])
     if inbox.exists():
         result.extend(ingest([inbox], relative_to=store.root))
-    directives = round_directives(store, round_key)
-    documents = round_prds(store, round_key)
+    directives = artifacts.directives()
+    documents = artifacts.prds()
     steered = []
     if directives is not None:
         steered = seeds_for(directives, load_taxonomy(), load_knowledge(), prds=documents)
-    seeds = [s.in_round(round_key) for s in [*result.accepted, *steered]]
-    seeds = list({s.id: s for s in seeds}.values())  # the same seed in two places is one seed
-    rejected = [r.in_round(round_key) for r in result.rejected]
-    path = save_records(
-        store.artifact("raw_seeds", round_key), seeds, flat=["kind", "name", "source", "title"]
-    )
-    save_records(
-        store.artifact("raw_seeds", round_key, "rejected.parquet"), rejected, flat=["source", "reason"]
-    )
-    rows = [lineage_row(s, run_id=context.run.run_id, location=str(path)) for s in seeds]
-    rows += [lineage_row(r, status="rejected", reason=r.message, run_id=context.run.run_id) for r in rejected]
-    record_of = {p.prd_id: p.id for p in documents}
-    edges = [
-        Edge(child=s.id, parent=record_of[pid], relation="steered_by")
-        for s in seeds
-        for pid in s.metadata.get("prd_ids") or ()
-        if pid in record_of
-    ]
-    lineage.get().record(rows, edges)
-    return MaterializeResult(
+    ctx = StageContext(round_key, context.run.run_id)
+    out = seeds_stage(ctx, [*result.accepted, *steered], result.rejected,
+                      prd_records={p.prd_id: p.id for p in documents})  # fmt: skip
+    path = publish(out, ctx, artifacts, RAW_SEEDS, lineage.get(), flat=["kind", "name", "source", "title"])
+    seeds, rejected = out.kept, out.rejected
+    return dg.MaterializeResult(
         metadata={
             "seeds": len(seeds),
             "prd_seeds": len(steered),
@@ -86,17 +58,15 @@ def raw_seeds(
             "tools": sum(len(s.tools) for s in seeds),
             "by_kind": count_table([s.kind for s in seeds], "kind"),
             "rejections": md_table(
-                [{"source": r.source, "place": r.place, "reason": r.reason} for r in rejected]
+                [{"source": r.subject, "place": r.place, "reason": r.reason} for r in rejected]
             ),
-            "path": MetadataValue.path(str(path)),
+            "path": dg.MetadataValue.path(str(path)),
         }
     )
 
 
-@asset(
-    group_name="seeds",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
+@round_asset(
+    "seeds",
     deps=[raw_seeds],
     description=(
         "Environment inference per seed: a summary naming the domain, an overview (state components, "
@@ -105,39 +75,29 @@ def raw_seeds(
     ),
 )
 def environment_candidates(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     storage: StorageResource,
     lineage: LineageResource,
     llm: LLMResource,
     embedder: EmbedderResource,
-) -> MaterializeResult:
+) -> dg.MaterializeResult:
     round_key = context.partition_key
-    store = storage.get()
-    seeds = load_records(store.artifact("raw_seeds", round_key), Seed)
+    artifacts = storage.get().round(round_key)
+    seeds = artifacts.seeds()
     matcher = DomainMatcher(load_taxonomy(), embedder.get())
-    candidates, failed = infer_candidates(seeds, matcher, llm.get())
-    candidates = [c.in_round(round_key) for c in candidates]
-    path = save_records(
-        store.artifact("environment_candidates", round_key),
-        candidates,
-        flat=["name", "summary", "utility", "realism"],
+    ctx = StageContext(round_key, context.run.run_id)
+    out = candidates_stage(ctx, seeds, matcher, llm.get())
+    path = publish(
+        out, ctx, artifacts, ENV_CANDIDATES, lineage.get(), flat=["name", "summary", "utility", "realism"]
     )
-    rows = [lineage_row(c, run_id=context.run.run_id, location=str(path)) for c in candidates]
-    edges = [Edge(child=c.id, parent=sid, relation="inferred_from") for c in candidates for sid in c.seed_ids]
-    rejects = [SeedRejection(source=s.source, kind=s.kind, reason=why, round=round_key) for s, why in failed]
-    rows += [lineage_row(r, status="rejected", reason=r.reason, run_id=context.run.run_id) for r in rejects]
-    edges += [
-        Edge(child=r.id, parent=s.id, relation="rejection_of")
-        for r, (s, _) in zip(rejects, failed, strict=True)
-    ]
-    lineage.get().record(rows, edges)
+    candidates, failed = out.kept, out.rejected
     expected = [
         (c, s.metadata.get("taxonomy_id"))
         for c in candidates
         for s in seeds
         if s.id in c.seed_ids and isinstance(s.metadata.get("taxonomy_id"), int)
     ]
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "candidates": len(candidates),
             "failed": len(failed),
@@ -152,15 +112,13 @@ def environment_candidates(
             )
             if expected
             else "n/a",
-            "path": MetadataValue.path(str(path)),
+            "path": dg.MetadataValue.path(str(path)),
         }
     )
 
 
-@asset(
-    group_name="seeds",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
+@round_asset(
+    "seeds",
     deps=[environment_candidates],
     description=(
         "Quality-aware selection: granularity control (too broad / too narrow), utility and realism thresholds, "
@@ -169,85 +127,64 @@ def environment_candidates(
     ),
 )
 def selected_environment_seeds(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: SeedsConfig,
     storage: StorageResource,
     lineage: LineageResource,
     embedder: EmbedderResource,
-) -> MaterializeResult:
+) -> dg.MaterializeResult:
     round_key = context.partition_key
-    store = storage.get()
-    candidates = load_records(store.artifact("environment_candidates", round_key), EnvCandidate)
+    artifacts = storage.get().round(round_key)
+    candidates = artifacts.candidates()
     vectors = embedder.get().embed([candidate_text(c) for c in candidates])
-    selection = select(candidates, vectors, SelectionConfig(**config.model_dump()))
-    path = save_records(
-        store.artifact("selected_environment_seeds", round_key), selection.selected, flat=["name", "summary"]
-    )
-    rejected_rows = [r.model_dump() for r in selection.rejected]
-    write_parquet(store.artifact("selected_environment_seeds", round_key, "rejected.parquet"), rejected_rows,
-                  columns=["candidate_id", "seed_ids", "rule", "reason"])  # fmt: skip
-    by_id = {c.id: c for c in candidates}
-    rows = [
-        lineage_row(c, kind="selected_candidate", run_id=context.run.run_id, location=str(path))
-        for c in selection.selected
+    ctx = StageContext(round_key, context.run.run_id)
+    out = selection_stage(ctx, candidates, vectors, SelectionConfig(**config.model_dump()))
+    path = publish(out, ctx, artifacts, SELECTED_CANDIDATES, lineage.get(), flat=["name", "summary"])
+    rejected_rows = [
+        {"candidate_id": r.subject, "rule": r.detail.get("rule"), "reason": r.reason} for r in out.rejected
     ]
-    # a selection decision is a record of its own: the candidate row stays as inference wrote it
-    rows = [r.model_copy(update={"id": f"sel-{round_key}-{r.id}"}) for r in rows]
-    rows += [
-        lineage_row(by_id[r.candidate_id], kind="selected_candidate", status="rejected", reason=f"{r.rule}: {r.reason}",
-                    run_id=context.run.run_id).model_copy(update={"id": f"sel-{round_key}-{r.candidate_id}"})
-        for r in selection.rejected
-    ]  # fmt: skip
-    edges = [Edge(child=r.id, parent=r.id.split("-", 2)[2], relation="selection_of") for r in rows]
-    lineage.get().record(rows, edges)
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "candidates": len(candidates),
-            "selected": len(selection.selected),
-            "rejected": len(selection.rejected),
-            "rejected_by_rule": count_table([r.rule for r in selection.rejected], "rule"),
+            "selected": len(out.kept),
+            "rejected": len(out.rejected),
+            "rejected_by_rule": count_table([r["rule"] for r in rejected_rows], "rule"),
             "rejections": md_table(rejected_rows, ["candidate_id", "rule", "reason"]),
-            "selected_by_split": count_table([c.coordinate.split for c in selection.selected], "split"),
-            "selected_l1_domains": len({c.coordinate.l1_key for c in selection.selected}),
-            "path": MetadataValue.path(str(path)),
+            "selected_by_split": count_table([c.coordinate.split for c in out.kept], "split"),
+            "selected_l1_domains": len({c.coordinate.l1_key for c in out.kept}),
+            "path": dg.MetadataValue.path(str(path)),
         }
     )
 
 
-@asset_check(
-    asset=selected_environment_seeds,
-    partitions_def=rounds,
+@round_check(
+    selected_environment_seeds,
     blocking=True,
     description="No two selected candidates share a summary.",
 )
-def selected_summaries_unique(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
-    selected = load_records(
-        storage.get().artifact("selected_environment_seeds", context.partition_key), EnvCandidate
-    )
+def selected_summaries_unique(context, storage: StorageResource) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
+    selected = storage.get().round(context.partition_key).selected()
     counts = Counter(" ".join(c.summary.lower().split()) for c in selected)
     dupes = [s for s, n in counts.items() if n > 1]
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=not dupes, metadata={"duplicate_summaries": len(dupes), "selected": len(selected)}
     )
 
 
-@asset_check(
-    asset=selected_environment_seeds,
-    partitions_def=rounds,
+@round_check(
+    selected_environment_seeds,
     description="Every selected candidate has a valid taxonomy coordinate.",
 )
-def selected_coordinates_valid(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
-    selected = load_records(
-        storage.get().artifact("selected_environment_seeds", context.partition_key), EnvCandidate
-    )
+def selected_coordinates_valid(context, storage: StorageResource) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
+    selected = storage.get().round(context.partition_key).selected()
     bad = []
     for c in selected:
         try:
             Coordinate.model_validate(c.coordinate.model_dump())
         except ValueError as exc:
             bad.append({"candidate": c.id, "problem": str(exc)[:200]})
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=not bad,
-        severity=AssetCheckSeverity.ERROR,
+        severity=dg.AssetCheckSeverity.ERROR,
         metadata={"invalid": len(bad), "problems": md_table(bad)},
     )

@@ -1,32 +1,25 @@
 """Task synthesis (paper §4.4): DAG-based, program-based and solver-based tasks on verified environments."""
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from dagster import (
-    AssetCheckResult,
-    AssetExecutionContext,
-    Config,
-    MaterializeResult,
-    MetadataValue,
-    asset,
-    asset_check,
-)
+import dagster as dg
 
+from agentomnia.catalog import DAG_TASKS, ENVIRONMENTS, PROGRAM_TASKS, SOLVER_TASKS, Artifact, Catalog
+from agentomnia.directives import SynthesisDirectives
 from agentomnia.envs.spec import EnvSpec
-from agentomnia.evolution.directives import SynthesisDirectives
-from agentomnia.lineage import Edge, LineageRow, lineage_row
-from agentomnia.omniabench.service import bundles_for
-from agentomnia.records import content_hash
+from agentomnia.lineage import LineageRow
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.sandbox import Sandbox
-from agentomnia.storage import Storage, load_records, read_parquet, save_records, write_parquet
-from agentomnia.tasks.dag.synth import check_task, summarize_tasks, synthesize_dag_variants
+from agentomnia.stages import StageContext, publish, solver_environments, tasks_stage
+from agentomnia.storage import Storage
+from agentomnia.tasks.dag.synth import summarize_tasks, synthesize_dag_variants
+from agentomnia.tasks.families import family_of, is_challenging_kind
 from agentomnia.tasks.leakage import leakage_problems
-from agentomnia.tasks.models import Task, TaskRejection
-from agentomnia.tasks.program import check_program_task, control_flow, synthesize_program_tasks
+from agentomnia.tasks.models import Task
+from agentomnia.tasks.program import control_flow, synthesize_program_tasks
 from agentomnia.tasks.solver import (
     FAMILIES,
     GUIDED_OFFLINE_NOTE,
@@ -34,63 +27,31 @@ from agentomnia.tasks.solver import (
     synthesize_solver_tasks,
 )
 from agentomnia.taxonomy import load_taxonomy
-from agentomnia_assets._common import count_table, md_table
-from agentomnia_assets.environments import environments
-from agentomnia_assets.evolution import round_directives
-from agentomnia_assets.instance import DUCKDB_POOL
-from agentomnia_assets.partitions import rounds
+from agentomnia_assets._common import count_table, md_table, round_asset, round_check
 from resources import LineageResource, LLMResource, SandboxResource, StorageResource
 
 
 def environment_dirs(store: Storage, round_key: str, limit: int = 0) -> list[Path]:
-    rows = read_parquet(store.artifact("environments", round_key))
+    rows = store.round(round_key).environments()
     dirs = [Path(r["path"]) for r in sorted(rows, key=lambda r: r["env_id"])]
     return dirs[:limit] if limit else dirs
 
 
 def _publish_tasks(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     store: Storage,
     lineage: LineageResource,
-    asset_name: str,
+    artifact: Artifact,
     tasks: Sequence[Task],
-    rejected: Sequence[TaskRejection],
+    rejected: Sequence[Rejection],
+    extra_rows: Sequence[LineageRow] = (),
 ) -> Path:
-    round_key = context.partition_key
-    tasks = [t.in_round(round_key) for t in tasks]
-    path = save_records(store.artifact(asset_name, round_key), tasks, flat=["env_id", "kind", "query"])
-    write_parquet(
-        store.artifact(asset_name, round_key, "rejected.parquet"),
-        [r.model_dump() for r in rejected],
-        columns=["env_id", "kind", "stage", "reason"],
+    ctx = StageContext(context.partition_key, context.run.run_id)
+    out = tasks_stage(ctx, tasks, rejected, stage=artifact.name)
+    out.rows += extra_rows
+    return publish(
+        out, ctx, store.round(ctx.round_key), artifact, lineage.get(), flat=["env_id", "kind", "query"]
     )
-    rows = [
-        lineage_row(
-            t,
-            run_id=context.run.run_id,
-            location=str(path),
-            meta={"task_kind": t.kind, "calls": len(t.reference_calls)},
-        )
-        for t in tasks
-    ]
-    edges = [Edge(child=t.id, parent=t.env_id, relation="task_on") for t in tasks]
-    reasons = Counter((r.env_id, r.kind, r.stage, r.reason[:160]) for r in rejected)
-    for (env_id, kind, stage, reason), n in reasons.items():
-        rid = f"rej-{asset_name}-{round_key}-{content_hash([env_id, kind, stage, reason], 12)}"
-        rows.append(
-            LineageRow(
-                id=rid,
-                kind="task",
-                round=round_key,
-                status="rejected",
-                reason=f"{stage}: {reason}",
-                run_id=context.run.run_id,
-                meta={"task_kind": kind, "times": n},
-            )
-        )
-        edges.append(Edge(child=rid, parent=env_id, relation="task_on"))
-    lineage.get().record(rows, edges)
-    return path
 
 
 def _parallel(box: Sandbox, items: Sequence[Any], fn: Callable[[Any], Any]) -> list[Any]:
@@ -98,7 +59,7 @@ def _parallel(box: Sandbox, items: Sequence[Any], fn: Callable[[Any], Any]) -> l
         return list(pool.map(fn, items))
 
 
-class DagTasksConfig(Config):
+class DagTasksConfig(dg.Config):
     standard_per_env: int = 6
     challenge_per_env: int = 3
     multi_turn_share: float = (
@@ -107,11 +68,9 @@ class DagTasksConfig(Config):
     max_environments: int = 0  # 0 = every verified environment
 
 
-@asset(
-    group_name="tasks",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
-    deps=[environments],
+@round_asset(
+    "tasks",
+    deps=[dg.AssetKey(ENVIRONMENTS.name)],
     description=(
         "DAG-based tasks (DAG-Standard and DAG-Challenge): tool dependency graphs with typed edges, "
         "topology-aware group sampling, augmented DAGs with virtual nodes, hardened initial states, "
@@ -121,16 +80,16 @@ class DagTasksConfig(Config):
     ),
 )
 def dag_tasks(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: DagTasksConfig,
     storage: StorageResource,
     lineage: LineageResource,
     llm: LLMResource,
     sandbox: SandboxResource,
-) -> MaterializeResult:
+) -> dg.MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     dirs = environment_dirs(store, context.partition_key, config.max_environments)
-    directives = round_directives(store, context.partition_key)  # a PRD-guided round's variations
+    directives = store.round(context.partition_key).directives()  # a PRD-guided round's variations
 
     plan = [
         (v, n)
@@ -138,7 +97,7 @@ def dag_tasks(
         if n
     ]
 
-    def one(folder: Path) -> tuple[list[Task], list[TaskRejection]]:
+    def one(folder: Path) -> tuple[list[Task], list[Rejection]]:
         # one bundle load, tool graph and sandbox session for both variants
         return synthesize_dag_variants(
             folder, box, plan, llm=model, directives=directives, multi_turn=config.multi_turn_share
@@ -147,7 +106,7 @@ def dag_tasks(
     results = _parallel(box, dirs, one)
     tasks = [t for kept, _ in results for t in kept]
     rejected = [r for _, rej in results for r in rej]
-    path = _publish_tasks(context, store, lineage, "dag_tasks", tasks, rejected)
+    path = _publish_tasks(context, store, lineage, DAG_TASKS, tasks, rejected)
     summary = summarize_tasks(tasks, rejected)
     std = [t for t in tasks if t.kind == "dag_standard"]
     chal = [t for t in tasks if t.kind == "dag_challenge"]
@@ -155,7 +114,7 @@ def dag_tasks(
     def mean(values: list[float]) -> float:
         return round(sum(values) / len(values), 2) if values else 0.0
 
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "tasks": len(tasks),
             "dag_standard": len(std),
@@ -178,62 +137,68 @@ def dag_tasks(
             "rejected_by_stage": md_table(
                 [{"stage": k, "count": v} for k, v in summary["rejected_by_stage"].items()]
             ),
-            "path": MetadataValue.path(str(path)),
+            "path": dg.MetadataValue.path(str(path)),
         }
     )
 
 
-@asset_check(
-    asset=dag_tasks,
-    partitions_def=rounds,
-    blocking=True,
-    description="Every kept DAG task passes its oracle check on replay.",
-)
-def dag_oracle_passes(context, storage: StorageResource, sandbox: SandboxResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+def _oracle_check(
+    storage: StorageResource, sandbox: SandboxResource, round_key: str, artifact: Artifact
+) -> dg.AssetCheckResult:
+    """Every kept task of `artifact` passes its family's own check (the one `agentomnia tasks check` runs)."""
     store = storage.get()
-    tasks = load_records(store.artifact("dag_tasks", context.partition_key), Task)
-    bundles = bundles_for(store, tasks)
+    tasks = store.round(round_key).tasks([artifact])
+    bundles = Catalog(store).bundles(t.env_id for t in tasks)
     box = sandbox.get()
-    results = _parallel(box, tasks, lambda t: check_task(t, box, bundles[t.env_id]))
+    reports = _parallel(box, tasks, lambda t: family_of(t).validate(t, box, bundles[t.env_id]))
     bad = [
-        {"task": r.task_id, "detail": r.detail or "; ".join(r.consistency + r.state)}
-        for r in results
-        if not (r.replay_ok and r.oracle_pass and r.empty_fail)
+        {"task": t.id, "kind": t.kind, "detail": r.reason[:200]}
+        for t, r in zip(tasks, reports, strict=True)
+        if not r.passed
     ]
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=not bad, metadata={"tasks": len(tasks), "failing": len(bad), "failures": md_table(bad)}
     )
 
 
-@asset_check(
-    asset=dag_tasks,
-    partitions_def=rounds,
+@round_check(
+    dag_tasks,
+    blocking=True,
+    description="Every kept DAG task passes its family's check: oracle on replay, empty run fails, consistency.",
+)
+def dag_oracle_passes(context, storage: StorageResource, sandbox: SandboxResource) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
+    return _oracle_check(storage, sandbox, context.partition_key, DAG_TASKS)
+
+
+@round_check(
+    dag_tasks,
     description="No DAG task names a tool, parameter key or (for Challenge) an id literal.",
 )
-def dag_queries_leak_nothing(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+def dag_queries_leak_nothing(context, storage: StorageResource) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
     store = storage.get()
-    tasks = load_records(store.artifact("dag_tasks", context.partition_key), Task)
-    specs = {b: EnvSpec.model_validate(bundle.spec) for b, bundle in bundles_for(store, tasks).items()}
+    tasks = store.round(context.partition_key).tasks([DAG_TASKS])
+    specs = {
+        b: EnvSpec.model_validate(bundle.spec)
+        for b, bundle in Catalog(store).bundles(t.env_id for t in tasks).items()
+    }
     bad = []
     for t in tasks:
-        problems = leakage_problems(t.query, specs[t.env_id], forbid_ids=t.kind == "dag_challenge")
+        problems = leakage_problems(t.query, specs[t.env_id], forbid_ids=is_challenging_kind(t.kind))
         if problems:
             bad.append({"task": t.id, "kind": t.kind, "problem": problems[0]})
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=not bad, metadata={"tasks": len(tasks), "leaking": len(bad), "examples": md_table(bad)}
     )
 
 
-class ProgramTasksConfig(Config):
+class ProgramTasksConfig(dg.Config):
     per_env: int = 2
     max_environments: int = 0
 
 
-@asset(
-    group_name="tasks",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
-    deps=[environments],
+@round_asset(
+    "tasks",
+    deps=[dg.AssetKey(ENVIRONMENTS.name)],
     description=(
         "Program-based tasks: solution programs with loops and branches co-synthesized with their internal "
         "spec on difficulty-hardened states, debugged by execution in the sandbox; leakage-free public queries; "
@@ -242,21 +207,21 @@ class ProgramTasksConfig(Config):
     ),
 )
 def program_tasks(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: ProgramTasksConfig,
     storage: StorageResource,
     lineage: LineageResource,
     llm: LLMResource,
     sandbox: SandboxResource,
-) -> MaterializeResult:
+) -> dg.MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     dirs = environment_dirs(store, context.partition_key, config.max_environments)
     results = _parallel(box, dirs, lambda d: synthesize_program_tasks(d, box, n=config.per_env, llm=model))
     tasks = [t for kept, _ in results for t in kept]
     rejected = [r for _, rej in results for r in rej]
-    path = _publish_tasks(context, store, lineage, "program_tasks", tasks, rejected)
+    path = _publish_tasks(context, store, lineage, PROGRAM_TASKS, tasks, rejected)
     flows = [control_flow(t.reference_program or "") for t in tasks]
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "tasks": len(tasks),
             "environments": len(dirs),
@@ -267,31 +232,18 @@ def program_tasks(
             "by_template": count_table([t.metadata.get("template", "?") for t in tasks], "template"),
             "rejected": len(rejected),
             "rejected_by_stage": count_table([r.stage for r in rejected], "stage"),
-            "path": MetadataValue.path(str(path)),
+            "path": dg.MetadataValue.path(str(path)),
         }
     )
 
 
-@asset_check(
-    asset=program_tasks,
-    partitions_def=rounds,
+@round_check(
+    program_tasks,
     blocking=True,
     description="Every program task: reference passes, empty run and one-wrong-item run fail.",
 )
-def program_oracle_passes(context, storage: StorageResource, sandbox: SandboxResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
-    store = storage.get()
-    tasks = load_records(store.artifact("program_tasks", context.partition_key), Task)
-    bundles = bundles_for(store, tasks)
-    box = sandbox.get()
-    reports = _parallel(box, tasks, lambda t: check_program_task(t, box, bundles[t.env_id]))
-    bad = [
-        {"task": t.id, "details": "; ".join(r.details)[:200]}
-        for t, r in zip(tasks, reports, strict=True)
-        if not r.passed
-    ]
-    return AssetCheckResult(
-        passed=not bad, metadata={"tasks": len(tasks), "failing": len(bad), "failures": md_table(bad)}
-    )
+def program_oracle_passes(context, storage: StorageResource, sandbox: SandboxResource) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
+    return _oracle_check(storage, sandbox, context.partition_key, PROGRAM_TASKS)
 
 
 def family_quotas(directives: SynthesisDirectives | None, per_family: int) -> dict[str, int]:
@@ -312,16 +264,14 @@ def family_quotas(directives: SynthesisDirectives | None, per_family: int) -> di
     return quotas
 
 
-class SolverTasksConfig(Config):
+class SolverTasksConfig(dg.Config):
     per_family: int = 25
     guided_per_family: int = 5
 
 
-@asset(
-    group_name="tasks",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
-    deps=[environments],
+@round_asset(
+    "tasks",
+    deps=[dg.AssetKey(ENVIRONMENTS.name)],
     description=(
         "Solver-based tasks in six problem families (budgeted selection, assignment, shift scheduling, facility "
         "selection, procurement mix, route planning): a MILP (HiGHS) solves each instance as the trusted artifact; "
@@ -329,20 +279,20 @@ class SolverTasksConfig(Config):
     ),
 )
 def solver_tasks(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: SolverTasksConfig,
     storage: StorageResource,
     lineage: LineageResource,
     llm: LLMResource,
     sandbox: SandboxResource,
-) -> MaterializeResult:
+) -> dg.MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     out_dir = store.root / "envs"
     seed = int(context.partition_key.lstrip("r") or 0)
-    quotas = family_quotas(round_directives(store, context.partition_key), config.per_family)
+    quotas = family_quotas(store.round(context.partition_key).directives(), config.per_family)
     tasks: list[Task] = []
     dirs: list[Path] = []
-    rejected: list[TaskRejection] = []
+    rejected: list[Rejection] = []
     for family, n in quotas.items():
         made, made_dirs, refused = synthesize_solver_tasks(
             box, families=[family], per_family=n, seed=seed, out_dir=out_dir
@@ -352,21 +302,10 @@ def solver_tasks(
         box, model, families=list(quotas), per_family=config.guided_per_family, seed=seed, out_dir=out_dir
     )
     all_tasks = tasks + guided
-    env_rows = [
-        LineageRow(
-            id=d.name,
-            kind="environment",
-            round=context.partition_key,
-            run_id=context.run.run_id,
-            location=str(d),
-            meta={"origin": "solver"},
-        )
-        for d in dirs + gdirs
-    ]
-    lineage.get().record(env_rows)
-    path = _publish_tasks(context, store, lineage, "solver_tasks", all_tasks, rejected + grejected)
+    env_rows = solver_environments(StageContext(context.partition_key, context.run.run_id), dirs + gdirs)
+    path = _publish_tasks(context, store, lineage, SOLVER_TASKS, all_tasks, rejected + grejected, env_rows)
     gaps = [float(t.metadata.get("baseline_gap_pct") or 0.0) for t in tasks]
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "tasks": len(all_tasks),
             "solver_anchored": len(tasks),
@@ -377,6 +316,15 @@ def solver_tasks(
             "rejected": len(rejected) + len(grejected),
             "rejected_by_stage": count_table([r.stage for r in rejected + grejected], "stage"),
             "guided_note": " ".join(notes) or ("offline: " + GUIDED_OFFLINE_NOTE if model is None else ""),
-            "path": MetadataValue.path(str(path)),
+            "path": dg.MetadataValue.path(str(path)),
         }
     )
+
+
+@round_check(
+    solver_tasks,
+    blocking=True,
+    description="Every solver task: the reference plan reaches the solver's optimum, the empty run fails, no leak.",
+)
+def solver_oracle_passes(context, storage: StorageResource, sandbox: SandboxResource) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
+    return _oracle_check(storage, sandbox, context.partition_key, SOLVER_TASKS)

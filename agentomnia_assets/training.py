@@ -5,39 +5,34 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
+import dagster as dg
 
+from agentomnia.catalog import REWARD_MODEL_REPORT, RL, RL_DATASET, SFT, SFT_DATASET, TRAJECTORIES, Catalog
 from agentomnia.lineage import Edge, LineageRow
-from agentomnia.omniabench.service import bundles_for
 from agentomnia.records import content_hash
 from agentomnia.rewards import CalibrationSettings, judge_calibration
 from agentomnia.rewards.judges import outcome_groups, transcript_judge
-from agentomnia.storage import load_records, write_parquet
+from agentomnia.storage import write_parquet
 from agentomnia.tasks.models import Task
-from agentomnia.trajectories import Trajectory
 from agentomnia.trajectories.rollout import replay
-from agentomnia_assets._common import png
-from agentomnia_assets.instance import DUCKDB_POOL
-from agentomnia_assets.omniabench import round_tasks
-from agentomnia_assets.partitions import rounds
-from agentomnia_assets.trajectories import rl_dataset, sft_dataset, trajectories
+from agentomnia_assets._common import png, round_asset
 from resources import LineageResource, LLMResource, SandboxResource, StorageResource
 
 
-class SFTConfig(Config):
+class SFTConfig(dg.Config):
     base_model_path: str = ""  # a local Hugging Face checkpoint; empty = the tiny offline Qwen3
     max_steps: int = 40
     learning_rate: float = 3e-3
     max_length: int | None = None  # tokens per SFT row; None: the model's context window
 
 
-class GRPOConfig(Config):
+class GRPOConfig(dg.Config):
     max_steps: int = 3
     num_generations: int = 2
 
 
 def _checkpoint_row(
-    context: AssetExecutionContext, kind: str, folder: str, report: dict, parent: str
+    context: dg.AssetExecutionContext, kind: str, folder: str, report: dict, parent: str
 ) -> tuple[LineageRow, Edge]:  # type: ignore[type-arg]
     rid = content_hash({"kind": kind, "folder": folder, "loss": report.get("loss_history")})
     row = LineageRow(id=rid, kind="checkpoint", round=context.partition_key, run_id=context.run.run_id, location=folder,
@@ -45,24 +40,23 @@ def _checkpoint_row(
     return row, Edge(child=rid, parent=parent, relation="trained_on")
 
 
-@asset(
-    group_name="training",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
-    deps=[sft_dataset],
+@round_asset(
+    "training",
+    deps=[dg.AssetKey(SFT_DATASET)],
     description=(
         "SFT checkpoint (TRL SFTTrainer): assistant-only loss with tool results masked, AdamW, cosine schedule with "
         "warmup; the model, tokenizer, config and loss curve. Offline: a tiny Qwen3 with a locally trained tokenizer."
     ),
 )
 def sft_checkpoint(
-    context: AssetExecutionContext, config: SFTConfig, storage: StorageResource, lineage: LineageResource
-) -> MaterializeResult:
+    context: dg.AssetExecutionContext, config: SFTConfig, storage: StorageResource, lineage: LineageResource
+) -> dg.MaterializeResult:
     from trainers import ModelSettings, SFTSettings, train_sft
 
     store = storage.get()
-    data = store.dataset_dir("sft", context.partition_key) / "hf"
-    out = store.checkpoint_dir("sft", context.partition_key)
+    artifacts = store.round(context.partition_key)
+    data = artifacts.dataset_dir(SFT) / "hf"
+    out = artifacts.checkpoint_dir(SFT)
     settings = SFTSettings(
         model=ModelSettings(path=config.base_model_path or None),
         max_steps=config.max_steps,
@@ -84,7 +78,7 @@ def sft_checkpoint(
         ],
         [edge],
     )
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "steps": report.steps,
             "first_loss": round(report.first_loss or 0.0, 4),
@@ -93,16 +87,14 @@ def sft_checkpoint(
             "seconds": round(report.seconds, 1),
             **{f"truncation_{k}": v for k, v in report.extra.get("truncation", {}).items() if v is not None},
             "curves": png(report.plot, "training loss") if report.plot else "no plot",
-            "checkpoint": MetadataValue.path(str(out)),
+            "checkpoint": dg.MetadataValue.path(str(out)),
         }
     )
 
 
-@asset(
-    group_name="training",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
-    deps=[sft_checkpoint, rl_dataset],
+@round_asset(
+    "training",
+    deps=[sft_checkpoint, dg.AssetKey(RL_DATASET)],
     description=(
         "RL checkpoint: GRPO over the sandbox environments with no KL term and asymmetric clipping (0.2/0.28), "
         "dynamic filtering of broken and truncated rollouts, and the rollback curriculum (golden-prefix replay for "
@@ -110,29 +102,30 @@ def sft_checkpoint(
     ),
 )
 def rl_checkpoint(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: GRPOConfig,
     storage: StorageResource,
     lineage: LineageResource,
     sandbox: SandboxResource,
-) -> MaterializeResult:
+) -> dg.MaterializeResult:
     import datasets
 
     from trainers import GRPOSettings, train_grpo
 
     store = storage.get()
-    data = store.dataset_dir("rl", context.partition_key) / "hf"
+    artifacts = store.round(context.partition_key)
+    data = artifacts.dataset_dir(RL) / "hf"
     if not data.exists():
         # every RL candidate was too easy for the pass@K policy, or none was verified: nothing to learn from
         context.log.warning(
             f"no RL rows for round {context.partition_key}; the RL checkpoint is not trained this round"
         )
-        return MaterializeResult(
+        return dg.MaterializeResult(
             metadata={"steps": 0, "rows": 0, "trained": False, "reason": "the RL dataset has no rows"}
         )
     rows = list(datasets.load_from_disk(str(data)))
-    init = store.checkpoint_dir("sft", context.partition_key)
-    out = store.checkpoint_dir("rl", context.partition_key)
+    init = artifacts.checkpoint_dir(SFT)
+    out = artifacts.checkpoint_dir(RL)
     report = train_grpo(
         rows,
         None,
@@ -151,7 +144,7 @@ def rl_checkpoint(
         [edge],
     )
     extra = report.extra or {}
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "steps": report.steps,
             "rows": len(rows),
@@ -163,22 +156,20 @@ def rl_checkpoint(
             "dropped_rollouts": str(extra.get("dropped_rollouts", ""))[:200],
             "seconds": round(report.seconds, 1),
             "curves": png(report.plot, "GRPO rewards and losses") if report.plot else "no plot",
-            "checkpoint": MetadataValue.path(str(out)),
+            "checkpoint": dg.MetadataValue.path(str(out)),
         }
     )
 
 
-class RewardModelConfig(Config):
+class RewardModelConfig(dg.Config):
     repeats: int = 3  # scorings of each outcome, for the consistency dimension
     max_groups: int = 60  # tasks (rollout groups) to calibrate on; 0 = all
     min_overall: float = 0.7
 
 
-@asset(
-    group_name="training",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
-    deps=[trajectories],
+@round_asset(
+    "training",
+    deps=[dg.AssetKey(TRAJECTORIES.name)],
     description=(
         "Reward-model calibration: the judge that would score rubric items without code checks (LLM mode: the "
         "configured model; offline: a transcript judge that reads only the calls and the answer) is scored "
@@ -187,19 +178,20 @@ class RewardModelConfig(Config):
     ),
 )
 def reward_model_report(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: RewardModelConfig,
     storage: StorageResource,
     llm: LLMResource,
     sandbox: SandboxResource,
-) -> MaterializeResult:
+) -> dg.MaterializeResult:
     from agentomnia.trajectories.quality import rubric_judge
 
     store, box, model = storage.get(), sandbox.get(), llm.get()
     round_key = context.partition_key
-    tasks = {t.id: t for t in round_tasks(store, round_key)}
-    runs = load_records(store.artifact("trajectories", round_key), Trajectory)
-    bundles = bundles_for(store, list(tasks.values()))
+    artifacts = store.round(round_key)
+    tasks = {t.id: t for t in artifacts.tasks()}
+    runs = artifacts.trajectories()
+    bundles = Catalog(store).bundles(t.env_id for t in tasks.values())
 
     def final_state(task: Task, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         return replay(task, bundles[task.env_id], box, calls)[1]
@@ -210,16 +202,16 @@ def reward_model_report(
     judge_name = f"llm:{model.model}" if model is not None else "offline:transcript"
     judge = rubric_judge(model) if model is not None else transcript_judge()
     if not groups:
-        return MaterializeResult(metadata={"groups": 0, "judge": judge_name, "passed": False,
+        return dg.MaterializeResult(metadata={"groups": 0, "judge": judge_name, "passed": False,
                                            "reason": "no task has two or more runs to compare"})  # fmt: skip
     report = judge_calibration(
         groups, judge, repeats=config.repeats, settings=CalibrationSettings(min_overall=config.min_overall)
     )
-    path = store.artifact("reward_model_report", round_key, "report.json")
+    path = artifacts.path(REWARD_MODEL_REPORT, "report")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(report.model_dump_json(indent=2))
     write_parquet(
-        store.artifact("reward_model_report", round_key),
+        artifacts.path(REWARD_MODEL_REPORT),
         [
             {"dimension": d, "score": s, "minimum": CalibrationSettings().minimums.get(d)}
             for d, s in report.scores.items()
@@ -227,9 +219,9 @@ def reward_model_report(
     )
     plot = _calibration_png(
         {str(d): v for d, v in report.scores.items()},
-        store.artifact("reward_model_report", round_key, "calibration.png"),
+        artifacts.path(REWARD_MODEL_REPORT, "plot"),
     )
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "judge": judge_name,
             "groups": len(groups),
@@ -237,9 +229,9 @@ def reward_model_report(
             **{d: round(s, 4) if s is not None else "n/a" for d, s in report.scores.items()},
             "overall": round(report.overall, 4) if report.overall is not None else "n/a",
             "passed": report.passed,
-            "failures": MetadataValue.md("\n".join(f"- {f}" for f in report.failures) or "_none_"),
+            "failures": dg.MetadataValue.md("\n".join(f"- {f}" for f in report.failures) or "_none_"),
             "plot": png(plot, "calibration"),
-            "report": MetadataValue.path(str(path)),
+            "report": dg.MetadataValue.path(str(path)),
         }
     )
 

@@ -3,21 +3,11 @@
 from pathlib import Path
 from typing import Literal
 
-from dagster import (
-    AssetCheckResult,
-    AssetExecutionContext,
-    Config,
-    MaterializeResult,
-    MetadataValue,
-    asset,
-    asset_check,
-)
+import dagster as dg
 
+from agentomnia.catalog import RL, SFT, SPLIT, TRAJECTORIES, VERIFIED_TRAJECTORIES, Catalog
 from agentomnia.lineage import Edge, lineage_row
-from agentomnia.omniabench.service import bundles_for, load_benchmark, training_task_ids
-from agentomnia.sandbox.bundle import Bundle
-from agentomnia.storage import Storage, load_records, save_records
-from agentomnia.tasks.models import Task
+from agentomnia.storage import Storage, save_records
 from agentomnia.trajectories import (
     Trajectory,
     build_rl_dataset,
@@ -31,34 +21,18 @@ from agentomnia.trajectories import (
     training_runs,
     validate_sft_dataset,
 )
-from agentomnia_assets._common import md_table, png
-from agentomnia_assets.instance import DUCKDB_POOL
-from agentomnia_assets.omniabench import omniabench_split, round_tasks
-from agentomnia_assets.partitions import rounds
+from agentomnia_assets._common import md_table, png, round_asset, round_check
 from resources import LineageResource, LLMResource, SandboxResource, StorageResource
 
 
-def training_tasks(store: Storage, round_key: str) -> list[Task]:
-    """The round's tasks that training may see: never a benchmark item, nor one too close to it."""
-    allowed = training_task_ids(store, round_key)
-    if allowed is None:
-        raise RuntimeError(
-            f"round {round_key} has no OmniaBench split yet; materialize `omniabench_split` for it first so "
-            "training data cannot include held-out benchmark tasks"
-        )
-    return [t for t in round_tasks(store, round_key) if t.id in allowed]
-
-
-class TrajectoriesConfig(Config):
+class TrajectoriesConfig(dg.Config):
     teacher: str = "offline"  # offline | llm
     max_steps: int = 30
 
 
-@asset(
-    group_name="trajectories",
-    partitions_def=rounds,
-    pool=DUCKDB_POOL,
-    deps=[omniabench_split],
+@round_asset(
+    "trajectories",
+    deps=[dg.AssetKey(SPLIT.name)],
     description=(
         "Agent trajectories on every task: a teacher (offline: follows the reference plan through the tools, "
         "reasoning only from observations; llm: an OpenAI-compatible model) with capability-aware privileged "
@@ -67,17 +41,17 @@ class TrajectoriesConfig(Config):
     ),
 )
 def trajectories(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: TrajectoriesConfig,
     storage: StorageResource,
     lineage: LineageResource,
     llm: LLMResource,
     sandbox: SandboxResource,
-) -> MaterializeResult:
+) -> dg.MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     round_key = context.partition_key
-    tasks = training_tasks(store, round_key)
-    bundles = bundles_for(store, tasks)
+    tasks = store.round(round_key).training_tasks()
+    bundles = Catalog(store).bundles(t.env_id for t in tasks)
     teacher: Literal["offline", "llm"] = "llm" if config.teacher == "llm" and model is not None else "offline"
     guided = generate_trajectories(
         tasks, bundles, box, teacher=teacher, guidance=True, llm=model, max_steps=config.max_steps
@@ -87,7 +61,7 @@ def trajectories(
     )
     all_runs = [t.in_round(round_key) for t in guided + plain]
     path = save_records(
-        store.artifact("trajectories", round_key),
+        store.round(round_key).path(TRAJECTORIES),
         all_runs,
         flat=["task_id", "env_id", "task_kind", "policy", "guidance", "stop_reason"],
     )
@@ -106,10 +80,10 @@ def trajectories(
     plot = guidance_ablation_png(
         pass_rates(guided),
         pass_rates(plain),
-        store.artifact("trajectories", round_key, "guidance_ablation.png"),
+        store.round(round_key).path(TRAJECTORIES, "ablation"),
     )
     with_g, without_g = summarize(guided), summarize(plain)
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "tasks": len(tasks),
             "trajectories": len(all_runs),
@@ -126,7 +100,7 @@ def trajectories(
                 ]
             ),
             "guidance_ablation": png(plot, "verified rate per paradigm, with and without guidance"),
-            "path": MetadataValue.path(str(path)),
+            "path": dg.MetadataValue.path(str(path)),
         }
     )
 
@@ -144,57 +118,59 @@ def _why(t: Trajectory) -> str:
     return "failed: " + ", ".join(failed) if failed else "unverified checks"
 
 
-@asset(
-    group_name="trajectories",
-    partitions_def=rounds,
+@round_asset(
+    "trajectories",
+    pool=None,
     deps=[trajectories],
     description=(
         "The trajectories that passed every quality check, from the teacher with the guidance each task kind "
         "is designed to get (DAG-Standard: none; not the ablation's plain runs), kept for training."
     ),
 )
-def verified_trajectories(context: AssetExecutionContext, storage: StorageResource) -> MaterializeResult:
+def verified_trajectories(
+    context: dg.AssetExecutionContext, storage: StorageResource
+) -> dg.MaterializeResult:
     store = storage.get()
-    runs = load_records(store.artifact("trajectories", context.partition_key), Trajectory)
+    runs = store.round(context.partition_key).trajectories()
     kept = training_runs(runs)
     path = save_records(
-        store.artifact("verified_trajectories", context.partition_key),
+        store.round(context.partition_key).path(VERIFIED_TRAJECTORIES),
         kept,
         flat=["task_id", "env_id", "task_kind"],
     )
-    return MaterializeResult(
-        metadata={"verified": len(kept), "of": len(runs), "path": MetadataValue.path(str(path))}
+    return dg.MaterializeResult(
+        metadata={"verified": len(kept), "of": len(runs), "path": dg.MetadataValue.path(str(path))}
     )
 
 
-@asset_check(
-    asset=verified_trajectories,
-    partitions_def=rounds,
+@round_check(
+    verified_trajectories,
     blocking=True,
     description="No retained trajectory contains guidance text.",
 )
-def no_guidance_in_trajectories(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+def no_guidance_in_trajectories(context, storage: StorageResource) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
     store = storage.get()
-    kept = load_records(store.artifact("verified_trajectories", context.partition_key), Trajectory)
-    tasks = {t.id: t for t in round_tasks(store, context.partition_key)}
+    artifacts = store.round(context.partition_key)
+    kept = artifacts.verified_trajectories()
+    tasks = {t.id: t for t in artifacts.tasks()}
     leaking = leaked_trajectories(kept, tasks)
-    return AssetCheckResult(passed=not leaking, metadata={"trajectories": len(kept), "leaking": len(leaking)})
-
-
-def _split(store: Storage, round_key: str) -> tuple[list[str], list[str]]:
-    return partition_tasks(
-        [t.task_id for t in load_records(store.artifact("verified_trajectories", round_key), Trajectory)]
+    return dg.AssetCheckResult(
+        passed=not leaking, metadata={"trajectories": len(kept), "leaking": len(leaking)}
     )
 
 
-class SFTDatasetConfig(Config):
+def _split(store: Storage, round_key: str) -> tuple[list[str], list[str]]:
+    return partition_tasks([t.task_id for t in store.round(round_key).verified_trajectories()])
+
+
+class SFTDatasetConfig(dg.Config):
     # the tools a trajectory used plus distractors up to this many: every schema is rendered into the prompt
     max_tools: int = 8
 
 
-@asset(
-    group_name="trajectories",
-    partitions_def=rounds,
+@round_asset(
+    "trajectories",
+    pool=None,
     deps=[verified_trajectories],
     description=(
         "SFT dataset: format-validated rows (parsable calls, known tools, schema-valid arguments), context-aligned "
@@ -203,13 +179,14 @@ class SFTDatasetConfig(Config):
     ),
 )
 def sft_dataset(
-    context: AssetExecutionContext, config: SFTDatasetConfig, storage: StorageResource
-) -> MaterializeResult:
+    context: dg.AssetExecutionContext, config: SFTDatasetConfig, storage: StorageResource
+) -> dg.MaterializeResult:
     store = storage.get()
-    runs = load_records(store.artifact("verified_trajectories", context.partition_key), Trajectory)
+    artifacts = store.round(context.partition_key)
+    runs = artifacts.verified_trajectories()
     sft_ids, _ = _split(store, context.partition_key)
-    bundles = {env: Bundle.load(store.env_dir(env)) for env in {t.env_id for t in runs}}
-    out = store.dataset_dir("sft", context.partition_key)
+    bundles = Catalog(store).bundles(t.env_id for t in runs)
+    out = artifacts.dataset_dir(SFT)
     report = build_sft_dataset(
         runs,
         out,
@@ -217,7 +194,7 @@ def sft_dataset(
         task_ids=sft_ids,
         max_tools=config.max_tools,
     )
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "rows": report.rows,
             "budgeting": report.budgeting,
@@ -226,34 +203,33 @@ def sft_dataset(
             "tool_tokens": report.tool_tokens,
             "sources": md_table([s.model_dump() for s in report.sources]),
             "dropped": md_table([{"reason": k, "count": v} for k, v in report.dropped.items()]),
-            "hf_path": MetadataValue.path(report.hf_path),
-            "jsonl_path": MetadataValue.path(report.jsonl_path),
+            "hf_path": dg.MetadataValue.path(report.hf_path),
+            "jsonl_path": dg.MetadataValue.path(report.jsonl_path),
         }
     )
 
 
-@asset_check(
-    asset=sft_dataset,
-    partitions_def=rounds,
+@round_check(
+    sft_dataset,
     blocking=True,
     description="Every SFT row passes format validation.",
 )
-def sft_rows_valid(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
-    path = storage.get().dataset_dir("sft", context.partition_key) / "hf"
+def sft_rows_valid(context, storage: StorageResource) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
+    path = storage.get().round(context.partition_key).dataset_dir(SFT) / "hf"
     problems = validate_sft_dataset(path)
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=not problems,
         metadata={"problems": len(problems), "examples": md_table([{"problem": p} for p in problems[:20]])},
     )
 
 
-class RLDatasetConfig(Config):
+class RLDatasetConfig(dg.Config):
     k: int = 4
 
 
-@asset(
-    group_name="trajectories",
-    partitions_def=rounds,
+@round_asset(
+    "trajectories",
+    pool=None,
     deps=[verified_trajectories],
     description=(
         "RL dataset: prompt-level dedup (n-gram and embedding), minimum length, rubric validation, difficulty by "
@@ -262,21 +238,22 @@ class RLDatasetConfig(Config):
     ),
 )
 def rl_dataset(
-    context: AssetExecutionContext,
+    context: dg.AssetExecutionContext,
     config: RLDatasetConfig,
     storage: StorageResource,
     sandbox: SandboxResource,
-) -> MaterializeResult:
+) -> dg.MaterializeResult:
     store = storage.get()
-    runs = load_records(store.artifact("verified_trajectories", context.partition_key), Trajectory)
+    artifacts = store.round(context.partition_key)
+    runs = artifacts.verified_trajectories()
     sft_ids, rl_ids = _split(store, context.partition_key)
-    tasks = [t for t in round_tasks(store, context.partition_key) if t.id in set(rl_ids)]
-    dirs: dict[str, str | Path] = {env: store.env_dir(env) for env in {t.env_id for t in tasks}}
-    out = store.dataset_dir("rl", context.partition_key)
+    tasks = [t for t in artifacts.tasks() if t.id in set(rl_ids)]
+    dirs: dict[str, str | Path] = {env: Catalog(store).bundle_dir(env) for env in {t.env_id for t in tasks}}
+    out = artifacts.dataset_dir(RL)
     report = build_rl_dataset(
         tasks, runs, out, sandbox=sandbox.get(), bundle_dirs=dirs, k=config.k, sft_task_ids=sft_ids
     )
-    return MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             "rows": report.rows,
             "candidates": report.candidates,
@@ -286,27 +263,23 @@ def rl_dataset(
             "k": report.k,
             "levels": md_table([{"level": k, "items": v} for k, v in report.levels.items()]),
             "dropped": md_table([{"reason": k, "count": v} for k, v in report.dropped.items()]),
-            "hf_path": MetadataValue.path(report.hf_path),
+            "hf_path": dg.MetadataValue.path(report.hf_path),
         }
     )
 
 
-@asset_check(
-    asset=sft_dataset,
-    partitions_def=rounds,
+@round_check(
+    sft_dataset,
     blocking=True,
     description="No trajectory behind the round's training data is of an OmniaBench task (held-out stays held out).",
 )
-def training_data_avoids_benchmark(context, storage: StorageResource) -> AssetCheckResult:  # type: ignore[no-untyped-def]
+def training_data_avoids_benchmark(context, storage: StorageResource) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
     store = storage.get()
-    benchmark = load_benchmark(store)
+    benchmark = Catalog(store).benchmark()
     held = set(benchmark[0].task_ids) if benchmark else set()
-    used = {
-        t.task_id
-        for t in load_records(store.artifact("verified_trajectories", context.partition_key), Trajectory)
-    }
+    used = {t.task_id for t in store.round(context.partition_key).verified_trajectories()}
     leaked = sorted(held & used)
-    return AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=not leaked,
         metadata={
             "benchmark_items": len(held),

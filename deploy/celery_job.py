@@ -29,6 +29,15 @@ from dagster import (
 from dagster_celery import celery_executor
 from pydantic import Field
 
+from agentomnia.catalog import (
+    DAG_TASKS,
+    ENV_CANDIDATES,
+    ENVIRONMENTS,
+    RAW_SEEDS,
+    SELECTED_CANDIDATES,
+    STATE_SPECS,
+    TOOLSETS,
+)
 from agentomnia.lineage.segments import SegmentStore, absorb, compact
 from agentomnia.storage import Storage
 from agentomnia_assets import definitions as single_host
@@ -38,14 +47,9 @@ BROKER_ENV = "AGENTOMNIA_CELERY_BROKER"
 BACKEND_ENV = "AGENTOMNIA_CELERY_BACKEND"
 SEGMENTS_DIR = "lineage_segments"
 
-ROUND_ASSETS = (
-    "raw_seeds",
-    "environment_candidates",
-    "selected_environment_seeds",
-    "state_specs",
-    "toolsets",
-    "environments",
-    "dag_tasks",
+ROUND_ASSETS = tuple(
+    a.name
+    for a in (RAW_SEEDS, ENV_CANDIDATES, SELECTED_CANDIDATES, STATE_SPECS, TOOLSETS, ENVIRONMENTS, DAG_TASKS)
 )
 
 
@@ -78,8 +82,8 @@ def small_round_config(max_environments: int = 3) -> dict[str, Any]:
     """Run config for a quick round: a few environments, one task of each DAG variant per environment."""
     return {
         "ops": {
-            "state_specs": {"config": {"max_environments": max_environments}},
-            "dag_tasks": {"config": {"standard_per_env": 1, "challenge_per_env": 1}},
+            STATE_SPECS.name: {"config": {"max_environments": max_environments}},
+            DAG_TASKS.name: {"config": {"standard_per_env": 1, "challenge_per_env": 1}},
         }
     }
 

@@ -24,6 +24,7 @@ from dagster import (
     schedule,
 )
 
+from agentomnia.catalog import SPLIT, TAXONOMY
 from agentomnia_assets.partitions import next_round, rounds
 
 SYNTHESIS_GROUPS = ("evolution", "seeds", "environments", "tasks", "trajectories")
@@ -31,8 +32,8 @@ ROUND_GROUPS = (*SYNTHESIS_GROUPS, "training", "omniabench")
 
 synthesis_job = define_asset_job(
     "synthesis_job",
-    selection=(AssetSelection.groups(*SYNTHESIS_GROUPS) | AssetSelection.assets("omniabench_split"))
-    - AssetSelection.assets("taxonomy"),
+    selection=(AssetSelection.groups(*SYNTHESIS_GROUPS) | AssetSelection.assets(SPLIT.name))
+    - AssetSelection.assets(TAXONOMY.name),
     description=(
         "One round of synthesis: PRDs in force -> seeds -> environments -> tasks (held-out benchmark items "
         "set aside) -> trajectories -> SFT and RL datasets."

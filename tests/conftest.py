@@ -1,4 +1,5 @@
-"""Test-wide settings: nothing is downloaded, and the platform home is a temporary folder."""
+"""Test-wide settings: nothing is downloaded, the platform home is a temporary folder, and the shared
+fixtures of tests/fixtures (built environments, the mock domain, a sandbox) are registered."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["tests.fixtures.plugin"]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from agentomnia.lineage import Edge, LineageRow, LineageStore
+from tests.fixtures.cli import run_cli
 
-
-def _cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        "AGENTOMNIA_HOME": str(home),
-        "PATH": "/usr/bin:/bin",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "agentomnia.cli", *args], capture_output=True, text=True, env=env, timeout=300
-    )
+_cli = run_cli
 
 
 def test_trace_unknown_id_fails_clearly(home: Path) -> None:
@@ -38,7 +27,7 @@ def test_trace_prints_the_chain(home: Path) -> None:
         ],
         [
             Edge(child="e1", parent="s1", relation="built_from"),
-            Edge(child="t1", parent="e1", relation="task_of"),
+            Edge(child="t1", parent="e1", relation="task_on"),
         ],
     )
     proc = _cli("lineage", "trace", "t1", "--json", home=home)
@@ -46,7 +35,7 @@ def test_trace_prints_the_chain(home: Path) -> None:
     data = json.loads(proc.stdout)
     assert {r["id"] for r in data["records"]} == {"t1", "e1", "s1"}
     down = _cli("lineage", "trace", "s1", "--down", home=home)
-    assert "task_of" in down.stdout and "built_from" in down.stdout
+    assert "task_on" in down.stdout and "built_from" in down.stdout
 
 
 def test_taxonomy_show_and_errors(home: Path) -> None:

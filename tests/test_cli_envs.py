@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.envs.conftest import PARCEL_TOOLS
+from tests.fixtures.cli import run_cli
+from tests.fixtures.domains import PARCEL_TOOLS
+
+BUILD_TIMEOUT_S = 600  # a full build and synthesis from a seed file, in a fresh interpreter
 
 
 def _cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        "AGENTOMNIA_HOME": str(home),
-        "PATH": "/usr/bin:/bin",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "agentomnia.cli", *args], capture_output=True, text=True, env=env, timeout=600
-    )
+    return run_cli(*args, home=home, timeout_s=BUILD_TIMEOUT_S)
 
 
 @pytest.mark.slow

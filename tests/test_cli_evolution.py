@@ -9,8 +9,8 @@ from pathlib import Path
 from agentomnia.evolution import example_prd_path, read_prd_file
 from agentomnia.omniabench.store import FailureStore
 from agentomnia.storage import Storage, save_records
-from tests.omniabench.builders import approve_task, make_failure, result_of
-from tests.test_cli import _cli
+from tests.fixtures.benchmark import approve_task, make_failure, result_of
+from tests.fixtures.cli import run_cli as _cli
 
 
 def test_benchmark_commands_explain_what_is_missing(home: Path) -> None:

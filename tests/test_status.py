@@ -6,8 +6,8 @@ from pathlib import Path
 
 from dagster import DagsterInstance, StaticPartitionsDefinition, asset, materialize
 
-from agentomnia.status import fast_asset_status, save_asset_list
 from agentomnia_assets.instance import ensure_dagster_home
+from agentomnia_assets.status import fast_asset_status, save_asset_list
 
 PARTS = StaticPartitionsDefinition(["r0", "r1"])
 

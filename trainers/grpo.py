@@ -490,26 +490,12 @@ def train_grpo(
     }
     main, plot = save_outputs(trainer, folder, tokenizer, settings, curves, "grpo", "GRPO + RCRL")
     losses = curves["loss (hybrid)"]
-    report = TrainReport(
-        kind="grpo",
-        checkpoint=folder,
-        steps=int(trainer.state.global_step),
-        seconds=seconds,
-        loss_history=losses,
-        first_loss=losses[0][1] if losses else None,
-        last_loss=losses[-1][1] if losses else None,
-        plot=plot,
-        logs=logs,
-        extra={
-            "rewards": curves["reward"],
-            "prefix_turns": curves["prefix turns"],
-            "loss_rl": curves["loss (GRPO)"],
-            "loss_ce": curves["loss (prefix CE)"],
-            "dropped_rollouts": book.dropped,
-            "curriculum_prefixes": {k: s.prefix for k, s in curriculum.states.items()},
-            "curriculum_epoch": curriculum.epoch,
-        },
-    )
+    report = TrainReport.of(
+        "grpo", trainer, folder, seconds, losses, plot, logs,
+        rewards=curves["reward"], prefix_turns=curves["prefix turns"], loss_rl=curves["loss (GRPO)"],
+        loss_ce=curves["loss (prefix CE)"], dropped_rollouts=book.dropped,
+        curriculum_prefixes={k: s.prefix for k, s in curriculum.states.items()}, curriculum_epoch=curriculum.epoch,
+    )  # fmt: skip
     if main:
         report.save()
     return report

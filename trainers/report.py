@@ -30,6 +30,16 @@ class TrainReport(BaseModel):
     )
     extra: dict[str, Any] = Field(default_factory=dict)
 
+    @classmethod
+    def of(
+        cls, kind: Literal["sft", "grpo"], trainer: Any, folder: Path, seconds: float,
+        losses: list[tuple[int, float]], plot: Path | None, logs: list[dict[str, Any]], **extra: Any,
+    ) -> TrainReport:  # fmt: skip
+        """The report of a finished trainer run: steps from its state, first and last loss from `losses`."""
+        return cls(kind=kind, checkpoint=folder, steps=int(trainer.state.global_step), seconds=seconds,
+                   loss_history=losses, first_loss=losses[0][1] if losses else None,
+                   last_loss=losses[-1][1] if losses else None, plot=plot, logs=logs, extra=extra)  # fmt: skip
+
     @property
     def loss_drop(self) -> float | None:
         """Relative drop from the first to the last logged loss (0.3 = 30% lower)."""

@@ -146,18 +146,7 @@ def train_sft(dataset: Any, out_dir: str | Path, config: SFTSettings | None = No
     losses = series(logs, "loss")
     curves = {"loss": losses, "learning rate": series(logs, "learning_rate")}
     main, plot = save_outputs(trainer, folder, trainer.processing_class, settings, curves, "sft", "SFT")
-    report = TrainReport(
-        kind="sft",
-        checkpoint=folder,
-        steps=int(trainer.state.global_step),
-        seconds=seconds,
-        loss_history=losses,
-        first_loss=losses[0][1] if losses else None,
-        last_loss=losses[-1][1] if losses else None,
-        plot=plot,
-        logs=logs,
-        extra={"truncation": cut},
-    )
+    report = TrainReport.of("sft", trainer, folder, seconds, losses, plot, logs, truncation=cut)
     if main:
         report.save()
     return report

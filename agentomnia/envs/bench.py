@@ -17,8 +17,8 @@ from typing import Any
 import psutil
 
 from agentomnia.embeddings import default_embedder
-from agentomnia.envs.build import BuildFailure, BuiltEnv, state_stage, toolset_stage, verify_stage
-from agentomnia.envs.toolset import ToolsetConfig
+from agentomnia.envs.build import BuildConfig, BuiltEnv, build_environment
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.seeds.inference import DomainMatcher, candidate_text, infer_candidates
 from agentomnia.seeds.ingest import shipped_corpus
@@ -41,17 +41,13 @@ def run_envs_bench(limit: int = 40, workers: int = 2) -> dict[str, Any]:
     durations: list[float] = []
     verify_seconds: list[float] = []
 
-    def one(c: Any) -> BuiltEnv | BuildFailure:
+    def one(c: Any) -> BuiltEnv | Rejection:
         started = time.perf_counter()
         own = [by_id[i] for i in c.seed_ids if i in by_id]
-        state = state_stage(c, own, taxonomy.by_id(c.coordinate.taxonomy_id))
-        if isinstance(state, BuildFailure):
-            return state
-        tooled = toolset_stage(state[0], own, state[1], ToolsetConfig())
-        if isinstance(tooled, BuildFailure):
-            return tooled
-        result = verify_stage(tooled[0], state[1], tooled[1], box)
-        durations.append(time.perf_counter() - started)
+        outcome = build_environment(c, own, taxonomy.by_id(c.coordinate.taxonomy_id), box, config=BuildConfig())
+        result = outcome.result
+        if outcome.toolset is not None:
+            durations.append(time.perf_counter() - started)
         if isinstance(result, BuiltEnv):
             verify_seconds.append(result.report.seconds)
         return result

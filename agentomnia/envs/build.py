@@ -25,6 +25,7 @@ from agentomnia.envs.toolset import Normalization, ToolsetConfig, synthesize_too
 from agentomnia.envs.verify import VerificationReport, bundle_for, verify, with_tools
 from agentomnia.llm import LLM
 from agentomnia.records import canonical_json, content_hash
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.seeds.inference import EnvCandidate
 from agentomnia.seeds.models import Seed
@@ -63,35 +64,34 @@ class BuiltEnv(BaseModel):
         return content_hash({"spec": self.spec.id, "source": self.source, "s0": self.s0})
 
 
-class BuildFailure(BaseModel):
-    candidate_id: str
-    name: str
-    stage: Literal["state_space", "toolset", "initial_state", "verification"]
-    reason: str
+BuildStage = Literal["state_space", "toolset", "initial_state", "verification"]
+
+
+def build_failure(candidate_id: str, name: str, stage: BuildStage, reason: str) -> Rejection:
+    """An environment that could not be built: the candidate it came from, the stage and why."""
+    return Rejection(subject=candidate_id, subject_kind="environment", stage=stage, reason=reason,
+                     parent=candidate_id, detail={"name": name})  # fmt: skip
 
 
 def state_stage(
     candidate: EnvCandidate, seeds: Sequence[Seed], domain: Domain
-) -> tuple[EnvSpec, StateSpaceReport] | BuildFailure:
+) -> tuple[EnvSpec, StateSpaceReport] | Rejection:
     try:
         return build_state_space(candidate, seeds, domain)
     except SpecInvalid as exc:
-        return BuildFailure(
-            candidate_id=candidate.id,
-            name=candidate.name,
-            stage="state_space",
-            reason=f"the state space cannot be made consistent: {exc}",
+        return build_failure(
+            candidate.id, candidate.name, "state_space", f"the state space cannot be made consistent: {exc}"
         )
 
 
 def toolset_stage(
     spec: EnvSpec, seeds: Sequence[Seed], space: StateSpaceReport, cfg: ToolsetConfig
-) -> tuple[EnvSpec, list[Normalization]] | BuildFailure:
+) -> tuple[EnvSpec, list[Normalization]] | Rejection:
     toolset = synthesize_toolset(spec, seeds, space.tool_entities, cfg)
     if len(toolset.tools) < cfg.min_tools:
-        return BuildFailure(
-            candidate_id=spec.candidate_id, name=spec.name, stage="toolset",
-            reason=f"only {len(toolset.tools)} tools survive refinement (minimum {cfg.min_tools})",
+        return build_failure(
+            spec.candidate_id, spec.name, "toolset",
+            f"only {len(toolset.tools)} tools survive refinement (minimum {cfg.min_tools})",
         )  # fmt: skip
     return with_tools(spec, toolset.tools), toolset.table
 
@@ -104,12 +104,12 @@ def verify_stage(
     *,
     llm: LLM | None = None,
     config: BuildConfig | None = None,
-) -> BuiltEnv | BuildFailure:
+) -> BuiltEnv | Rejection:
     """Source, s0 and the generation -> load -> verify -> repair loop, with a bounded budget."""
     cfg = config or BuildConfig()
 
-    def fail(stage: Any, reason: str) -> BuildFailure:
-        return BuildFailure(candidate_id=spec.candidate_id, name=spec.name, stage=stage, reason=reason)
+    def fail(stage: BuildStage, reason: str) -> Rejection:
+        return build_failure(spec.candidate_id, spec.name, stage, reason)
 
     s0: dict[str, Any] | None = None
     problems = ""
@@ -144,6 +144,8 @@ def verify_stage(
             )
         if report.passed:
             break
+        if report.levels_passed and report.contract is not None:
+            return fail("verification", "contract: " + "; ".join(report.contract.problems[:3]))
         if round_ == cfg.repair_rounds + 1:
             break
         if not report.init.passed:
@@ -190,6 +192,18 @@ def verify_stage(
     )  # fmt: skip
 
 
+class BuildOutcome(BaseModel):
+    """Every stage's output for one candidate: the state spec, the toolset spec, and the end result."""
+
+    state: tuple[EnvSpec, StateSpaceReport] | None = None
+    toolset: tuple[EnvSpec, list[Normalization]] | None = None
+    result: BuiltEnv | Rejection
+
+    @property
+    def built(self) -> BuiltEnv | None:
+        return self.result if isinstance(self.result, BuiltEnv) else None
+
+
 def build_environment(
     candidate: EnvCandidate,
     seeds: Sequence[Seed],
@@ -198,18 +212,20 @@ def build_environment(
     *,
     llm: LLM | None = None,
     config: BuildConfig | None = None,
-) -> BuiltEnv | BuildFailure:
-    """All stages for one candidate (the CLI's `env build`; the assets run the stages separately)."""
+) -> BuildOutcome:
+    """All stages for one candidate, one after another (the scale shards, `agentomnia env build`, the
+    environment bench); the assets run the same stage functions one asset each."""
     cfg = config or BuildConfig()
     state = state_stage(candidate, seeds, domain)
-    if isinstance(state, BuildFailure):
-        return state
+    if isinstance(state, Rejection):
+        return BuildOutcome(result=state)
     spec, space = state
     tooled = toolset_stage(spec, seeds, space, cfg.toolset)
-    if isinstance(tooled, BuildFailure):
-        return tooled
+    if isinstance(tooled, Rejection):
+        return BuildOutcome(state=state, result=tooled)
     spec, table = tooled
-    return verify_stage(spec, space, table, sandbox, llm=llm, config=cfg)
+    return BuildOutcome(state=state, toolset=tooled,
+                        result=verify_stage(spec, space, table, sandbox, llm=llm, config=cfg))  # fmt: skip
 
 
 def verification_record(built: BuiltEnv) -> dict[str, Any]:
@@ -220,6 +236,7 @@ def verification_record(built: BuiltEnv) -> dict[str, Any]:
         "levels": {"init": r.init.passed, "tool": r.tool.passed, "env": r.env.passed},
         "checks": {"init": r.init.checks, "tool": r.tool.checks, "env": r.env.checks},
         "failures": {"init": r.init.failures, "tool": r.tool.failures, "env": r.env.failures},
+        "contract": r.contract.model_dump() if r.contract is not None else None,
         "dropped_tools": [d.model_dump() for d in built.dropped_tools],
         "repairs": built.repairs,
         "normalization": [n.model_dump() for n in built.normalization],

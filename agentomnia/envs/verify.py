@@ -1,5 +1,8 @@
-"""Three-level verification of an environment in the sandbox (paper §4.2.4).
+"""Three-level verification of an environment in the sandbox (paper §4.2.4), on top of its contract.
 
+- contract: `check_env` (the environment protocol as executable checks: policy, load, schemas,
+  JSON state, determinism, reset, failed calls and reads leave the state alone, snapshots, close)
+  runs on every bundle first, with a small call budget; the levels below check what the spec says;
 - initialization: the class instantiates with s0, the state it holds is s0, and s0 keeps every
   field-level invariant (types, enums, references, rules);
 - tool: every tool is exercised by generated unit checks — a valid call succeeds and changes state
@@ -13,9 +16,11 @@
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -25,6 +30,7 @@ from agentomnia.envs.spec import EnvSpec, ToolSpec
 from agentomnia.envs.state import state_violations
 from agentomnia.records import ToolResult
 from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.conformance import ConformanceReport, check_env
 from agentomnia.sandbox.errors import SandboxError
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.sandbox.session import Batch, Session
@@ -43,16 +49,47 @@ class ToolCheck(BaseModel):
     failures: list[str] = Field(default_factory=list)
 
 
+# The contract's call budget inside verification: the levels below exercise every tool and replay
+# long rollouts in two sessions, so one short sequence is enough for what only the contract looks
+# at (schemas against methods, a JSON state, reset, snapshots, close) and keeps it to a few
+# percent of a build.
+CONTRACT_SEQUENCES = 1
+CONTRACT_STEPS = 8
+
+
+class ContractResult(BaseModel):
+    """`check_env`'s verdict on a bundle, as `verification.json` keeps it."""
+
+    passed: bool
+    checks: dict[str, bool]  # every contract check, in order, and whether it passed
+    problems: list[str] = Field(default_factory=list)  # "check: what failed (the likely cause)"
+    calls: int = 0
+
+    @classmethod
+    def of(cls, report: ConformanceReport) -> ContractResult:
+        return cls(
+            passed=report.passed,
+            checks={c.name: c.passed for c in report.checks},
+            problems=[f"{c.name}: {c.message}" for c in report.failures()],
+            calls=report.calls,
+        )
+
+
 class VerificationReport(BaseModel):
     init: LevelResult
     tool: LevelResult
     env: LevelResult
     tools: list[ToolCheck] = Field(default_factory=list)
+    contract: ContractResult | None = None  # None: the contract was not run, which does not pass
     seconds: float = 0.0
 
     @property
-    def passed(self) -> bool:
+    def levels_passed(self) -> bool:
         return self.init.passed and self.tool.passed and self.env.passed
+
+    @property
+    def passed(self) -> bool:
+        return self.levels_passed and self.contract is not None and self.contract.passed
 
     def failing_tools(self) -> list[ToolCheck]:
         return [t for t in self.tools if not t.passed]
@@ -271,8 +308,14 @@ def verify(
     rollouts: int = 6,
     steps: int = 12,
 ) -> tuple[VerificationReport, list[str]]:
-    """All three levels; the second value lists tools implicated in environment-level failures."""
+    """The contract, then all three levels; the second value lists tools implicated in
+    environment-level failures."""
     started = time.perf_counter()
+    contract = ContractResult.of(
+        check_env(
+            sandbox, bundle, sequences=CONTRACT_SEQUENCES, steps=CONTRACT_STEPS, seed=seed, init_config=s0
+        )
+    )
     rng = random.Random(seed)
     try:
         session = sandbox.open(bundle, s0)
@@ -280,7 +323,7 @@ def verify(
         failed = LevelResult(passed=False, failures=[f"the class does not load: {exc}"])
         skipped = LevelResult(passed=False, failures=["not run: initialization failed"])
         return VerificationReport(
-            init=failed, tool=skipped, env=skipped, seconds=time.perf_counter() - started
+            init=failed, tool=skipped, env=skipped, contract=contract, seconds=time.perf_counter() - started
         ), []
     try:
         base, base_hash = session.state_with_hash()
@@ -306,9 +349,55 @@ def verify(
         tool=tool_level,
         env=env_level,
         tools=tool_checks,
+        contract=contract,
         seconds=round(time.perf_counter() - started, 3),
     )
     return report, suspects
+
+
+def record_verdict(record: Mapping[str, Any]) -> tuple[bool, list[str]]:
+    """Whether a verification record passes the contract and all three levels, and if not, why.
+
+    `record` is a bundle's `verification.json` or a row of an environments round's
+    `verification.parquet` (whose nested columns may still be JSON text). A record without a
+    contract section predates the contract running on every bundle and does not pass.
+    """
+
+    def field(name: str) -> Any:
+        value = record.get(name)
+        return json.loads(value) if isinstance(value, str) else value
+
+    problems: list[str] = []
+    levels, failures = field("levels") or {}, field("failures") or {}
+    for level in ("init", "tool", "env"):
+        if not levels.get(level):
+            why = (failures.get(level) or ["no failure recorded"])[0]
+            problems.append(f"{level} level failed: {why}")
+    contract = field("contract")
+    if not contract:
+        problems.append(
+            "no contract result (verified before check_env ran on every bundle); rebuild the environment"
+        )
+    elif not contract.get("passed"):
+        problems += [f"contract {p}" for p in contract.get("problems") or ["failed"]]
+    if not record.get("verified") and not problems:
+        problems.append("the record says it is not verified")
+    return not problems, problems
+
+
+def bundle_verdict(bundle: str | Path) -> tuple[bool, list[str]]:
+    """`record_verdict` of a bundle folder's `verification.json` (or of that file's path)."""
+    path = Path(bundle)
+    file = path / "verification.json" if path.is_dir() else path
+    if not file.is_file():
+        return False, [f"{file} does not exist; the bundle was not written by a verified build"]
+    try:
+        record = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        return False, [f"{file} cannot be read: {exc}"]
+    if not isinstance(record, dict):
+        return False, [f"{file} does not hold a verification record (an object)"]
+    return record_verdict(record)
 
 
 def bundle_for(spec: EnvSpec, source: str, s0: Mapping[str, Any]) -> Bundle:

@@ -6,6 +6,7 @@ turn the active PRDs into the next round's targets and seeds; `alignment` measur
 round moved the data toward the failures (paper Figure 18).
 """
 
+from agentomnia.directives import ENV_VARIATIONS, TASK_VARIATIONS, SynthesisDirectives
 from agentomnia.evolution.alignment import AXES, Alignment, alignment, axis_counts
 from agentomnia.evolution.diagnosis import (
     TAG_RULES,
@@ -16,8 +17,7 @@ from agentomnia.evolution.diagnosis import (
     TaskDiagnosis,
     diagnose,
 )
-from agentomnia.evolution.directives import ENV_VARIATIONS, TASK_VARIATIONS, SynthesisDirectives
-from agentomnia.evolution.inbox import PRDRejection, example_prd_path, inbox_dir, read_inbox, read_prd_file
+from agentomnia.evolution.inbox import example_prd_path, inbox_dir, read_inbox, read_prd_file
 from agentomnia.evolution.planning import compose_request, directives_for, seeds_for
 from agentomnia.evolution.prd import (
     PRD,
@@ -44,7 +44,6 @@ __all__ = [
     "ExecutionSummary",
     "PRDFormatError",
     "PRDProblem",
-    "PRDRejection",
     "SynthesisDirectives",
     "TaskDiagnosis",
     "alignment",

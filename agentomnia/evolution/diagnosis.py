@@ -25,6 +25,7 @@ from agentomnia.evolution.revise import DEFAULT_ATTEMPTS, ask_validated, attempt
 from agentomnia.llm import LLM
 from agentomnia.omniabench.models import FAILURE_TAGS, EvalResult, Failure, Route
 from agentomnia.records import Record
+from agentomnia.tasks.families import is_challenging_kind
 from agentomnia.tasks.models import Task
 from agentomnia.taxonomy import ATOM_IDS, CAPABILITY_IDS, Coordinate, atom, capability, l1_key, taxonomy_index
 
@@ -375,7 +376,7 @@ def failure_severity(failure: Failure, *, challenging: bool = False) -> int:
     severity = max(TAG_RULES[t].severity for t in _tags_of(failure))
     if failure.score is not None and failure.score >= NEAR_MISS_SCORE:
         severity -= 1
-    if challenging or failure.task_kind == "dag_challenge":
+    if challenging or is_challenging_kind(failure.task_kind):
         severity -= 1
     return max(1, min(3, severity))
 

@@ -2,7 +2,7 @@
 
 Stakeholders steer synthesis the same way diagnosis does, by writing a PRD (Markdown with front
 matter, or plain YAML; see `examples/`). Each file is parsed and validated on its own against the
-PRD protocol and the taxonomy; a malformed file becomes a `PRDRejection` that names the file, every
+PRD protocol and the taxonomy; a malformed file becomes a `Rejection` that names the file, every
 problem and its fix, and never costs a well-formed neighbour its place.
 """
 
@@ -10,29 +10,14 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import ClassVar
 
 from agentomnia.config import home
 from agentomnia.evolution.prd import PRD, PRDFormatError, PRDProblem, parse_prd
-from agentomnia.records import Record
+from agentomnia.rejection import Rejection
 
 INBOX_DIRNAME = "prd_inbox"
 INBOX_SUFFIXES = (".md", ".yaml", ".yml")
 MAX_PRD_BYTES = 1_000_000
-
-
-class PRDRejection(Record):
-    """A PRD file that could not be used, with every problem found in it."""
-
-    record_kind: ClassVar[str] = "prd_rejection"
-
-    source: str  # "external:<file name>"
-    path: str
-    problems: tuple[PRDProblem, ...]
-
-    @property
-    def message(self) -> str:
-        return f"{self.path}: " + "; ".join(str(p) for p in self.problems)
 
 
 def inbox_dir() -> Path:
@@ -45,11 +30,14 @@ def example_prd_path() -> Path:
     return Path(str(resources.files("agentomnia.evolution") / "examples" / "tool-grounding-pet-services.md"))
 
 
-def _rejection(path: Path, source: str, problems: list[PRDProblem]) -> PRDRejection:
-    return PRDRejection(source=source, path=str(path), problems=tuple(problems))
+def _rejection(path: Path, source: str, problems: list[PRDProblem]) -> Rejection:
+    """A PRD file that could not be used, with every problem found in it (`detail["problems"]`)."""
+    return Rejection(subject=str(path), subject_kind="prd", stage="inbox", reason="; ".join(str(p) for p in problems),
+                     fix="correct the file and put it back in the inbox",
+                     detail={"source": source, "problems": [p.model_dump(mode="json") for p in problems]})  # fmt: skip
 
 
-def read_prd_file(path: Path) -> PRD | PRDRejection:
+def read_prd_file(path: Path) -> PRD | Rejection:
     """One file as a PRD, or as the rejection that says what to fix."""
     source = f"external:{path.name}"
     try:
@@ -89,7 +77,7 @@ def read_prd_file(path: Path) -> PRD | PRDRejection:
         return _rejection(path, source, list(exc.problems))
 
 
-def read_inbox(folder: Path | None = None) -> tuple[list[PRD], list[PRDRejection]]:
+def read_inbox(folder: Path | None = None) -> tuple[list[PRD], list[Rejection]]:
     """Every *.md, *.yaml and *.yml file directly in `folder` (default: the inbox), in name order.
 
     A file whose prd_id an earlier file (in name order) already used is rejected, so two people
@@ -99,13 +87,13 @@ def read_inbox(folder: Path | None = None) -> tuple[list[PRD], list[PRDRejection
     if not folder.is_dir():
         return [], []
     prds: list[PRD] = []
-    rejections: list[PRDRejection] = []
+    rejections: list[Rejection] = []
     owners: dict[str, Path] = {}
     for path in sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in INBOX_SUFFIXES):
         if path.name.startswith("."):
             continue
         outcome = read_prd_file(path)
-        if isinstance(outcome, PRDRejection):
+        if isinstance(outcome, Rejection):
             rejections.append(outcome)
             continue
         owner = owners.get(outcome.prd_id)

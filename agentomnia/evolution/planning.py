@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from agentomnia.evolution.directives import SynthesisDirectives
+from agentomnia.directives import SynthesisDirectives
 from agentomnia.evolution.prd import PRD, PRIORITIES
 from agentomnia.records import content_hash
 from agentomnia.seeds.inference import DomainMatcher, seed_text, singular, words

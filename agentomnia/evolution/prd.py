@@ -27,8 +27,8 @@ from typing import Any, ClassVar, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agentomnia.directives import ENV_VARIATIONS, TASK_VARIATIONS
 from agentomnia.evolution.diagnosis import TAG_RULES, CapabilityDiagnosis, DiagnosisReport, TaskDiagnosis
-from agentomnia.evolution.directives import ENV_VARIATIONS, TASK_VARIATIONS
 from agentomnia.evolution.revise import DEFAULT_ATTEMPTS, ask_validated, attempts_summary
 from agentomnia.llm import LLM
 from agentomnia.records import Record
@@ -572,8 +572,8 @@ _FIX: dict[str, str] = {
     "target_l2": "give L2 taxonomy ids (e.g. 10005) or exact L2 names; `agentomnia taxonomy show` lists them",
     "capabilities": "capability ids and their meaning: agentomnia/taxonomy/data/capabilities.yaml",
     "atoms": "atom ids and their meaning: agentomnia/taxonomy/data/atoms.yaml",
-    "env_variations": "environment variations are defined in agentomnia/evolution/directives.py (ENV_VARIATIONS)",
-    "task_variations": "task variations are defined in agentomnia/evolution/directives.py (TASK_VARIATIONS)",
+    "env_variations": "environment variations are defined in agentomnia/directives.py (ENV_VARIATIONS)",
+    "task_variations": "task variations are defined in agentomnia/directives.py (TASK_VARIATIONS)",
 }
 _ALL_FIELDS = ("title", *PART_I, *PART_II, *MACHINE_FIELDS, "source", "round")
 

@@ -26,8 +26,6 @@ from agentomnia.interop.omniabench import (
     task_item,
 )
 from agentomnia.interop.omniabench_import import (
-    IMPORT_ASSET,
-    ImportRejection,
     ImportResult,
     ImportSummary,
     import_omniabench,
@@ -42,11 +40,9 @@ if TYPE_CHECKING:
 _LAZY = {"serve_environment": "mcp_server", "build_server": "mcp_server"}
 
 __all__ = [
-    "IMPORT_ASSET",
     "ROUTES",
     "ExportSkip",
     "ExportSummary",
-    "ImportRejection",
     "ImportResult",
     "ImportSummary",
     "RouteInfo",

@@ -45,6 +45,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentomnia.catalog import TASK_ARTIFACTS, Catalog
 from agentomnia.interop.checkcode import (
     ANSWER_KINDS,
     STATE_KINDS,
@@ -54,13 +55,15 @@ from agentomnia.interop.checkcode import (
     expected_answer_for,
     state_check_source,
 )
-from agentomnia.interop.loader import env_bundles, round_tasks
 from agentomnia.records import content_hash
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.errors import SandboxError
 from agentomnia.sandbox.policy import parse_python
 from agentomnia.sandbox.sandbox import Sandbox, SandboxConfig
 from agentomnia.storage import Storage
+from agentomnia.tasks.families import PROGRAM, Route, family_of
+from agentomnia.tasks.families import ROUTES as BENCHMARK_ROUTES
+from agentomnia.tasks.families import route_of as benchmark_route
 from agentomnia.tasks.models import Check, Persona, Task
 
 RouteId = Literal["route1", "route2", "route3", "route4"]
@@ -73,7 +76,7 @@ class RouteInfo(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: RouteId
-    name: str  # our name for the route (agentomnia.omniabench uses the same four)
+    name: Route  # our name for the route (`agentomnia.tasks.families.ROUTES`)
     mode: Literal["multi_turn", "single_turn"]
     scorer: Literal["rubric", "verifier"]
     id_base: int
@@ -117,15 +120,15 @@ class ExportSummary(BaseModel):
     skipped: list[ExportSkip] = Field(default_factory=list)
 
 
+# OmniaBench's route id for each of our benchmark routes (`agentomnia.tasks.families.ROUTES`).
+ROUTE_IDS: dict[Route, RouteId] = {info.name: rid for rid, info in ROUTES.items()}
+assert set(ROUTE_IDS) == set(BENCHMARK_ROUTES), "every benchmark route has one OmniaBench route"
+
+
 def route_of(task: Task) -> RouteId:
-    """Multi-turn tasks are route 1 whatever their family; otherwise the family decides."""
-    if task.interaction == "multi":
-        return "route1"
-    if task.kind == "program":
-        return "route3"
-    if task.kind in ("solver_anchored", "solver_guided"):
-        return "route2"
-    return "route4"
+    """Multi-turn tasks are route 1 (OmniaBench's simulated-user route) whatever their family;
+    otherwise the route of the task's benchmark route (`agentomnia.tasks.families.route_of`)."""
+    return ROUTE_IDS["dag" if task.interaction == "multi" else benchmark_route(task)]
 
 
 def _introduction(bundle: Bundle) -> str:
@@ -285,7 +288,7 @@ def task_item(
         out["answer_verifier_code"] = source
         if ROUTES[route].scorer == "verifier":
             out["verifier_code"] = source
-    if task.kind == "program":
+    if family_of(task) is PROGRAM:
         wanted = set(task.candidate_tools)
         out["candidate_tools"] = [
             dict(t) for t in bundle.tools if not wanted or t["function"]["name"] in wanted
@@ -442,8 +445,17 @@ def export_omniabench(
     With `verify` (the default) each environment is also built OmniaBench's way in the sandbox, and
     tasks it would start from another state are skipped with the reason."""
     storage = Storage(home)
-    tasks = round_tasks(storage, round_key)
-    bundles, missing = env_bundles(storage, (t.env_id for t in tasks))
+    artifacts = storage.round(round_key)
+    stages = artifacts.task_stages()
+    if not stages:
+        names = ", ".join(a.name for a in TASK_ARTIFACTS)
+        raise FileNotFoundError(
+            f"no tasks for round {round_key!r} under {storage.artifacts_root}; materialize the task assets "
+            f"({names}) for that round first"
+        )
+    # stage by stage, each in id order: the export's file order does not depend on how a stage wrote
+    tasks = [t for a in stages for t in sorted(artifacts.tasks([a]), key=lambda t: t.id)]
+    bundles, missing = Catalog(storage).bundles_lenient(t.env_id for t in tasks)
     skipped = [
         ExportSkip(task_id=t.id, env_id=t.env_id, reason=missing[t.env_id])
         for t in tasks

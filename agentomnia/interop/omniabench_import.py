@@ -41,25 +41,31 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentomnia.catalog import IMPORTED_TASKS
 from agentomnia.interop.checkcode import combine_check_sources
 from agentomnia.interop.omniabench import ROUTES, RouteId
 from agentomnia.records import canonical_json, content_hash
+from agentomnia.rejection import Rejection, save_rejections
 from agentomnia.sandbox.bundle import Bundle, detect_class_name
 from agentomnia.sandbox.errors import SandboxError
 from agentomnia.sandbox.policy import PolicyViolation, parse_python, validate_source
 from agentomnia.sandbox.sandbox import Sandbox, SandboxConfig
-from agentomnia.storage import Storage, save_records, write_parquet
+from agentomnia.storage import Storage, save_records
+from agentomnia.tasks.families import family_for_route
 from agentomnia.tasks.models import TASK_KINDS, Check, Persona, ReferenceCall, RubricItem, Task, TaskKind
 from agentomnia.taxonomy import Coordinate
 
-IMPORT_ASSET = "omniabench_import"
-
 # What each route is in our vocabulary when an item does not say: (kind, interaction, capabilities, atom).
+# The kind is the default kind of the family that owns the route (`agentomnia.tasks.families`).
+_ROUTE_TRAITS: tuple[tuple[RouteId, str, tuple[str, ...], str], ...] = (
+    ("route1", "multi", ("interactive_collaboration", "tool_use"), "progressive_disclosure"),
+    ("route2", "single", ("planning_decision", "tool_use"), "dynamic_planning"),
+    ("route3", "single", ("code_programmatic", "tool_use"), "dynamic_planning"),
+    ("route4", "single", ("state_management", "tool_use"), "tool_parameter_grounding"),
+)
 _ROUTE_DEFAULTS: dict[RouteId, tuple[TaskKind, str, tuple[str, ...], str]] = {
-    "route1": ("dag_standard", "multi", ("interactive_collaboration", "tool_use"), "progressive_disclosure"),
-    "route2": ("solver_anchored", "single", ("planning_decision", "tool_use"), "dynamic_planning"),
-    "route3": ("program", "single", ("code_programmatic", "tool_use"), "dynamic_planning"),
-    "route4": ("dag_standard", "single", ("state_management", "tool_use"), "tool_parameter_grounding"),
+    rid: (family_for_route(ROUTES[rid].name).default_kind, interaction, capabilities, atom)
+    for rid, interaction, capabilities, atom in _ROUTE_TRAITS
 }
 _TASK_FIELDS = frozenset(
     {
@@ -76,25 +82,13 @@ _ENV_FIELDS = frozenset(
 _RUBRIC_LINE = re.compile(r"^([GT]\d+)\s*\|\s*([123])\s*(?:分|points?|pts?)?\s*\|\s*(.+)$")
 
 
-class ImportRejection(BaseModel):
-    """An item that did not import: where it was and what is wrong with it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    file: str
-    index: int | None  # position in the file; None when the whole file is unusable
-    task_id: str | None = None
-    stage: str  # read | item | environment | rubric | checks | domain | sandbox
-    reason: str
-
-
 class ImportResult(BaseModel):
     """Parsed items: tasks, the bundles they run on (by our env id), environment extras, rejections."""
 
     tasks: list[Task] = Field(default_factory=list)
     bundles: dict[str, Bundle] = Field(default_factory=dict)
     env_extras: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    rejections: list[ImportRejection] = Field(default_factory=list)
+    rejections: list[Rejection] = Field(default_factory=list)
     unknown_fields: dict[str, int] = Field(default_factory=dict)
 
 
@@ -113,13 +107,15 @@ class ImportSummary(BaseModel):
     tasks_path: str | None = None
     rejected_path: str | None = None
     env_dirs: list[str] = Field(default_factory=list)
-    rejected: list[ImportRejection] = Field(default_factory=list)
+    rejected: list[Rejection] = Field(default_factory=list)
 
 
 def _rejection(
     path: Path, index: int | None, stage: str, reason: str, task_id: str | None = None
-) -> ImportRejection:
-    return ImportRejection(file=str(path), index=index, task_id=task_id, stage=stage, reason=reason)
+) -> Rejection:
+    """An item that did not import: the file, its position (None: the whole file) and what is wrong."""
+    return Rejection(subject=str(path), subject_kind="benchmark_item", stage=stage, reason=reason,
+                     place=f"item {index}" if index is not None else "", detail={"index": index, "task_id": task_id})  # fmt: skip
 
 
 class _Reject(Exception):
@@ -132,7 +128,7 @@ class _Reject(Exception):
 # ------------------------------------------------------------------ reading files
 
 
-def _read_items(path: Path) -> tuple[list[Any], list[ImportRejection]]:
+def _read_items(path: Path) -> tuple[list[Any], list[Rejection]]:
     """The items of one file (a JSON list, one item, an env map, or JSON lines)."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -573,7 +569,7 @@ def read_omniabench(
         path = Path(name)
         items, problems = _read_items(path)
         result.rejections += problems
-        bad = {p.index for p in problems}
+        bad = {p.detail.get("index") for p in problems}
         for index, raw in enumerate(items):
             if index in bad:
                 continue
@@ -695,14 +691,9 @@ def import_omniabench(
             encoding="utf-8",
         )
         env_dirs.append(str(folder))
-    tasks_path = save_records(
-        storage.artifact(IMPORT_ASSET, round_key), result.tasks, flat=["env_id", "kind", "query"]
-    )
-    rejected_path = write_parquet(
-        storage.artifact(IMPORT_ASSET, round_key, "rejected.parquet"),
-        [r.model_dump() for r in result.rejections],
-        columns=["file", "index", "task_id", "stage", "reason"],
-    )
+    artifacts = storage.round(round_key)
+    tasks_path = save_records(artifacts.path(IMPORTED_TASKS), result.tasks, flat=["env_id", "kind", "query"])
+    rejected_path = save_rejections(artifacts.path(IMPORTED_TASKS, "rejected"), result.rejections)
     return ImportSummary(
         files=[str(f) for f in files],
         tasks=len(result.tasks),

@@ -81,14 +81,41 @@ class LineageRow(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
 
 
+# The one vocabulary of lineage relations: `child <relation> parent`.
+RELATIONS: dict[str, str] = {
+    "inferred_from": "an environment candidate inferred from a seed",
+    "steered_by": "a seed composed for a PRD",
+    "selection_of": "a selection decision about a candidate",
+    "state_space_of": "a state spec built for a candidate",
+    "tools_for": "a toolset spec built on a state spec",
+    "built_from": "a verified environment built from its toolset spec",
+    "seeded_by": "an environment and a seed it came from",
+    "tool_of": "a tool of an environment",
+    "task_on": "a task posed on an environment",
+    "rejection_of": "a refusal of the record it names",
+    "holds_out": "the benchmark split and a task it holds out",
+    "trajectory_of": "a trajectory run on a task",
+    "trained_on": "a checkpoint and the dataset it was trained on",
+    "evaluates": "an evaluation result of a task",
+    "failure_of": "a failure record of an evaluation result",
+    "diagnoses": "a diagnosis report and a failure it explains",
+    "derived_from": "a record derived from another (a PRD from a diagnosis)",
+}
+Relation = Literal[
+    "inferred_from", "steered_by", "selection_of", "state_space_of", "tools_for", "built_from", "seeded_by",
+    "tool_of", "task_on", "rejection_of", "holds_out", "trajectory_of", "trained_on", "evaluates", "failure_of",
+    "diagnoses", "derived_from",
+]  # fmt: skip
+
+
 class Edge(BaseModel):
-    """`child` was made from `parent`; `relation` says how (e.g. "seed_of", "built_from")."""
+    """`child` was made from `parent`; `relation` (one of `RELATIONS`) says how."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     child: str
     parent: str
-    relation: str
+    relation: Relation
 
 
 class WriteResult(BaseModel):

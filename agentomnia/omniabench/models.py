@@ -15,16 +15,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.records import Record
+from agentomnia.tasks.families import ROUTES as ROUTES  # the benchmark routes are the task families'
+from agentomnia.tasks.families import Route as Route
 from agentomnia.taxonomy import Coordinate
 from agentomnia.trajectories.models import Step, StopReason
-
-# Benchmark routes (the paper's four ways a task is posed):
-#   dag      multi-turn DAG tasks with a simulated user
-#   dag_s    single-turn DAG tasks that change state
-#   program  program-based tasks (loops and branches over the tools)
-#   solver   solver-based optimisation tasks
-Route = Literal["dag", "dag_s", "program", "solver"]
-ROUTES: tuple[Route, ...] = ("dag", "dag_s", "program", "solver")
 
 FailureTag = Literal[
     "no_action",  # never called a tool and gave no usable answer

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from agentomnia.catalog import EVALUATIONS, IMPORTED_TASKS, SPLIT, Catalog
 from agentomnia.embeddings import Embedder
 from agentomnia.lineage import Edge, LineageStore, lineage_row
 from agentomnia.llm import LLM
@@ -35,13 +36,9 @@ from agentomnia.omniabench.runner import evaluate
 from agentomnia.omniabench.split import benchmark_item, exclude_near, hold_out
 from agentomnia.omniabench.store import FailureStore
 from agentomnia.records import content_hash
-from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
-from agentomnia.storage import Storage, load_records, read_parquet, save_records, write_parquet
+from agentomnia.storage import Storage, load_records, save_records, write_parquet
 from agentomnia.tasks.models import Task
-
-SPLIT_ASSET = "omniabench_split"
-EVAL_ASSET = "omniabench_eval"
 
 
 class NoBenchmark(RuntimeError):
@@ -54,21 +51,8 @@ class NoBenchmark(RuntimeError):
         )
 
 
-def benchmark_dir(store: Storage) -> Path:
-    path = store.root / "benchmark"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def load_benchmark(store: Storage) -> tuple[BenchmarkSplit, list[Task]] | None:
-    folder = store.root / "benchmark"
-    split_path, tasks_path = folder / "split.json", folder / "tasks.parquet"
-    if not split_path.exists() or not tasks_path.exists():
-        return None
-    split = BenchmarkSplit.model_validate_json(split_path.read_text())
-    tasks = load_records(tasks_path, Task)
-    order = {tid: i for i, tid in enumerate(split.task_ids)}
-    return split, sorted((t for t in tasks if t.id in order), key=lambda t: order[t.id])
+    return Catalog(store).benchmark()
 
 
 def require_benchmark(store: Storage) -> tuple[BenchmarkSplit, list[Task]]:
@@ -85,16 +69,17 @@ class NoImportedTasks(NoBenchmark):
 
 def imported_split(store: Storage, round_key: str) -> tuple[BenchmarkSplit, list[Task]]:
     """Tasks `agentomnia import omniabench` filed under a round, posed as a benchmark of their own."""
-    path = store.artifact("omniabench_import", round_key)
-    if not path.exists():
-        raise NoImportedTasks(path)
-    tasks = load_records(path, Task)
+    artifacts = store.round(round_key)
+    if not artifacts.exists(IMPORTED_TASKS):
+        raise NoImportedTasks(artifacts.location(IMPORTED_TASKS))
+    tasks = artifacts.records(IMPORTED_TASKS, Task)
     split = BenchmarkSplit(items=tuple(benchmark_item(t) for t in tasks), thresholds={}).in_round(round_key)
     return split, tasks
 
 
 def _save_benchmark(store: Storage, split: BenchmarkSplit, tasks: Sequence[Task]) -> Path:
-    folder = benchmark_dir(store)
+    folder = Catalog(store).benchmark_dir
+    folder.mkdir(parents=True, exist_ok=True)
     save_records(folder / "tasks.parquet", list(tasks), flat=["env_id", "kind", "query"])
     tmp = folder / "split.json.tmp"
     tmp.write_text(split.model_dump_json(indent=2))
@@ -151,30 +136,18 @@ def split_round(
         training, excluded = exclude_near(tasks, bench_tasks, embedder, split.thresholds)
         created = False
     write_parquet(
-        store.artifact(SPLIT_ASSET, round_key, "training.parquet"),
+        store.round(round_key).path(SPLIT, "training"),
         [{"task_id": t.id, "kind": t.kind, "env_id": t.env_id} for t in training],
         columns=["task_id", "kind", "env_id"],
     )
     write_parquet(
-        store.artifact(SPLIT_ASSET, round_key, "excluded.parquet"),
+        store.round(round_key).path(SPLIT, "excluded"),
         [e.model_dump() for e in excluded],
         columns=["task_id", "reason", "nearest", "similarity"],
     )
     return RoundSplit(
         split=split, created=created, training=training, excluded=excluded, benchmark_tasks=bench_tasks
     )
-
-
-def training_task_ids(store: Storage, round_key: str) -> set[str] | None:
-    """The task ids training may use in a round, or None when the round has not been split."""
-    path = store.artifact(SPLIT_ASSET, round_key, "training.parquet")
-    if not path.exists():
-        return None
-    return {str(r["task_id"]) for r in read_parquet(path)}
-
-
-def bundles_for(store: Storage, tasks: Sequence[Task]) -> dict[str, Bundle]:
-    return {env_id: Bundle.load(store.env_dir(env_id)) for env_id in sorted({t.env_id for t in tasks})}
 
 
 def policy_slug(policy: str) -> str:
@@ -229,7 +202,7 @@ def run_evaluation(
     split, tasks = imported_split(store, round_key) if source == "imported" else require_benchmark(store)
     if limit:
         tasks = tasks[:limit]
-    bundles = bundles_for(store, tasks)
+    bundles = Catalog(store).bundles(t.env_id for t in tasks)
     name, factory = make_policy(policy, embedder=embedder, sandbox=sandbox, **dict(policy_options or {}))
     eval_id = "ev-" + content_hash(
         {"round": round_key, "policy": name, "benchmark": split.id, "trials": trials, "tasks": [t.id for t in tasks],
@@ -253,11 +226,11 @@ def run_evaluation(
     failures_store.finish(eval_id, overall.pass_at_1)
     slug = policy_slug(name)
     path = save_records(
-        store.artifact(EVAL_ASSET, round_key, f"{slug}.parquet"),
+        store.round(round_key).file(EVALUATIONS, f"{slug}.parquet"),
         results,
         flat=["task_id", "route", "policy", "trial", "score", "passed", "infra_error"],
     )
-    store.artifact(EVAL_ASSET, round_key, f"{slug}.report.json").write_text(
+    store.round(round_key).file(EVALUATIONS, f"{slug}.report.json").write_text(
         json.dumps(
             {"eval_id": eval_id, "policy": name, "round": round_key, **rep.model_dump(mode="json")}, indent=1
         )
@@ -285,7 +258,7 @@ def run_evaluation(
 
 def load_results(store: Storage, round_key: str, policy: str | None = None) -> dict[str, list[EvalResult]]:
     """Stored results of a round, by policy name (all policies, or the one named)."""
-    folder = store.root / "artifacts" / EVAL_ASSET / round_key
+    folder = store.artifacts_root / EVALUATIONS.name / round_key
     out: dict[str, list[EvalResult]] = {}
     if not folder.is_dir():
         return out

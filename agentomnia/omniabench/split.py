@@ -14,8 +14,9 @@ every capability, atom, route and split of the pool appear at least once; so a r
 template families is still posed. The thresholds and the per-cluster cap travel with the split, and
 later rounds exclude near-duplicates of the benchmark items with the same rule (`exclude_near`).
 
-The challenging subset is a fixed, documented rule over the task itself (`is_challenging`), so it
-never depends on how any policy happened to score.
+The route and the challenging subset are the task family's (`agentomnia.tasks.families`: `route_of`,
+`is_challenging`, re-exported here); the challenging rule is fixed and documented over the task
+itself, so it never depends on how any policy happened to score.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from agentomnia.embeddings import Embedder
-from agentomnia.omniabench.models import BenchmarkItem, BenchmarkSplit, DroppedCandidate, Route
+from agentomnia.omniabench.models import BenchmarkItem, BenchmarkSplit, DroppedCandidate
+from agentomnia.tasks.families import is_challenging, route_of
 from agentomnia.tasks.models import Task
 
 NGRAM_N = 3
@@ -37,7 +39,6 @@ NGRAM_KEY = "ngram_jaccard"
 EMBEDDING_KEY = "embedding_cosine"
 CLUSTER_CAP_KEY = "max_per_cluster"
 MAX_PER_CLUSTER = 2
-CHALLENGING_MIN_ATOMS = 3
 _WORD = re.compile(r"\w+")
 
 # Why a task was dropped (DroppedCandidate.reason starts with one of these).
@@ -46,27 +47,6 @@ NEAR_BENCHMARK = "near_benchmark"  # (exclude_near) too close to a benchmark ite
 SAME_ID = "benchmark_task"  # (exclude_near) the task is itself a benchmark item
 
 Stratum = tuple[str, str, str]  # (split, L1 domain, route)
-
-
-def route_of(task: Task) -> Route:
-    """The benchmark route a task is posed on (the paper's DAG, DAG-S, Program and Solver)."""
-    if task.kind in ("dag_standard", "dag_challenge"):
-        return "dag" if task.interaction == "multi" else "dag_s"
-    if task.kind == "program":
-        return "program"
-    return "solver"
-
-
-def is_challenging(task: Task) -> bool:
-    """The fixed challenging-subset rule: a DAG-Challenge task (entities named only by description),
-    a solver task posed without its constraint anchors (solver_guided), any multi-turn task (the
-    agent must ask for what the user withholds), or a task whose difficulty profile sets at least
-    three atoms."""
-    return (
-        task.kind in ("dag_challenge", "solver_guided")
-        or task.interaction == "multi"
-        or len(task.coordinate.atoms) >= CHALLENGING_MIN_ATOMS
-    )
 
 
 def benchmark_item(task: Task) -> BenchmarkItem:

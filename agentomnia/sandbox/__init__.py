@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from agentomnia.sandbox.bench import format_table, run_bench
     from agentomnia.sandbox.bundle import Bundle
     from agentomnia.sandbox.conformance import ConformanceCheck, ConformanceReport, check_env
+    from agentomnia.sandbox.environment import Environment, SupportsBatch, SupportsSnapshot
     from agentomnia.sandbox.errors import (
         FAILURE_CODES,
         LoadError,
@@ -100,7 +101,7 @@ if TYPE_CHECKING:
     from agentomnia.sandbox.results import CheckResult, ProgramCall, ProgramResult, Snapshot
     from agentomnia.sandbox.rules import ALLOWED_MODULES
     from agentomnia.sandbox.sandbox import Sandbox, SandboxConfig
-    from agentomnia.sandbox.session import Environment, Session
+    from agentomnia.sandbox.session import Session
     from agentomnia.sandbox.workload import ArgumentSampler
 
 # Exports load on first use: a worker process imports this package too and must stay light.
@@ -111,7 +112,7 @@ _EXPORTS = {
     "CheckResult": "results",
     "ConformanceCheck": "conformance",
     "ConformanceReport": "conformance",
-    "Environment": "session",
+    "Environment": "environment",
     "FAILURE_CODES": "errors",
     "LoadError": "errors",
     "LocalSession": "local",
@@ -127,6 +128,8 @@ _EXPORTS = {
     "SessionClosed": "errors",
     "SessionLost": "errors",
     "Snapshot": "results",
+    "SupportsBatch": "environment",
+    "SupportsSnapshot": "environment",
     "WorkerFailure": "errors",
     "check_env": "conformance",
     "fixture_bundle": "fixtures",
@@ -159,6 +162,8 @@ __all__ = [
     "SessionClosed",
     "SessionLost",
     "Snapshot",
+    "SupportsBatch",
+    "SupportsSnapshot",
     "WorkerFailure",
     "check_env",
     "fixture_bundle",

@@ -1,7 +1,9 @@
 """`check_env`: the environment contract as executable checks, run against a live sandbox.
 
-Every synthesized environment must pass it (as a test and as a Dagster asset check). Each check says
-what failed and names the likely cause, so a repair step (or a person) knows what to change:
+Every synthesized environment passes it: the three-level verification (`envs.verify`) runs it on
+each bundle it builds, its result lands in the bundle's `verification.json`, and the `environments`
+asset check reads it from there. Each check says what failed and names the likely cause, so a
+repair step (or a person) knows what to change:
 
 - `policy`: the source passes the static policy;
 - `load`: the class builds from s0 within the time budget;
@@ -13,24 +15,29 @@ what failed and names the likely cause, so a repair step (or a person) knows wha
 - `reset`: reset restores the initial state exactly;
 - `errors_leave_state`: a failed call leaves the state unchanged;
 - `read_only`: tools declared read-only never change the state;
-- `snapshot`: restore returns exactly to the snapshot;
+- `snapshot`: restore returns exactly to the snapshot (skipped, and so passed, for an environment
+  without the snapshot capability);
 - `close`: closing twice is safe and a closed session refuses calls.
+
+The checks program against the `Environment` protocol and its capabilities, and travel in batches:
+the whole contract costs a handful of round trips, cheap enough to run on every build.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.records import Record
 from agentomnia.sandbox.bundle import Bundle
-from agentomnia.sandbox.errors import SandboxError, SessionClosed
-from agentomnia.sandbox.policy import validate_source
+from agentomnia.sandbox.environment import Call, Environment, SupportsSnapshot, call_all, run_batch
+from agentomnia.sandbox.errors import PolicyError, SandboxError, SessionClosed
+from agentomnia.sandbox.policy import prepare
 from agentomnia.sandbox.sandbox import Sandbox
-from agentomnia.sandbox.session import Session
+from agentomnia.sandbox.session import Batch, Session
 from agentomnia.sandbox.workload import ArgumentSampler
 
 CHECKS = (
@@ -125,37 +132,30 @@ def check_env(
             calls=total_calls,
         )
 
-    violations = validate_source(bundle.source)
-    results["policy"] = ConformanceCheck(
-        name="policy",
-        passed=not violations,
-        message=""
-        if not violations
-        else f"{len(violations)} construct(s) refused; the first: {violations[0]}",
-        details=[str(v) for v in violations],
-    )
-    if violations:
+    results["policy"] = _check_policy(bundle)
+    if not results["policy"].passed:
         return finish()
     config = dict(bundle.s0 if init_config is None else init_config)
     try:
         first = sandbox.open(bundle, config)
+    except SandboxError as exc:
+        results["load"] = ConformanceCheck(name="load", passed=False, message=exc.message)
+        return finish()
+    try:
         second = sandbox.open(bundle, config)
     except SandboxError as exc:
+        first.close()
         results["load"] = ConformanceCheck(name="load", passed=False, message=exc.message)
         return finish()
     results["load"] = ConformanceCheck(name="load", passed=True)
     try:
         results["schemas"] = _check_schemas(bundle, first)
-        results["state"] = _check_state(first)
         sampler = ArgumentSampler(bundle, config, seed=seed)
         plans = [sampler.calls(steps) for _ in range(sequences)]
         total_calls = sum(len(plan) for plan in plans) * 2
-        initial = first.state_hash()
-        results["determinism"] = _check_determinism(first, second, plans, initial)
-        results["reset"] = _check_reset(first, plans, initial)
-        results["errors_leave_state"], results["read_only"] = _check_step_effects(
-            first, bundle, plans[: max(2, sequences // 3)]
-        )
+        state, replayed = _check_replays(first, second, bundle, plans)
+        results["state"] = _check_state(state)
+        results.update(replayed)
         results["snapshot"] = _check_snapshot(first, plans)
     except SandboxError as exc:
         name = next(n for n in CHECKS if n not in results)
@@ -166,7 +166,7 @@ def check_env(
         second.close()
         return finish()
     second.close()
-    results["close"] = _check_close(first)
+    results["close"] = _check_close(first, bundle)
     return finish()
 
 
@@ -215,8 +215,7 @@ def _check_schemas(bundle: Bundle, session: Session) -> ConformanceCheck:
     )
 
 
-def _check_state(session: Session) -> ConformanceCheck:
-    state = session.state()
+def _check_state(state: Mapping[str, Any]) -> ConformanceCheck:
     text = json.dumps(state, sort_keys=True)
     placeholders = sorted({part.split('"')[0] for part in text.split('"<')[1:]})
     if placeholders:
@@ -229,97 +228,122 @@ def _check_state(session: Session) -> ConformanceCheck:
     return ConformanceCheck(name="state", passed=True)
 
 
-def _check_determinism(
-    first: Session, second: Session, plans: list[list[tuple[str, dict[str, Any]]]], initial: str
-) -> ConformanceCheck:
-    if second.state_hash() != initial:
+def _check_policy(bundle: Bundle) -> ConformanceCheck:
+    # `prepare` is the check the sandbox runs before loading code, and remembers code that passed:
+    # after a build has opened the bundle, this costs a dictionary lookup instead of a parse.
+    try:
+        prepare(bundle.source, "env", label=f"environment `{bundle.class_name}`")
+    except PolicyError as exc:
+        violations = exc.violations
         return ConformanceCheck(
-            name="determinism",
+            name="policy",
             passed=False,
-            message=f"two sessions built from the same s0 differ before any call; {_NONDETERMINISM}",
+            message=f"{len(violations)} construct(s) refused; the first: {violations[0]}"
+            if violations
+            else exc.message,
+            details=[str(v) for v in violations],
         )
-    for index, plan in enumerate(plans):
-        first.reset()
-        second.reset()
-        results_a = first.call_many(plan)
-        results_b = second.call_many(plan)
-        for step, (a, b) in enumerate(zip(results_a, results_b, strict=True)):
-            if a.model_dump() != b.model_dump():
-                return ConformanceCheck(
-                    name="determinism",
-                    passed=False,
-                    message=f"sequence {index}, step {step} (`{plan[step][0]}`) returned different results in two "
-                    f"fresh sessions; {_NONDETERMINISM}",
-                )
-        if first.state_hash() != second.state_hash():
-            return ConformanceCheck(
+    return ConformanceCheck(name="policy", passed=True)
+
+
+Plan = Sequence[Call]
+
+
+def _check_replays(
+    first: Environment, second: Environment, bundle: Bundle, plans: Sequence[Plan]
+) -> tuple[dict[str, Any], dict[str, ConformanceCheck]]:
+    """The initial state, and determinism, reset and the effects of single steps, from one batch
+    per session.
+
+    `first` runs each call alone with a fresh state hash after it (a failed call and a read must
+    leave the hash where it was); `second` runs each plan as one list. After each plan both report
+    their state hash (they must agree), reset, and the hash after the reset (it must be the
+    initial one).
+    """
+    mine, theirs = Batch(), Batch()
+    start, their_start = mine.state(), theirs.hash(fresh=True)
+    steps_at, ends_at = [], []
+    for plan in plans:
+        steps_at.append([(mine.calls([call]), mine.hash(fresh=True)) for call in plan])
+        mine.reset()
+        ends_at.append((theirs.calls(plan), theirs.hash(fresh=True), mine.hash(fresh=True)))
+        theirs.reset()
+    answers, other = run_batch(first, mine), run_batch(second, theirs)
+    state, initial = answers[start]
+    if other[their_start] != initial:
+        not_run = "not run: two fresh sessions already differ"
+        return state, {
+            "determinism": ConformanceCheck(
                 name="determinism",
                 passed=False,
-                message=f"sequence {index} left different states in two fresh sessions; {_NONDETERMINISM}",
-            )
-    return ConformanceCheck(name="determinism", passed=True)
-
-
-def _check_reset(
-    session: Session, plans: list[list[tuple[str, dict[str, Any]]]], initial: str
-) -> ConformanceCheck:
-    for index, plan in enumerate(plans[:3]):
-        session.reset()
-        session.call_many(plan)
-        session.reset()
-        if session.state_hash() != initial:
-            return ConformanceCheck(
-                name="reset",
-                passed=False,
-                message=f"after sequence {index}, reset did not restore the initial state; the constructor likely "
-                "keeps references into shared module-level objects instead of building fresh tables from init_config",
-            )
-    return ConformanceCheck(name="reset", passed=True)
-
-
-def _check_step_effects(
-    session: Session, bundle: Bundle, plans: list[list[tuple[str, dict[str, Any]]]]
-) -> tuple[ConformanceCheck, ConformanceCheck]:
+                message=f"two sessions built from the same s0 differ before any call; {_NONDETERMINISM}",
+            ),
+            **{name: ConformanceCheck(name=name, passed=False, message=not_run) for name in _REPLAYED[1:]},
+        }
+    found: dict[str, str] = {}
     error_problems: list[str] = []
     read_problems: list[str] = []
-    for plan in plans:
-        session.reset()
-        before = session.state_hash(fresh=True)
-        for tool, args in plan:
-            result = session.call(tool, args)
-            after = session.state_hash(fresh=True)
+    before = initial
+    for index, (plan, steps, (listed_at, hash_at, reset_at)) in enumerate(
+        zip(plans, steps_at, ends_at, strict=True)
+    ):
+        for step, ((tool, _), (called_at, hashed_at), listed) in enumerate(
+            zip(plan, steps, other[listed_at], strict=True)
+        ):
+            (result,) = answers[called_at]
+            after = answers[hashed_at]
             if not result.ok and after != before:
                 error_problems.append(
                     f"`{tool}` failed with {result.error.code if result.error else '?'} but changed the state"
                 )
             if result.ok and tool in bundle.read_tools and after != before:
                 read_problems.append(f"`{tool}` is declared read-only but changed the state")
+            if "determinism" not in found and result.model_dump() != listed.model_dump():
+                found["determinism"] = (
+                    f"sequence {index}, step {step} (`{tool}`) returned different results in two fresh "
+                    f"sessions; {_NONDETERMINISM}"
+                )
             before = after
-    errors_check = ConformanceCheck(
-        name="errors_leave_state",
-        passed=not error_problems,
-        message="" if not error_problems else error_problems[0] + " (the sandbox's rollback did not hold)",
-        details=error_problems,
-    )
-    read_check = ConformanceCheck(
-        name="read_only",
-        passed=not read_problems,
-        message=""
-        if not read_problems
-        else read_problems[0] + "; mark it as a write tool in spec.json or stop it writing",
-        details=read_problems,
-    )
-    return errors_check, read_check
+        if "determinism" not in found and before != other[hash_at]:
+            found["determinism"] = (
+                f"sequence {index} left different states in two fresh sessions; {_NONDETERMINISM}"
+            )
+        before = answers[reset_at]
+        if "reset" not in found and before != initial:
+            found["reset"] = (
+                f"after sequence {index}, reset did not restore the initial state; the constructor likely keeps "
+                "references into shared module-level objects instead of building fresh tables from init_config"
+            )
+    if error_problems:
+        found["errors_leave_state"] = error_problems[0] + " (the sandbox's rollback did not hold)"
+    if read_problems:
+        found["read_only"] = read_problems[0] + "; mark it as a write tool in spec.json or stop it writing"
+    details = {"errors_leave_state": error_problems, "read_only": read_problems}
+    return state, {
+        name: ConformanceCheck(
+            name=name, passed=name not in found, message=found.get(name, ""), details=details.get(name, [])
+        )
+        for name in _REPLAYED
+    }
 
 
-def _check_snapshot(session: Session, plans: list[list[tuple[str, dict[str, Any]]]]) -> ConformanceCheck:
-    session.reset()
-    session.call_many(plans[0][: len(plans[0]) // 2])
-    marker = session.snapshot()
-    before = session.state_hash()
-    session.call_many(plans[-1])
-    session.restore(marker)
-    if session.state_hash() != before:
+_REPLAYED = ("determinism", "reset", "errors_leave_state", "read_only")
+
+
+def _check_snapshot(env: Environment, plans: Sequence[Plan]) -> ConformanceCheck:
+    if not isinstance(env, SupportsSnapshot):
+        return ConformanceCheck(
+            name="snapshot", passed=True, message="skipped: the environment offers no snapshots"
+        )
+    # `_check_replays` left the environment reset, at its initial state.
+    call_all(env, plans[0][: len(plans[0]) // 2])
+    marker = env.snapshot()
+    batch = Batch()
+    before_at = batch.hash()
+    batch.calls(plans[-1])
+    before = run_batch(env, batch)[before_at]
+    env.restore(marker)
+    if env.state_hash() != before:
         return ConformanceCheck(
             name="snapshot",
             passed=False,
@@ -328,16 +352,16 @@ def _check_snapshot(session: Session, plans: list[list[tuple[str, dict[str, Any]
     return ConformanceCheck(name="snapshot", passed=True)
 
 
-def _check_close(session: Session) -> ConformanceCheck:
-    session.close()
+def _check_close(env: Environment, bundle: Bundle) -> ConformanceCheck:
+    env.close()
     try:
-        session.close()
+        env.close()
     except Exception as exc:  # the contract says close is idempotent; any exception is the finding
         return ConformanceCheck(
             name="close", passed=False, message=f"a second close() raised {type(exc).__name__}: {exc}"
         )
     try:
-        session.call(session.bundle.tool_names[0], {})
+        env.call(bundle.tool_names[0], {})
     except SessionClosed:
         return ConformanceCheck(name="close", passed=True)
     return ConformanceCheck(name="close", passed=False, message="a closed session still accepted a call")

@@ -18,14 +18,16 @@ from typing import Any
 from agentomnia.records import ToolResult
 from agentomnia.sandbox import errors, policy
 from agentomnia.sandbox.bundle import Bundle, config_key, config_seed
+from agentomnia.sandbox.deadlines import Deadlines, Limits
+from agentomnia.sandbox.environment import Call, run_steps
+from agentomnia.sandbox.envsession import CompiledEnv, EnvSession
 from agentomnia.sandbox.errors import SandboxError, SessionClosed
 from agentomnia.sandbox.results import Snapshot
-from agentomnia.sandbox.runtime import CompiledEnv, Deadlines, EnvSession, Limits
-from agentomnia.sandbox.session import Call, encode_args
+from agentomnia.sandbox.session import Batch, encode_args
 
 
 class LocalSession:
-    """The environment protocol over an in-process `EnvSession`."""
+    """The environment protocol, with batching and snapshots, over an in-process `EnvSession`."""
 
     def __init__(
         self, bundle: Bundle, init_config: Mapping[str, Any] | None = None, *, limits: Limits | None = None
@@ -62,6 +64,10 @@ class LocalSession:
 
     def call_many(self, calls: Sequence[Call]) -> list[ToolResult]:
         return [self.call(tool, args) for tool, args in calls]
+
+    def run(self, batch: Batch) -> list[Any]:
+        """A batch's answers (in-process there is no round trip to save)."""
+        return run_steps(self, batch.steps)
 
     def state(self) -> dict[str, Any]:
         state: dict[str, Any] = json.loads(self._live().state_json())

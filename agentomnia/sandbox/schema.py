@@ -1,4 +1,4 @@
-"""Fast argument validation for tool schemas, with jsonschema as the reference.
+"""Tool-call argument checks: fast validation for tool schemas, with jsonschema as the reference.
 
 Every tool call is validated against its JSON schema before it runs. `jsonschema` takes tens of
 microseconds per call, which is most of the cost of a cheap read tool, so the common subset that tool
@@ -6,13 +6,23 @@ schemas actually use (type, properties, required, additionalProperties, enum, co
 range and pattern bounds) is compiled here into plain closures that only answer valid/invalid.
 Schemas that use anything else fall back to jsonschema; an invalid call is always re-checked with
 jsonschema so the error message is the reference one. A test compares both on generated inputs.
+
+The same holds for checking a schema itself: `plainly_valid_schema` decides the plain subset of the
+draft 2020-12 metaschema by hand and leaves anything else to jsonschema's `check_schema`.
+`ToolSchema` puts both together with the method's signature: the one check a call passes before it
+runs. Nothing here imports pydantic (a worker imports it).
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
 
 Check = Callable[[Any], bool]
 
@@ -259,3 +269,181 @@ def _string_checks(schema: dict[str, Any]) -> list[Check]:
         return regex is None or regex.search(v) is not None
 
     return [check_string]
+
+
+# ---------------------------------------------------------------- one tool's check
+
+
+@dataclass
+class ToolSchema:
+    """One declared tool: its JSON schema (checks built on first use) and method signature."""
+
+    name: str
+    parameters: dict[str, Any]
+    fast: Callable[[Any], bool] | None = None
+    validator: Any = None
+    schema_error: str | None = None
+    built: bool = False
+    accepted: frozenset[str] | None = None
+    required: frozenset[str] = frozenset()
+    var_keyword: bool = False
+
+    def check(self, args: dict[str, Any]) -> str | None:
+        if not self.built:
+            self.build()
+        if self.fast is not None:
+            valid = self.fast(args)
+        else:
+            valid = self.validator is None or self.validator.is_valid(args)
+        if not valid and self.validator is not None:
+            return schema_message(self.validator, args)
+        if self.accepted is not None and not self.var_keyword:
+            extra = [k for k in args if k not in self.accepted]
+            if extra:
+                return f"unexpected argument `{sorted(extra)[0]}` (the tool accepts: {', '.join(sorted(self.accepted)) or 'nothing'})"
+        for name in self.required:
+            if name not in args:
+                return f"missing required argument `{sorted(self.required - set(args))[0]}`"
+        return None
+
+    def build(self) -> None:
+        self.built = True
+        try:
+            if plainly_valid_schema(self.parameters):
+                # Checking a schema against the metaschema costs ~1.5 ms per tool in jsonschema;
+                # the plain subset tool schemas use is checked exactly, and faster, by hand.
+                cls: Any = jsonschema.Draft202012Validator
+            else:
+                cls = jsonschema.validators.validator_for(
+                    self.parameters, default=jsonschema.Draft202012Validator
+                )
+                cls.check_schema(self.parameters)
+            self.validator = cls(self.parameters)
+        except jsonschema.exceptions.SchemaError as exc:
+            # A broken schema is the environment's defect (check_env reports it); calls are then
+            # checked against the method signature only.
+            self.schema_error = f"invalid JSON schema: {exc.message}"
+            return
+        self.fast = compile_schema(self.parameters)
+
+    def bind_signature(self, method: Callable[..., Any]) -> None:
+        try:
+            signature = inspect.signature(method)
+        except (TypeError, ValueError):
+            return
+        accepted, required = set(), set()
+        for param in signature.parameters.values():
+            if param.kind is inspect.Parameter.VAR_KEYWORD:
+                self.var_keyword = True
+            elif param.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+                accepted.add(param.name)
+                if param.default is inspect.Parameter.empty:
+                    required.add(param.name)
+        self.accepted = frozenset(accepted)
+        self.required = frozenset(required)
+
+
+# Draft 2020-12 metaschema rules for the keywords tool schemas use. `plainly_valid_schema` answers
+# True only for schemas made of these keywords (plus keywords the metaschema does not define, which
+# it leaves unconstrained); anything else goes to jsonschema's own `check_schema`.
+_SCHEMA_STRING_KEYS = frozenset(
+    {"title", "description", "$comment", "format", "contentEncoding", "contentMediaType"}
+)
+_SCHEMA_BOOL_KEYS = frozenset({"deprecated", "readOnly", "writeOnly", "uniqueItems"})
+_SCHEMA_NUMBER_KEYS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+_SCHEMA_COUNT_KEYS = frozenset(
+    {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"}
+)
+_SCHEMA_ANY_KEYS = frozenset({"default", "const"})
+_SCHEMA_ARRAY_KEYS = frozenset({"enum", "examples"})
+_SCHEMA_SUB_KEYS = frozenset({"items", "additionalProperties"})
+_SIMPLE_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+# Every keyword the 2020-12 metaschema (all vocabularies) gives a rule; one of these that is not
+# handled above sends the schema to jsonschema. A test keeps this list complete.
+METASCHEMA_KEYWORDS = frozenset(
+    {
+        "$id", "$schema", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary",
+        "$comment", "$defs", "$recursiveAnchor", "$recursiveRef", "prefixItems", "items", "contains",
+        "additionalProperties", "properties", "patternProperties", "dependentSchemas", "propertyNames",
+        "if", "then", "else", "allOf", "anyOf", "oneOf", "not", "unevaluatedItems",
+        "unevaluatedProperties", "type", "const", "enum", "multipleOf", "maximum", "exclusiveMaximum",
+        "minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
+        "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties", "required",
+        "dependentRequired", "title", "description", "default", "deprecated", "readOnly", "writeOnly",
+        "examples", "format", "contentEncoding", "contentMediaType", "contentSchema", "definitions",
+        "dependencies",
+    }
+)  # fmt: skip
+
+
+def _unique_strings(value: Any) -> bool:
+    return type(value) is list and all(type(v) is str for v in value) and len(set(value)) == len(value)
+
+
+def plainly_valid_schema(schema: Any, _depth: int = 0) -> bool:
+    """True when `schema` certainly passes the draft 2020-12 metaschema and declares no `$schema`.
+
+    False means "not decided here" (jsonschema decides), never "invalid"."""
+    if type(schema) is bool:
+        return _depth > 0
+    if type(schema) is not dict or _depth > 32:
+        return False
+    for key, value in schema.items():
+        if type(key) is not str:
+            return False
+        if key in _SCHEMA_STRING_KEYS:
+            if type(value) is not str:
+                return False
+        elif key in _SCHEMA_BOOL_KEYS:
+            if type(value) is not bool:
+                return False
+        elif key in _SCHEMA_NUMBER_KEYS:
+            if type(value) not in (int, float):
+                return False
+        elif key in _SCHEMA_COUNT_KEYS:
+            if type(value) is not int or value < 0:
+                return False
+        elif key in _SCHEMA_ANY_KEYS:
+            continue
+        elif key in _SCHEMA_ARRAY_KEYS:
+            if type(value) is not list:
+                return False
+        elif key in _SCHEMA_SUB_KEYS:
+            if not plainly_valid_schema(value, _depth + 1):
+                return False
+        elif key == "properties":
+            if type(value) is not dict or not all(
+                plainly_valid_schema(sub, _depth + 1) for sub in value.values()
+            ):
+                return False
+        elif key == "required":
+            if not _unique_strings(value):
+                return False
+        elif key == "type":
+            if type(value) is str:
+                if value not in _SIMPLE_TYPES:
+                    return False
+            elif not (_unique_strings(value) and value and all(v in _SIMPLE_TYPES for v in value)):
+                return False
+        elif key in METASCHEMA_KEYWORDS or key.startswith("$"):
+            return False
+    return True
+
+
+def schema_message(validator: Any, args: dict[str, Any]) -> str:
+    error = jsonschema.exceptions.best_match(validator.iter_errors(args))
+    if error is None:
+        return "arguments do not match the tool's schema"
+    path = [str(p) for p in error.absolute_path]
+    if error.validator == "required" and not path:
+        missing = [r for r in error.validator_value if r not in args]
+        if missing:
+            return f"missing required argument `{missing[0]}`"
+    if error.validator == "additionalProperties" and not path:
+        known = set(validator.schema.get("properties", {}))
+        extra = sorted(k for k in args if k not in known)
+        if extra:
+            return f"unexpected argument `{extra[0]}` (the tool accepts: {', '.join(sorted(known)) or 'nothing'})"
+    if path:
+        return f"argument `{'.'.join(path)}`: {error.message}"
+    return error.message

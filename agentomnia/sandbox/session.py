@@ -1,23 +1,31 @@
-"""Sessions: one live environment in a worker, driven through the small environment protocol.
+"""Sessions: one live environment in a worker, driven through the environment protocol.
 
-`Environment` is the protocol every part of the project programs against (rollouts, verifiers,
-replay grading, the conformance checker): `call`, `call_many`, `state`, `state_hash`, `reset`,
-`snapshot`/`restore`, `tools` and `close`. `Session` implements it over a worker; `LocalSession`
-(in `local`) implements it in-process for reference measurements. `Session.run` sends a `Batch` of
-such requests in one round trip, for callers (verification) that know their next steps in advance.
+`Session` implements the core `Environment` protocol (see `environment`) over a worker, together
+with both optional capabilities: batching (`call_many`, and `run`, which sends a `Batch` of calls,
+states and resets in one round trip for callers that know their next steps in advance, such as
+verification) and snapshots (`snapshot`/`restore`). `LocalSession` (in `local`) implements the
+same in-process for reference measurements.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from agentomnia.records import ToolResult
 from agentomnia.sandbox import errors
 from agentomnia.sandbox.bundle import Bundle, config_key, config_seed
+from agentomnia.sandbox.environment import (
+    SKIPPED,
+    Call,
+    Environment,
+    SupportsBatch,
+    SupportsSnapshot,
+    run_steps,
+)
 from agentomnia.sandbox.errors import (
     LoadError,
     SandboxBusy,
@@ -32,34 +40,12 @@ if TYPE_CHECKING:
     from agentomnia.sandbox.pool import SessionRecord
     from agentomnia.sandbox.sandbox import Sandbox
 
-Call = tuple[str, Mapping[str, Any]]
-
 # Errors about the session or the pool itself stay exceptions; any other trouble serving a call
 # becomes a failed ToolResult, because a tool call never raises to its caller.
 _PASS_THROUGH = (SessionClosed, SessionLost, SandboxBusy)
 
-
-@runtime_checkable
-class Environment(Protocol):
-    """The environment protocol: a stateful tool provider with deterministic resets."""
-
-    def tools(self) -> list[dict[str, Any]]: ...
-
-    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> ToolResult: ...
-
-    def call_many(self, calls: Sequence[Call]) -> list[ToolResult]: ...
-
-    def state(self) -> dict[str, Any]: ...
-
-    def state_hash(self, *, fresh: bool = False) -> str: ...
-
-    def reset(self, init_config: Mapping[str, Any] | None = None) -> None: ...
-
-    def snapshot(self) -> Snapshot: ...
-
-    def restore(self, snapshot: Snapshot) -> None: ...
-
-    def close(self) -> None: ...
+# Re-exported: callers import the protocol and its capabilities from here too.
+__all__ = ["SKIPPED", "Batch", "Call", "Environment", "Session", "SupportsBatch", "SupportsSnapshot"]
 
 
 def parse_result(raw: Any) -> ToolResult:
@@ -78,9 +64,6 @@ def encode_args(args: Mapping[str, Any] | None) -> str | None:
         return json.dumps(dict(args or {}), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError):
         return None
-
-
-SKIPPED = None  # the answer of a batch step that did not run (see Batch)
 
 
 class Batch:
@@ -343,33 +326,7 @@ class Session:
 
     def _run_one_by_one(self, steps: Sequence[dict[str, Any]]) -> list[Any]:
         """The batch as separate requests (same answers; used when it cannot travel as one)."""
-        answers: list[Any] = []
-        ok = False
-        for step in steps:
-            if step["if_ok"] and not ok:
-                answers.append(SKIPPED)
-                continue
-            op = step["op"]
-            if op == "calls" and not step["first_ok"]:
-                results = self.call_many(step["raw"])
-                ok = bool(results) and results[-1].ok
-                answers.append(results)
-            elif op == "calls":
-                results = []
-                for tool, args in step["raw"]:
-                    results.append(self.call(tool, args))
-                    if results[-1].ok:
-                        break
-                ok = bool(results) and results[-1].ok
-                answers.append(results)
-            elif op == "state":
-                answers.append(self.state_with_hash())
-            elif op == "hash":
-                answers.append(self.state_hash(fresh=step["fresh"]))
-            else:
-                self.reset(step["config"])
-                answers.append(True)
-        return answers
+        return run_steps(self, steps)
 
     def _failure_text(self, failure: SandboxError) -> str:
         if not isinstance(failure, WorkerFailure):

@@ -25,8 +25,17 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from agentomnia.sandbox import containment, runtime, views
-from agentomnia.sandbox.runtime import CallTimeout, CompiledEnv, Deadlines, EnvSession, Limits
+from agentomnia.sandbox import containment, views
+from agentomnia.sandbox.deadlines import CallTimeout, Deadlines, Limits
+from agentomnia.sandbox.envsession import (
+    CompiledEnv,
+    EnvironmentLoadError,
+    EnvSession,
+    describe_exception,
+    load_code,
+)
+from agentomnia.sandbox.programs import run_check, run_program
+from agentomnia.sandbox.statehash import canonical_state, state_digest
 
 _LRU_ENVS = 64
 _LRU_CONFIGS = 64
@@ -60,14 +69,14 @@ def _error_of(exc: BaseException) -> dict[str, str]:
     """The error a request ending in `exc` reports (the same codes `Host.handle` uses)."""
     if isinstance(exc, _RequestError):
         return {"code": exc.code, "message": str(exc)}
-    if isinstance(exc, runtime.EnvironmentLoadError):
+    if isinstance(exc, EnvironmentLoadError):
         return {"code": "load_failed", "message": str(exc)}
     if isinstance(exc, MemoryError):
         gc.collect()
         return {"code": "memory_limit", "message": "the worker ran out of memory serving the request"}
     if isinstance(exc, CallTimeout):
         return {"code": "timeout", "message": "the request ran past its time budget"}
-    return {"code": "internal", "message": runtime.describe_exception(exc)}
+    return {"code": "internal", "message": describe_exception(exc)}
 
 
 class Host:
@@ -152,7 +161,7 @@ class Host:
         key = message["code_key"]
         payload = message.get("code")
         if payload is not None:
-            self.code[key] = runtime.load_code(payload)
+            self.code[key] = load_code(payload)
         code = self.code.get(key)
         if code is None:
             raise _Need("code")
@@ -214,7 +223,7 @@ class Host:
                 elif op == "state":
                     with self.deadlines.budget(self.limits.call_timeout_s):
                         text = session.state_json()
-                    parts.append('{"hash":"' + runtime.state_digest(text) + '","state":' + text + "}")
+                    parts.append('{"hash":"' + state_digest(text) + '","state":' + text + "}")
                 elif op == "hash":
                     with self.deadlines.budget(self.limits.call_timeout_s):
                         parts.append('"' + session.state_hash(fresh=bool(step["fresh"])) + '"')
@@ -236,7 +245,7 @@ class Host:
         session = self._session(message)
         with self.deadlines.budget(self.limits.call_timeout_s):
             text = session.state_json()
-        return '{"ok":true,"hash":"' + runtime.state_digest(text) + '","state":' + text + "}"
+        return '{"ok":true,"hash":"' + state_digest(text) + '","state":' + text + "}"
 
     def _hash(self, message: dict[str, Any]) -> str:
         session = self._session(message)
@@ -303,15 +312,13 @@ class Host:
     def _check(self, message: dict[str, Any]) -> str:
         code = self._code(message)
         timeout = message.get("timeout_s", self.limits.call_timeout_s)
-        results = [
-            runtime.run_check(code, message["initial_json"], message["final_json"], self.deadlines, timeout)
-        ]
+        results = [run_check(code, message["initial_json"], message["final_json"], self.deadlines, timeout)]
         return json.dumps({"ok": True, "results": results})
 
     def _program(self, message: dict[str, Any]) -> str:
         session = self._session(message)
         code = self._code(message)
-        result = runtime.run_program(session, code, message.get("timeout_s", self.limits.call_timeout_s))
+        result = run_program(session, code, message.get("timeout_s", self.limits.call_timeout_s))
         answer = result.pop("answer_json")
         return '{"ok":true,"answer":' + answer + ',"program":' + json.dumps(result, ensure_ascii=False) + "}"
 
@@ -401,13 +408,13 @@ def _warm_up(deadlines: Deadlines, limits: Limits) -> None:
     session.restore(0)
     session.state_hash()
     mixed: dict[Any, Any] = {"a": {1, 2}, "b": views.datetime(2025, 1, 1), 3: "mixed"}
-    runtime.canonical_state(mixed)
+    canonical_state(mixed)
     check = compile(
         "def check_func(final_state):\n    return final_state == initial_state\n", "<check:warmup>", "exec"
     )
-    runtime.run_check(check, "{}", "{}", deadlines, 1.0)
+    run_check(check, "{}", "{}", deadlines, 1.0)
     program = compile("def solve(call):\n    return call('add', name='y')\n", "<program:warmup>", "exec")
-    runtime.run_program(session, program, 1.0)
+    run_program(session, program, 1.0)
     json.dumps({"é": 1}, ensure_ascii=False).encode("utf-8")
 
 

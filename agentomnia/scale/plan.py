@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.records import content_hash
+from agentomnia.tasks.families import SOLVER, family_of
 from agentomnia.taxonomy import Taxonomy
 
 # Bump when shard output changes for the same plan, so reruns do not reuse older shards.
@@ -149,6 +150,12 @@ def shard_plan(plan: ScalePlan, taxonomy: Taxonomy) -> list[ShardSpec]:
         )
         for i, g in enumerate(groups)
     ]
+
+
+def plan_kind(task_kind: str) -> str:
+    """The kind a scale plan counts a task under: solver-anchored and solver-guided are both `solver`."""
+    family = family_of(task_kind)
+    return family.name if family is SOLVER else task_kind
 
 
 def per_item(total: int, n: int) -> list[int]:

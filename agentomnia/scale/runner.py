@@ -30,7 +30,8 @@ import psutil
 import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 
-from agentomnia.scale.plan import ScalePlan, ShardSpec, shard_plan
+from agentomnia.catalog import SCALE
+from agentomnia.scale.plan import ScalePlan, ShardSpec, plan_kind, shard_plan
 from agentomnia.scale.shard import STAGES, ShardContext, ShardResult, StageTime, run_shard, segments_dir
 from agentomnia.storage import Storage
 from agentomnia.taxonomy import load_taxonomy
@@ -210,7 +211,7 @@ class _RssSampler:
 
 
 def scale_dir(storage: Storage, round_key: str) -> Path:
-    return storage.artifact_dir("scale", round_key)
+    return storage.round(round_key).dir(SCALE)
 
 
 def run_scale(
@@ -340,7 +341,7 @@ def _distinct_queries(storage: Storage, round_key: str) -> dict[str, float]:
     for task_kind, query in zip(
         table.column("kind").to_pylist(), table.column("query").to_pylist(), strict=True
     ):
-        kind = "solver" if task_kind.startswith("solver") else task_kind  # the plan's kinds
+        kind = plan_kind(task_kind)
         seen.setdefault(kind, set()).add(query)
         totals[kind] += 1
     return {kind: round(len(seen[kind]) / totals[kind], 4) for kind in sorted(totals)}

@@ -27,37 +27,42 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentomnia.envs.build import (
-    BuildConfig,
-    BuildFailure,
-    BuiltEnv,
-    state_stage,
-    toolset_stage,
-    verify_stage,
-    write_bundle,
-)
+from agentomnia.catalog import DAG_TASKS, PROGRAM_TASKS, SCALE, SOLVER_TASKS
+from agentomnia.envs.build import BuildConfig, BuiltEnv, write_bundle
 from agentomnia.envs.toolset import ToolsetConfig
-from agentomnia.lineage import Edge, LineageRow, lineage_row
+from agentomnia.lineage import Edge, LineageRow
 from agentomnia.lineage.segments import SegmentStore
-from agentomnia.records import content_hash
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.sandbox import Sandbox
-from agentomnia.scale.plan import ShardSpec, per_item
+from agentomnia.scale.plan import ShardSpec, per_item, plan_kind
 from agentomnia.scale.seeds import variant_seeds
-from agentomnia.seeds.inference import DomainMatcher, EnvCandidate, infer_candidates, seed_text
+from agentomnia.seeds.inference import DomainMatcher, EnvCandidate, seed_text
 from agentomnia.seeds.models import Seed
-from agentomnia.seeds.selection import SelectionConfig, select
+from agentomnia.seeds.selection import SelectionConfig
+from agentomnia.stages import ENV_INDEX_COLUMNS as STAGE_ENV_COLUMNS
+from agentomnia.stages import (
+    StageContext,
+    StageOutput,
+    build_candidate,
+    candidates_stage,
+    environment_index_row,
+    save_rejections,
+    seeds_stage,
+    selection_stage,
+    solver_environments,
+    tasks_stage,
+)
 from agentomnia.storage import Storage, save_records, write_parquet
 from agentomnia.tasks.dag.synth import synthesize_dag_variants
-from agentomnia.tasks.models import Task, TaskRejection
+from agentomnia.tasks.models import Task
 from agentomnia.tasks.program import synthesize_program_tasks
 from agentomnia.tasks.solver import FAMILIES, synthesize_solver_tasks
 from agentomnia.taxonomy import Taxonomy
 
-STAGES = ("seeds", "environments", "dag_tasks", "program_tasks", "solver_tasks", "write")
+STAGES = ("seeds", "environments", DAG_TASKS.name, PROGRAM_TASKS.name, SOLVER_TASKS.name, "write")
 # Composed slices of one domain read alike to a sentence embedder; their states tell them apart.
 SELECTION = SelectionConfig(state_overlap=0.85)
-ENV_INDEX_COLUMNS = ["env_id", "name", "path", "taxonomy_id", "split", "l1", "l2", "tools", "entities",
-                     "attributes", "verify_seconds", "shard"]  # fmt: skip
+ENV_INDEX_COLUMNS = [*STAGE_ENV_COLUMNS, "shard"]
 TASK_FLAT = ["env_id", "kind", "query"]
 
 
@@ -94,11 +99,11 @@ class ShardContext:
 
 
 def shard_dir(storage: Storage, round_key: str, shard_id: str) -> Path:
-    return storage.artifact_dir("scale", round_key) / "shards" / shard_id
+    return storage.round(round_key).dir(SCALE) / "shards" / shard_id
 
 
 def segments_dir(storage: Storage, round_key: str) -> Path:
-    return storage.artifact_dir("scale", round_key) / "lineage"
+    return storage.round(round_key).dir(SCALE) / "lineage"
 
 
 def finished(folder: Path) -> ShardResult | None:
@@ -125,33 +130,18 @@ class _Clock:
             entry.seconds += time.perf_counter() - started
 
 
-def _env_row(b: BuiltEnv, folder: Path, shard: str) -> dict[str, Any]:
-    c = b.spec.coordinate
-    return {"env_id": b.env_id, "name": b.spec.name, "path": str(folder), "taxonomy_id": c.taxonomy_id,
-            "split": c.split, "l1": c.l1, "l2": c.l2, "tools": len(b.spec.tools), "entities": len(b.spec.entities),
-            "attributes": b.spec.attribute_count, "verify_seconds": b.report.seconds, "shard": shard}  # fmt: skip
-
-
 def _build_domain(
-    ctx: ShardContext, candidates: list[EnvCandidate], seeds: dict[str, Seed], wanted: int, cfg: BuildConfig
-) -> tuple[list[BuiltEnv], list[BuildFailure]]:
-    built: list[BuiltEnv] = []
-    failures: list[BuildFailure] = []
+    ctx: ShardContext, stage: StageContext, candidates: list[EnvCandidate], seeds: dict[str, Seed], wanted: int,
+    cfg: BuildConfig, shard: str,
+) -> StageOutput[BuiltEnv]:  # fmt: skip
+    """Build candidates in variant order until the domain has `wanted` environments."""
+    out: StageOutput[BuiltEnv] = StageOutput("environment", [])
     for c in candidates:
-        if len(built) >= wanted:
+        if len(out.kept) >= wanted:
             break
-        own = [seeds[i] for i in c.seed_ids if i in seeds]
-        state = state_stage(c, own, ctx.taxonomy.by_id(c.coordinate.taxonomy_id))
-        if isinstance(state, BuildFailure):
-            failures.append(state)
-            continue
-        tooled = toolset_stage(state[0], own, state[1], cfg.toolset)
-        if isinstance(tooled, BuildFailure):
-            failures.append(tooled)
-            continue
-        result = verify_stage(tooled[0], state[1], tooled[1], ctx.sandbox, config=cfg)
-        (built if isinstance(result, BuiltEnv) else failures).append(result)  # type: ignore[arg-type]
-    return built, failures
+        out.extend(build_candidate(stage, c, seeds, ctx.taxonomy, ctx.sandbox, ctx.storage, config=cfg,
+                                   meta={"shard": shard}))  # fmt: skip
+    return out
 
 
 def run_shard(ctx: ShardContext, spec: ShardSpec, round_key: str, run_id: str) -> ShardResult:
@@ -162,91 +152,64 @@ def run_shard(ctx: ShardContext, spec: ShardSpec, round_key: str, run_id: str) -
         return previous.model_copy(update={"skipped": True})
     started = time.perf_counter()
     clock = _Clock()
-    rows: list[LineageRow] = []
-    edges: list[Edge] = []
     rejected: Counter[str] = Counter()
 
     # -- seeds, candidates, selection ---------------------------------------------------------
+    stage = StageContext(round_key, run_id)
     with clock.stage("seeds") as st:
-        seeds: list[Seed] = []
+        composed: list[Seed] = []
         for q in spec.domains:
             domain = ctx.taxonomy.by_id(q.taxonomy_id)
             count = max(q.environments + 1, math.ceil(q.environments * spec.oversample))
-            seeds += variant_seeds(domain, range(count), round_key=round_key)
+            composed += variant_seeds(domain, range(count), round_key=round_key)
+        seeds = seeds_stage(stage, composed, meta={"origin": "composed"})
         # One embedding per seed serves both steps: a composed candidate is a function of its seed
         # (domain and scope), so its seed's request stands in for it in the near-duplicate clustering.
-        vectors = ctx.matcher.text_vectors([seed_text(s) for s in seeds])
-        candidates, failed = infer_candidates(seeds, ctx.matcher, vectors=vectors)
-        row_of = {s.id: i for i, s in enumerate(seeds)}
-        selection = select(candidates, vectors[[row_of[c.seed_ids[0]] for c in candidates]], SELECTION)
-        st.items = len(seeds)
-    rows += [lineage_row(s, run_id=run_id, meta={"origin": "composed"}) for s in seeds]
-    rows += [lineage_row(c, run_id=run_id) for c in candidates]
-    edges += [
-        Edge(child=c.id, parent=sid, relation="inferred_from") for c in candidates for sid in c.seed_ids
-    ]
-    for seed, why in failed:
-        rows.append(LineageRow(id=f"rej-seed-{seed.id}", kind="seed_rejection", round=round_key,
-                               status="rejected", reason=why[:2000], run_id=run_id))  # fmt: skip
-        edges.append(Edge(child=f"rej-seed-{seed.id}", parent=seed.id, relation="rejection_of"))
-    rejected["inference"] += len(failed)
-    by_id = {c.id: c for c in candidates}
-    decided: list[tuple[EnvCandidate, str, str | None]] = [(c, "ok", None) for c in selection.selected]
-    decided += [(by_id[r.candidate_id], "rejected", f"{r.rule}: {r.reason}") for r in selection.rejected]
-    for c, status, reason in decided:
-        row = lineage_row(c, kind="selected_candidate", status=status, reason=reason, run_id=run_id)
-        rows.append(row.model_copy(update={"id": f"sel-{round_key}-{c.id}"}))
-        edges.append(Edge(child=f"sel-{round_key}-{c.id}", parent=c.id, relation="selection_of"))
+        vectors = ctx.matcher.text_vectors([seed_text(s) for s in seeds.kept])
+        inferred = candidates_stage(stage, seeds.kept, ctx.matcher, vectors=vectors)
+        row_of = {s.id: i for i, s in enumerate(seeds.kept)}
+        candidates = inferred.kept
+        selection = selection_stage(
+            stage, candidates, vectors[[row_of[c.seed_ids[0]] for c in candidates]], SELECTION
+        )
+        st.items = len(seeds.kept)
+    outputs: list[StageOutput[Any]] = [seeds, inferred, selection]
+    rejected["inference"] += len(inferred.rejected)
     rejected["selection"] += len(selection.rejected)
 
     # -- environments -------------------------------------------------------------------------
-    by_seed = {s.id: s for s in seeds}
+    by_seed = {s.id: s for s in seeds.kept}
     by_domain: dict[int, list[EnvCandidate]] = {}
-    variant = {s.id: int(s.metadata.get("variant", 0)) for s in seeds}
-    for c in sorted(selection.selected, key=lambda c: min(variant.get(i, 0) for i in c.seed_ids)):
+    variant = {s.id: int(s.metadata.get("variant", 0)) for s in seeds.kept}
+    for c in sorted(selection.kept, key=lambda c: min(variant.get(i, 0) for i in c.seed_ids)):
         by_domain.setdefault(c.coordinate.taxonomy_id, []).append(c)
     cfg = BuildConfig(toolset=ToolsetConfig())
     built: list[BuiltEnv] = []
     env_rows: list[dict[str, Any]] = []
     with clock.stage("environments") as st:
         for q in spec.domains:
-            made, failures = _build_domain(
-                ctx, by_domain.get(q.taxonomy_id, []), by_seed, q.environments, cfg
+            made = _build_domain(
+                ctx, stage, by_domain.get(q.taxonomy_id, []), by_seed, q.environments, cfg, spec.id
             )
-            built += made
-            for f in failures:
-                rid = f"fail-{f.stage}-{f.candidate_id}"
-                rows.append(LineageRow(id=rid, kind="environment", round=round_key, status="rejected",
-                                       reason=f"{f.stage}: {f.reason}"[:2000], run_id=run_id))  # fmt: skip
-                edges.append(Edge(child=rid, parent=f.candidate_id, relation="built_from"))
-            rejected["environments"] += len(failures)
+            built += made.kept
+            outputs.append(made)
+            rejected["environments"] += len(made.rejected)
         for b in built:
             bundle = write_bundle(b, ctx.storage.env_dir(b.env_id))
-            env_rows.append(_env_row(b, bundle, spec.id))
-            row = lineage_row(b.spec.in_round(round_key), kind="environment", run_id=run_id, location=str(bundle),
-                              meta={"tools": len(b.spec.tools), "spec_id": b.spec.id, "shard": spec.id})  # fmt: skip
-            rows.append(row.model_copy(update={"id": b.env_id}))
-            edges.append(Edge(child=b.env_id, parent=b.spec.candidate_id, relation="built_from"))
-            co = b.spec.coordinate
-            for t in b.spec.tools:
-                tid = f"{b.env_id}:{t.name}"
-                rows.append(LineageRow(id=tid, kind="tool", round=round_key, split=co.split, taxonomy_id=co.taxonomy_id,
-                                       l1=co.l1, l2=co.l2, run_id=run_id, location=str(bundle / "tools.json"),
-                                       meta={"op": t.op, "kind": t.kind, "origin": t.origin}))  # fmt: skip
-                edges.append(Edge(child=tid, parent=b.env_id, relation="tool_of"))
+            env_rows.append(environment_index_row(b, bundle, shard=spec.id))
         st.items = len(built)
     dirs = [Path(r["path"]) for r in env_rows]
 
     # -- tasks on the shard's environments ----------------------------------------------------
     tasks: list[Task] = []
-    refused: list[TaskRejection] = []
+    refused: list[Rejection] = []
 
     def shares(total: int) -> list[int]:
         return per_item(total, len(dirs))
 
     # DAG tasks: both variants per environment in one call (one bundle load, graph and session);
     # an environment that yields fewer than its share passes the rest on to the next one
-    with clock.stage("dag_tasks") as st:
+    with clock.stage(DAG_TASKS.name) as st:
         carry = {"dag-standard": 0, "dag-challenge": 0}
         standard, challenge = shares(spec.dag_standard), shares(spec.dag_challenge)
         for folder_, s_share, c_share in zip(dirs, standard, challenge, strict=True):
@@ -265,7 +228,7 @@ def run_shard(ctx: ShardContext, spec: ShardSpec, round_key: str, run_id: str) -
                 carry[v] = want[v] - kinds[v.replace("-", "_")]
             st.items += len(kept)
 
-    with clock.stage("program_tasks") as st:
+    with clock.stage(PROGRAM_TASKS.name) as st:
         carry_program = 0
         for folder_, share in zip(dirs, shares(spec.program), strict=True):
             want_program = share + carry_program
@@ -277,7 +240,7 @@ def run_shard(ctx: ShardContext, spec: ShardSpec, round_key: str, run_id: str) -
             carry_program = want_program - len(kept)
             st.items += len(kept)
 
-    with clock.stage("solver_tasks") as st:
+    with clock.stage(SOLVER_TASKS.name) as st:
         families = sorted(FAMILIES)
         solver_dirs: list[Path] = []
         for family, n in zip(families, per_item(spec.solver, len(families)), strict=True):
@@ -291,32 +254,30 @@ def run_shard(ctx: ShardContext, spec: ShardSpec, round_key: str, run_id: str) -
             solver_dirs += made_dirs
             refused += refused_solver
             st.items += len(solved)
-    rows += [LineageRow(id=d.name, kind="environment", round=round_key, run_id=run_id, location=str(d),
-                        meta={"origin": "solver", "shard": spec.id}) for d in solver_dirs]  # fmt: skip
+    solver_rows = solver_environments(stage, solver_dirs, shard=spec.id)
 
     # -- write the shard ----------------------------------------------------------------------
     with clock.stage("write") as st:
         folder.mkdir(parents=True, exist_ok=True)
-        tasks = [t.in_round(round_key) for t in tasks]
-        tasks_path = save_records(folder / "tasks.parquet", tasks, flat=TASK_FLAT)
+        made_tasks = tasks_stage(stage, tasks, refused)
+        made_tasks.rows += solver_rows
+        outputs.append(made_tasks)
+        tasks = made_tasks.kept
+        save_records(folder / "tasks.parquet", tasks, flat=TASK_FLAT)
         write_parquet(folder / "environments.parquet", env_rows, columns=ENV_INDEX_COLUMNS)
-        write_parquet(folder / "rejected_tasks.parquet", [r.model_dump() for r in refused],
-                      columns=["env_id", "kind", "stage", "reason"])  # fmt: skip
-        rows += [lineage_row(t, run_id=run_id, location=str(tasks_path),
-                             meta={"task_kind": t.kind, "calls": len(t.reference_calls)}) for t in tasks]  # fmt: skip
-        edges += [Edge(child=t.id, parent=t.env_id, relation="task_on") for t in tasks]
-        reasons = Counter((r.env_id, r.kind, r.stage, r.reason[:160]) for r in refused)
-        for (env_id, kind, stage, reason), n in reasons.items():
-            rid = f"rej-scale-{round_key}-{content_hash([env_id, kind, stage, reason], 12)}"
-            rows.append(LineageRow(id=rid, kind="task", round=round_key, status="rejected", reason=f"{stage}: {reason}",
-                                   run_id=run_id, meta={"task_kind": kind, "times": n}))  # fmt: skip
-            edges.append(Edge(child=rid, parent=env_id, relation="task_on"))
+        save_rejections(folder / "rejected_tasks.parquet", made_tasks.rejected)
+        rows: list[LineageRow] = []
+        edges: list[Edge] = []
+        for out in outputs:
+            r, e = out.lineage(stage)
+            rows += r
+            edges += e
         rejected.update(f"task:{r.stage}" for r in refused)
         SegmentStore(segments_dir(ctx.storage, round_key), writer=f"scale-{os.getpid()}").record(
             rows, edges, step=spec.id
         )
         st.items = len(rows)
-    counts = Counter("solver" if t.kind.startswith("solver") else t.kind for t in tasks)  # the plan's kinds
+    counts = Counter(plan_kind(t.kind) for t in tasks)
     result = ShardResult(
         shard=spec.id,
         index=spec.index,

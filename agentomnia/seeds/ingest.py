@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from agentomnia.seeds.models import IngestResult, SeedKind, SeedRejection
+from agentomnia.seeds.models import IngestResult, SeedKind, seed_rejection
 from agentomnia.seeds.parsers import (
     MAX_BYTES,
     QueryColumns,
@@ -81,21 +81,13 @@ def ingest(
             result.extend(_ingest_one(path, source, columns, max_bytes))
         except SeedInputError as exc:
             result.rejected.append(
-                SeedRejection(
-                    source=source,
-                    kind=_kind_of(path) or "unknown",
-                    place=exc.place,
-                    reason=exc.reason,
-                    fix=exc.fix,
+                seed_rejection(
+                    source, exc.reason, kind=_kind_of(path) or "unknown", place=exc.place, fix=exc.fix
                 )
             )
         except OSError as exc:
             result.rejected.append(
-                SeedRejection(
-                    source=source,
-                    reason=f"cannot read: {exc.strerror or exc}",
-                    fix="check the path and permissions",
-                )
+                seed_rejection(source, f"cannot read: {exc.strerror or exc}", fix="check the path and permissions")
             )
     return result
 
@@ -140,9 +132,7 @@ def _ingest_queries(path: Path, source: str, columns: QueryColumns, max_bytes: i
             )
         except SeedInputError as exc:
             out.rejected.append(
-                SeedRejection(
-                    source=source, kind="query", place=exc.place or place, reason=exc.reason, fix=exc.fix
-                )
+                seed_rejection(source, exc.reason, kind="query", place=exc.place or place, fix=exc.fix)
             )
     if not out.accepted and not out.rejected:
         raise SeedInputError("no query rows", fix="add one query per row")

@@ -3,7 +3,7 @@
 Four kinds arrive — user queries, skill definitions, MCP tool lists, OpenAPI specs — and all
 become one `Seed` shape so later stages never branch on the file format: a title, a description,
 free text (the query or the skill body) and a list of tools with JSON-schema parameters.
-A seed that cannot be read becomes a `SeedRejection` naming the file, the place and the fix.
+A seed that cannot be read becomes a `Rejection` (`seed_rejection`) naming the file, the place and the fix.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.records import Record
+from agentomnia.rejection import Rejection
 
 SeedKind = Literal["query", "skill", "mcp", "api"]
 SEED_KINDS: tuple[SeedKind, ...] = ("query", "skill", "mcp", "api")
@@ -47,27 +48,17 @@ class Seed(Record):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class SeedRejection(Record):
+def seed_rejection(
+    source: str, reason: str, *, kind: str = "unknown", place: str = "", fix: str = ""
+) -> Rejection:
     """A seed input that could not be read, and why. Kept so nothing vanishes silently."""
-
-    record_kind: ClassVar[str] = "seed_rejection"
-
-    source: str
-    kind: SeedKind | Literal["unknown"] = "unknown"
-    place: str = ""  # where inside the file: a line, a JSON pointer, a tool name
-    reason: str
-    fix: str = ""
-
-    @property
-    def message(self) -> str:
-        where = f" at {self.place}" if self.place else ""
-        fix = f"; {self.fix}" if self.fix else ""
-        return f"{self.source}{where}: {self.reason}{fix}"
+    return Rejection(subject=source, subject_kind="seed", stage="ingest", reason=reason, place=place, fix=fix,
+                     detail={"kind": kind})  # fmt: skip
 
 
 class IngestResult(BaseModel):
     accepted: list[Seed] = Field(default_factory=list)
-    rejected: list[SeedRejection] = Field(default_factory=list)
+    rejected: list[Rejection] = Field(default_factory=list)
 
     def extend(self, other: IngestResult) -> None:
         self.accepted.extend(other.accepted)

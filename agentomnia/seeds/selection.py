@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentomnia.rejection import Rejection
 from agentomnia.seeds.inference import EnvCandidate
 
 
@@ -47,15 +48,6 @@ class SelectionConfig(BaseModel):
             "entry per domain, whose descriptions read alike while their states differ"
         ),
     )
-
-
-class Rejection(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    candidate_id: str
-    seed_ids: tuple[str, ...]
-    rule: str
-    reason: str
 
 
 class Selection(BaseModel):
@@ -101,7 +93,10 @@ def select(
     rejected: list[Rejection] = []
 
     def reject(c: EnvCandidate, rule: str, reason: str) -> None:
-        rejected.append(Rejection(candidate_id=c.id, seed_ids=c.seed_ids, rule=rule, reason=reason))
+        rejected.append(
+            Rejection(subject=c.id, subject_kind="selected_candidate", stage="selection", reason=reason, parent=c.id,
+                      detail={"rule": rule, "seed_ids": list(c.seed_ids)})
+        )  # fmt: skip
 
     alive: list[int] = []
     for i in order:
@@ -156,7 +151,7 @@ def select(
             )
         keep_idx += kept
     selected = [candidates[i] for i in sorted(keep_idx, key=lambda i: candidates[i].id)]
-    return Selection(selected=selected, rejected=sorted(rejected, key=lambda r: r.candidate_id))
+    return Selection(selected=selected, rejected=sorted(rejected, key=lambda r: r.subject))
 
 
 def _same_state(a: EnvCandidate, b: EnvCandidate, overlap: float | None) -> bool:

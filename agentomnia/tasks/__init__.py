@@ -1,5 +1,6 @@
 """Tasks on synthesized environments: DAG-, program- and solver-based, with rubrics and verifiers."""
 
+from agentomnia.tasks.families import TASK_FAMILIES, TaskFamily, TaskReport, family_of
 from agentomnia.tasks.grading import Outcome, Score, diff_states, empty_outcome, grade, values_match
 from agentomnia.tasks.models import (
     TASK_KINDS,
@@ -9,10 +10,11 @@ from agentomnia.tasks.models import (
     RubricItem,
     Task,
     TaskKind,
-    TaskRejection,
+    task_rejection,
 )
 
 __all__ = [
+    "TASK_FAMILIES",
     "TASK_KINDS",
     "Check",
     "Outcome",
@@ -21,10 +23,13 @@ __all__ = [
     "RubricItem",
     "Score",
     "Task",
+    "TaskFamily",
     "TaskKind",
-    "TaskRejection",
+    "task_rejection",
+    "TaskReport",
     "diff_states",
     "empty_outcome",
+    "family_of",
     "grade",
     "values_match",
 ]

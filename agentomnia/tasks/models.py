@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentomnia.records import Record
+from agentomnia.rejection import Rejection
 from agentomnia.taxonomy import Coordinate
 
 TaskKind = Literal["dag_standard", "dag_challenge", "program", "solver_anchored", "solver_guided"]
@@ -135,12 +136,7 @@ class Task(Record):
         return self
 
 
-class TaskRejection(BaseModel):
+def task_rejection(env_id: str, kind: str, stage: str, reason: str) -> Rejection:
     """A candidate task that did not make it, and why (kept so nothing vanishes silently)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    env_id: str
-    kind: TaskKind
-    stage: str
-    reason: str
+    return Rejection(subject=env_id, subject_kind="task", stage=stage, reason=reason, parent=env_id,
+                     detail={"kind": str(kind)})  # fmt: skip

@@ -18,16 +18,22 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentomnia.tasks.models import Task
+from agentomnia.tasks.families import PROGRAM, SOLVER, family_of, is_challenging_kind
+from agentomnia.tasks.models import TASK_KINDS, Task, TaskKind
 from agentomnia.trajectories.models import GuidanceKind
 
-GUIDANCE_KIND: dict[str, GuidanceKind] = {
-    "dag_standard": "none",
-    "dag_challenge": "outcome",
-    "program": "outcome",
-    "solver_anchored": "planning",
-    "solver_guided": "planning",
-}
+
+def _guidance_for(kind: TaskKind) -> GuidanceKind:
+    """Planning for the solver family, outcome for program tasks and challenging kinds, else none."""
+    family = family_of(kind)
+    if family is SOLVER:
+        return "planning"
+    if family is PROGRAM or is_challenging_kind(kind):
+        return "outcome"
+    return "none"
+
+
+GUIDANCE_KIND: dict[str, GuidanceKind] = {k: _guidance_for(k) for k in TASK_KINDS}
 GUIDANCE_HEADER = "PRIVILEGED GUIDANCE (for the teacher only; never quote or mention it)"
 # Words a trajectory has no reason to use unless it is talking about the guidance itself.
 LEAK_PHRASES = (

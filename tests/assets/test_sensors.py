@@ -12,7 +12,7 @@ from agentomnia.evolution import example_prd_path
 from agentomnia.omniabench.store import FailureStore
 from resources import StorageResource
 from sensors import FAILURE_THRESHOLD_ENV, failure_threshold, omniabench_failure_sensor, prd_inbox_sensor
-from tests.omniabench.builders import make_failure
+from tests.fixtures.benchmark import make_failure
 
 
 def _evaluation(

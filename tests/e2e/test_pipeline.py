@@ -121,9 +121,9 @@ def _evolve(home: Path, small: dict) -> None:  # type: ignore[type-arg]
     alignment = json.loads(store.artifact("prd_alignment", "r1", "alignment.json").read_text())
     assert alignment["kl_round"] < alignment["kl_previous"]
     # the benchmark stays held out of the new round's training tasks
-    from agentomnia.omniabench.service import load_benchmark, training_task_ids
+    from agentomnia.catalog import Catalog
 
-    benchmark = load_benchmark(store)
-    training = training_task_ids(store, "r1")
+    benchmark = Catalog(store).benchmark()
+    training = store.round("r1").training_task_ids()
     assert benchmark is not None and training is not None
     assert not set(benchmark[0].task_ids) & training

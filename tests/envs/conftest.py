@@ -1,4 +1,5 @@
-"""Fixtures for environment synthesis: a small parcel-claims MCP seed and one sandbox per module."""
+"""Fixtures for environment synthesis: the parcel-claims seed, the stages' inputs before a build, and
+a sandbox per module."""
 
 from __future__ import annotations
 
@@ -7,54 +8,29 @@ from collections.abc import Iterator
 import pytest
 
 from agentomnia.sandbox.sandbox import Sandbox
-from agentomnia.seeds.inference import propose_offline
-from agentomnia.seeds.parsers import parse_mcp
-from agentomnia.taxonomy import load_taxonomy
-
-PARCEL_TOOLS = {
-    "tools": [
-        {"name": "get_shipment", "description": "Look up a shipment.", "annotations": {"readOnlyHint": True},
-         "inputSchema": {"type": "object", "properties": {"shipment_id": {"type": "string"}}, "required": ["shipment_id"]}},
-        {"name": "list_shipments", "description": "List shipments by status.", "annotations": {"readOnlyHint": True},
-         "inputSchema": {"type": "object", "properties": {
-             "status": {"type": "string", "enum": ["booked", "in_transit", "delivered", "exception"]},
-             "from": {"type": "string", "format": "date"}, "limit": {"type": "integer", "minimum": 1, "maximum": 50}}}},
-        {"name": "open_claim", "description": "Open a damage claim for a delivered shipment.",
-         "inputSchema": {"type": "object", "properties": {
-             "shipment_id": {"type": "string"}, "amount": {"type": "number", "minimum": 0},
-             "reason": {"type": "string", "enum": ["damaged", "lost", "late"]}}, "required": ["shipment_id", "amount", "reason"]}},
-        {"name": "approve_claim", "description": "Approve an open claim.",
-         "inputSchema": {"type": "object", "properties": {"claim_id": {"type": "string"}}, "required": ["claim_id"]}},
-        {"name": "reject_claim", "description": "Reject an open claim.",
-         "inputSchema": {"type": "object", "properties": {"claim_id": {"type": "string"}, "note": {"type": "string"}}, "required": ["claim_id"]}},
-        {"name": "assign_adjuster", "description": "Assign an adjuster to a claim.",
-         "inputSchema": {"type": "object", "properties": {"claim_id": {"type": "string"}, "adjuster_id": {"type": "string"}}, "required": ["claim_id", "adjuster_id"]}},
-        {"name": "list_adjusters", "description": "List claim adjusters.", "annotations": {"readOnlyHint": True},
-         "inputSchema": {"type": "object", "properties": {"region": {"type": "string"}}}},
-        {"name": "update_shipment", "description": "Correct a shipment's declared value or weight.",
-         "inputSchema": {"type": "object", "properties": {"shipment_id": {"type": "string"}, "declared_value": {"type": "number", "minimum": 0},
-                                                           "weight_kg": {"type": "number", "minimum": 0.1, "maximum": 30000}}, "required": ["shipment_id"]}},
-    ]
-}  # fmt: skip
+from agentomnia.seeds.inference import EnvCandidate
+from agentomnia.seeds.models import Seed
+from agentomnia.taxonomy import Domain
+from tests.fixtures.domains import PARCEL
+from tests.fixtures.plugin import fresh_sandbox
 
 
 @pytest.fixture(scope="session")
-def parcel_seed():  # type: ignore[no-untyped-def]
-    return parse_mcp(PARCEL_TOOLS, source="test://parcel-claims.json", name="parcel-claims")
+def parcel_seed() -> Seed:
+    return PARCEL.seed()
 
 
 @pytest.fixture(scope="session")
-def logistics_domain():  # type: ignore[no-untyped-def]
-    return load_taxonomy().by_id(20096)
+def logistics_domain() -> Domain:
+    return PARCEL.domain()
 
 
 @pytest.fixture(scope="session")
-def parcel_candidate(parcel_seed, logistics_domain):  # type: ignore[no-untyped-def]
-    return propose_offline(parcel_seed, logistics_domain, 0.55, 0.3, [0.55, 0.5, 0.4])
+def parcel_candidate() -> EnvCandidate:
+    return PARCEL.candidate()
 
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(workers=1, idle_timeout_s=0)
-    yield box
-    box.close()
+    """A fresh pool per module: the speed tests count the requests one verification makes."""
+    yield from fresh_sandbox()

@@ -8,19 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from agentomnia.envs.build import BuildFailure, BuiltEnv, build_environment, verify_stage, write_bundle
+from agentomnia.envs.build import BuiltEnv, build_environment, verify_stage, write_bundle
 from agentomnia.envs.codegen import generate_source
 from agentomnia.envs.state import generate_state, state_violations
 from agentomnia.envs.state_space import build_state_space
 from agentomnia.envs.toolset import ToolsetConfig, synthesize_toolset
 from agentomnia.envs.verify import bundle_for, check_tool, verify, with_tools
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.policy import validate_source
 
 
 @pytest.fixture(scope="module")
 def built(parcel_candidate, parcel_seed, logistics_domain, sandbox) -> BuiltEnv:  # type: ignore[no-untyped-def]
-    result = build_environment(parcel_candidate, [parcel_seed], logistics_domain, sandbox)
+    result = build_environment(parcel_candidate, [parcel_seed], logistics_domain, sandbox).result
     assert isinstance(result, BuiltEnv), result
     return result
 
@@ -77,7 +78,7 @@ def test_bundle_round_trips_and_rebuilds_to_the_same_id(
     assert bundle.class_name == built.spec.class_name and len(bundle.tools) == len(built.spec.tools)
     record = json.loads((folder / "verification.json").read_text())
     assert record["verified"] and record["levels"] == {"init": True, "tool": True, "env": True}
-    again = build_environment(parcel_candidate, [parcel_seed], logistics_domain, sandbox)
+    again = build_environment(parcel_candidate, [parcel_seed], logistics_domain, sandbox).result
     assert isinstance(again, BuiltEnv) and again.env_id == built.env_id
 
 
@@ -150,5 +151,5 @@ def test_too_few_tools_is_a_recorded_failure(
     from agentomnia.envs.build import BuildConfig
 
     cfg = BuildConfig(toolset=ToolsetConfig(min_tools=500, max_tools=600))
-    result = build_environment(parcel_candidate, [parcel_seed], logistics_domain, sandbox, config=cfg)
-    assert isinstance(result, BuildFailure) and result.stage == "toolset" and "minimum 500" in result.reason
+    result = build_environment(parcel_candidate, [parcel_seed], logistics_domain, sandbox, config=cfg).result
+    assert isinstance(result, Rejection) and result.stage == "toolset" and "minimum 500" in result.reason

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agentomnia.evolution.inbox import PRDRejection, example_prd_path, inbox_dir, read_inbox, read_prd_file
+from agentomnia.evolution.inbox import example_prd_path, inbox_dir, read_inbox, read_prd_file
 from agentomnia.evolution.prd import PRD, render_markdown
+from agentomnia.rejection import Rejection
 
 GOOD_YAML = """\
 prd_id: EXT-analyst-totals
@@ -64,7 +65,7 @@ def test_a_bad_file_never_costs_a_good_neighbour_its_place(tmp_path: Path) -> No
     prds, rejections = read_inbox(tmp_path)
     assert [p.prd_id for p in prds] == ["EXT-pet-booking-grounding", "EXT-analyst-totals"]
     assert prds[1].source == "external:b-totals.yaml" and prds[1].status == "proposed"
-    by_file = {Path(r.path).name: r for r in rejections}
+    by_file = {Path(r.subject).name: r for r in rejections}
     assert set(by_file) == {"c-bad.md", "d-broken.yml", "e-copy.md", "f-latin1.md"}
     bad = by_file["c-bad.md"].message
     assert bad.startswith(str(tmp_path / "c-bad.md"))
@@ -77,7 +78,7 @@ def test_a_bad_file_never_costs_a_good_neighbour_its_place(tmp_path: Path) -> No
         "not UTF-8" in by_file["f-latin1.md"].message
         and "save the file as UTF-8" in by_file["f-latin1.md"].message
     )
-    assert all(isinstance(r, PRDRejection) and r.record_kind == "prd_rejection" for r in rejections)
+    assert all(isinstance(r, Rejection) and r.subject_kind == "prd" for r in rejections)
 
 
 def test_a_missing_inbox_holds_nothing(tmp_path: Path) -> None:
@@ -99,5 +100,5 @@ def test_the_default_inbox_lives_under_the_platform_home(home: Path) -> None:
 def test_empty_files_are_rejected_with_the_missing_fields(tmp_path: Path, suffix: str) -> None:
     (tmp_path / f"empty{suffix}").write_text("", encoding="utf-8")
     _, (rejection,) = read_inbox(tmp_path)
-    fields = {p.field for p in rejection.problems}
+    fields = {p["field"] for p in rejection.detail["problems"]}
     assert {"prd_id", "priority", "status", "scenario", "requirements", "case_study"} <= fields

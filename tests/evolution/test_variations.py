@@ -4,14 +4,13 @@ parcel environment still pass their own oracle, carry their round's labels and a
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agentomnia.envs.build import BuiltEnv, build_environment, write_bundle
-from agentomnia.evolution.directives import ENV_VARIATIONS, TASK_VARIATIONS, SynthesisDirectives
-from agentomnia.evolution.variations import (
+from agentomnia.directives import ENV_VARIATIONS, TASK_VARIATIONS, SynthesisDirectives
+from agentomnia.envs.build import BuiltEnv
+from agentomnia.tasks.dag.variations import (
     ENV_OPERATORS,
     TASK_OPERATORS,
     profile_for_directives,
@@ -19,15 +18,12 @@ from agentomnia.evolution.variations import (
     variation_metadata,
     variations_in_effect,
 )
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
-from agentomnia.seeds.inference import propose_offline
-from agentomnia.seeds.parsers import parse_mcp
 from agentomnia.tasks.dag import CHALLENGE, STANDARD, check_task, synthesize_dag_tasks
 from agentomnia.tasks.hardening import HardeningResult
-from agentomnia.tasks.models import Task, TaskRejection
-from agentomnia.taxonomy import load_taxonomy
-from tests.trajectories.conftest import _parcel_tools
+from agentomnia.tasks.models import Task
 
 PRD = SynthesisDirectives(
     round="r1",
@@ -36,7 +32,7 @@ PRD = SynthesisDirectives(
     env_variations=tuple(ENV_VARIATIONS),
     task_variations=tuple(TASK_VARIATIONS),
 )
-Synth = tuple[list[Task], list[TaskRejection]]
+Synth = tuple[list[Task], list[Rejection]]
 
 
 def _directives(env: tuple[str, ...] = (), task: tuple[str, ...] = ()) -> SynthesisDirectives:
@@ -119,25 +115,8 @@ def test_an_env_variation_is_in_effect_only_where_one_of_its_operators_applied()
 
 
 @pytest.fixture(scope="module")
-def box() -> Iterator[Sandbox]:
-    sandbox = Sandbox(workers=1, idle_timeout_s=0)
-    yield sandbox
-    sandbox.close()
-
-
-@pytest.fixture(scope="module")
-def parcel_env(box: Sandbox) -> BuiltEnv:
-    seed = parse_mcp(_parcel_tools(), source="test://parcel-claims.json", name="parcel-claims")
-    domain = load_taxonomy().by_id(20096)
-    candidate = propose_offline(seed, domain, 0.55, 0.3, [0.55, 0.5, 0.4])
-    built = build_environment(candidate, [seed], domain, box)
-    assert isinstance(built, BuiltEnv), built
-    return built
-
-
-@pytest.fixture(scope="module")
-def parcel_dir(parcel_env: BuiltEnv, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_bundle(parcel_env, tmp_path_factory.mktemp("prd-bundles") / parcel_env.env_id)
+def box(sandbox: Sandbox) -> Sandbox:
+    return sandbox
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,8 @@ from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.storage import Storage, save_records
 from agentomnia.tasks.grading import Outcome, run_check
 from agentomnia.tasks.models import TASK_KINDS, Check, RubricItem, Task
-from tests.interop.conftest import MOCK_ENV, Kinds, mock_coordinate
+from tests.fixtures.mock import MOCK_ENV, mock_coordinate
+from tests.interop.conftest import Kinds
 from tests.interop.contract_loader import load_and_score
 
 

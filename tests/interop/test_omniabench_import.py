@@ -17,7 +17,7 @@ from agentomnia.tasks.grading import Outcome, grade
 from agentomnia.tasks.models import Task
 from agentomnia.trajectories.messages import answer_block, assistant_message, tool_call
 from agentomnia.trajectories.rollout import rollout
-from tests.interop.conftest import MOCK_ENV
+from tests.fixtures.mock import MOCK_ENV
 
 # An environment written the way OmniaBench's are: plain returns (not our ToolResult), defaults set in
 # the constructor, the rest arriving as attributes from init_config.
@@ -231,7 +231,7 @@ def test_malformed_items_are_rejected_with_reasons_and_the_rest_import(tmp_path:
     broken.write_text("[{", encoding="utf-8")
     summary = import_omniabench([route, broken], home=home, taxonomy_id=10041)
     assert summary.tasks == 1
-    reasons = {(r.file.rsplit("/", 1)[-1], r.index): (r.stage, r.reason) for r in summary.rejected}
+    reasons = {(r.subject.rsplit("/", 1)[-1], r.detail["index"]): (r.stage, r.reason) for r in summary.rejected}
     assert reasons[("broken.json", None)][0] == "read"
     expected = {
         0: ("item", "task item"),

@@ -10,10 +10,21 @@ from pathlib import Path
 import pytest
 from matplotlib.figure import Figure
 
+from agentomnia.catalog import (
+    ALIGNMENT,
+    DAG_TASKS,
+    ENVIRONMENT_STATS,
+    ENVIRONMENTS,
+    EVALUATIONS,
+    PRDS,
+    RAW_SEEDS,
+    SOLVER_TASKS,
+    TRAJECTORIES,
+)
 from agentomnia.evolution import PRD, render_markdown
-from agentomnia.interop.report import markdown_html, render_report, write_report
 from agentomnia.omniabench.models import EvalResult
 from agentomnia.omniabench.service import policy_slug
+from agentomnia.reporting import markdown_html, render_report, write_report
 from agentomnia.storage import Storage, save_records, write_parquet
 from agentomnia.tasks.models import ReferenceCall, RubricItem, Task
 from agentomnia.taxonomy import Coordinate, taxonomy_index
@@ -92,6 +103,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     checkpoint (no RL one), an evaluation, one PRD and the alignment."""
     root = tmp_path_factory.mktemp("home")
     store = Storage(root)
+    rnd = store.round(ROUND)
     png = tiny_png()
     toc, tob = taxonomy_index().by_id(TOC_DOMAIN), taxonomy_index().by_id(TOB_DOMAIN)
     envs = [
@@ -108,30 +120,30 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         }
         for d, tools in ((toc, 9), (tob, 10))
     ]
-    write_parquet(store.artifact("environments", ROUND), envs)
+    write_parquet(rnd.path(ENVIRONMENTS), envs)
     write_parquet(
-        store.artifact("environment_stats", ROUND),
+        rnd.path(ENVIRONMENT_STATS),
         [{"environments": 2, "tools_mean": 9.5, "splits": ["tob", "toc"]}],
     )
-    store.artifact("environment_stats", ROUND, "histogram.png").write_bytes(png)
+    rnd.path(ENVIRONMENT_STATS, "histogram").write_bytes(png)
 
     dag = [task(1), task(2), task(3, taxonomy_id=TOB_DOMAIN)]
     solver = [task(4, kind="solver_anchored")]
-    save_records(store.artifact("dag_tasks", ROUND), dag, flat=["env_id", "kind", "query"])
-    save_records(store.artifact("solver_tasks", ROUND), solver, flat=["env_id", "kind", "query"])
+    save_records(rnd.path(DAG_TASKS), dag, flat=["env_id", "kind", "query"])
+    save_records(rnd.path(SOLVER_TASKS), solver, flat=["env_id", "kind", "query"])
     rejected = [
         {"env_id": "env-a", "kind": "dag_standard", "stage": "grounding", "reason": HOSTILE_REASON},
         {"env_id": "env-a", "kind": "dag_standard", "stage": "grounding", "reason": HOSTILE_REASON},
         {"env_id": "env-a", "kind": "dag_challenge", "stage": "execution", "reason": "tool failed"},
     ]
-    write_parquet(store.artifact("dag_tasks", ROUND, "rejected.parquet"), rejected)
+    write_parquet(rnd.path(DAG_TASKS, "rejected"), rejected)
 
     runs = [
         trajectory(dag[0], grounded=True, guidance="outcome"),
         trajectory(dag[1], grounded=False, guidance="none"),
     ]
-    save_records(store.artifact("trajectories", ROUND), runs, flat=["task_id"])
-    store.artifact("trajectories", ROUND, "guidance_ablation.png").write_bytes(png)
+    save_records(rnd.path(TRAJECTORIES), runs, flat=["task_id"])
+    rnd.path(TRAJECTORIES, "ablation").write_bytes(png)
 
     sft = store.checkpoint_dir("sft", ROUND)
     sft.mkdir(parents=True)
@@ -147,9 +159,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         result(dag[1], 0, True),
         result(dag[1], 1, False),
     ]
-    save_records(
-        store.artifact("omniabench_eval", ROUND, f"{policy_slug('baseline:heuristic')}.parquet"), results
-    )
+    save_records(rnd.file(EVALUATIONS, f"{policy_slug('baseline:heuristic')}.parquet"), results)
 
     prd = PRD(
         prd_id="PRD-r0-01",
@@ -160,8 +170,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         requirements=("Chain ticket closures & check `status`.",),
         case_study='Task 1 failed:\n  1. close_ticket({"n": 1}) -> ok',
     )
-    save_records(store.artifact("prds", ROUND), [prd], flat=["prd_id"])
-    store.artifact("prds", ROUND, "PRD-r0-01.md").write_text(render_markdown(prd))
+    save_records(rnd.path(PRDS), [prd], flat=["prd_id"])
+    rnd.file(PRDS, "PRD-r0-01.md").write_text(render_markdown(prd))
 
     alignment = {
         "round": ROUND,
@@ -178,7 +188,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "n_previous": 10,
         "n_failures": 6,
     }
-    store.artifact("prd_alignment", ROUND, "alignment.json").write_text(json.dumps(alignment))
+    rnd.path(ALIGNMENT, "alignment").write_text(json.dumps(alignment))
     return root
 
 
@@ -274,7 +284,7 @@ def test_missing_stages_become_notes_not_crashes(home: Path) -> None:
 
 def test_an_empty_round_reports_every_section_missing(tmp_path: Path) -> None:
     root = tmp_path / "home"
-    (root / "artifacts" / "raw_seeds" / "r5").mkdir(parents=True)
+    Storage(root).round("r5").dir(RAW_SEEDS)  # another round has an artifact
     rendered = render_report("r0", home=root)
     assert rendered.sections == []
     assert {m.section for m in rendered.missing} == {
@@ -290,15 +300,14 @@ def test_an_empty_round_reports_every_section_missing(tmp_path: Path) -> None:
     }
     assert "rounds with artifacts: r5" in section(rendered.html, "overview")
     assert rendered.html.count('<span class="badge">not materialized</span>') == 9
-    assert not (root / "artifacts" / "environments").exists()  # the report created nothing in the home
+    assert not (root / "artifacts" / ENVIRONMENTS.name).exists()  # the report created nothing in the home
 
 
 def test_an_unreadable_artifact_costs_only_its_section(home: Path, tmp_path: Path) -> None:
     broken = tmp_path / "home"
-    (broken / "artifacts" / "environment_stats" / ROUND).mkdir(parents=True)
-    (broken / "artifacts" / "environment_stats" / ROUND / "data.parquet").write_bytes(b"not parquet <b>")
-    (broken / "artifacts" / "prd_alignment" / ROUND).mkdir(parents=True)
-    (broken / "artifacts" / "prd_alignment" / ROUND / "alignment.json").write_text(
+    rnd = Storage(broken).round(ROUND)
+    rnd.path(ENVIRONMENT_STATS).write_bytes(b"not parquet <b>")
+    rnd.path(ALIGNMENT, "alignment").write_text(
         json.dumps({"round": ROUND, "parent_round": None, "kl_round": None, "kl_previous": None})
     )
     rendered = render_report(ROUND, home=broken)

@@ -105,7 +105,7 @@ def test_wide_frontiers_take_the_join_path(tmp_path: Path) -> None:
         LineageRow(id=f"tool-{i}", kind="tool") for i in range(width)
     ]
     edges = [Edge(child=f"tool-{i}", parent="root", relation="tool_of") for i in range(width)]
-    edges += [Edge(child="leaf", parent=f"tool-{i}", relation="calls") for i in range(width)]
+    edges += [Edge(child="leaf", parent=f"tool-{i}", relation="derived_from") for i in range(width)]
     store.record([*rows, LineageRow(id="leaf", kind="trajectory")], edges)
     down = store.trace("root", "down")
     assert down.ids() == {f"tool-{i}" for i in range(width)} | {"leaf"}

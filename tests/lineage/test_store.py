@@ -60,7 +60,7 @@ def test_record_is_idempotent_and_traceable(tmp_path: Path) -> None:
             LineageRow(id="env1", kind="environment"), LineageRow(id="task1", kind="task", status="rejected", reason="oracle failed")]  # fmt: skip
     edges = [
         Edge(child="env1", parent="seed1", relation="built_from"),
-        Edge(child="task1", parent="env1", relation="task_of"),
+        Edge(child="task1", parent="env1", relation="task_on"),
     ]
     first = store.record(rows, edges)
     again = store.record(rows, edges)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agentomnia.omniabench.failures import failures_of, program_calls, tag_failure
 from agentomnia.omniabench.models import FAILURE_TAGS, FieldDiff
 from agentomnia.tasks.models import Task
-from tests.omniabench.builders import S0, TOOLS, Run, approve_task, result_of
+from tests.fixtures.benchmark import S0, TOOLS, Run, approve_task, result_of
 
 TASK = approve_task()
 LISTING = {"items": [S0["claims"]["CLA-001"], S0["claims"]["CLA-002"]]}

@@ -6,7 +6,7 @@ import pytest
 
 from agentomnia.omniabench.metrics import pass_at_k, pass_hat_k, report
 from agentomnia.omniabench.models import EvalResult
-from tests.omniabench.builders import make_task, result_of
+from tests.fixtures.benchmark import make_task, result_of
 
 
 def _trials(task, outcomes: list[bool | None], **kw) -> list[EvalResult]:  # type: ignore[no-untyped-def]

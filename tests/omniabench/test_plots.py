@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agentomnia.omniabench.metrics import report
 from agentomnia.omniabench.plots import l1_pairs, l1_scatter_png, pass_by_route_png
-from tests.omniabench.builders import make_task, result_of
+from tests.fixtures.benchmark import make_task, result_of
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -17,9 +17,9 @@ from agentomnia.trajectories.agents import Agent, OfflineTeacher, read_tool_tabl
 from agentomnia.trajectories.guidance import build_guidance
 from agentomnia.trajectories.messages import assistant_message, tool_call
 from agentomnia.trajectories.rollout import reference_plan
-from tests.omniabench.builders import S0
-from tests.omniabench.builders import make_task as small_task
-from tests.trajectories.conftest import Parcel
+from tests.fixtures.benchmark import S0
+from tests.fixtures.benchmark import make_task as small_task
+from tests.fixtures.parcel import Parcel
 
 
 def reference_policy(sandbox: Sandbox) -> PolicyFactory:

@@ -19,7 +19,7 @@ from agentomnia.omniabench.split import (
     shingles,
 )
 from agentomnia.tasks.models import Task
-from tests.omniabench.builders import make_task
+from tests.fixtures.benchmark import make_task
 
 EMBEDDER = HashingEmbedder(dim=512)
 DOMAINS = (20096, 10005, 30000, 20000)  # three splits, four L1 domains

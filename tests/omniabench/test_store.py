@@ -13,7 +13,7 @@ import pytest
 
 from agentomnia.lineage import LineageRow, LineageStore, StoreBusy
 from agentomnia.omniabench.store import FailureStore
-from tests.omniabench.builders import make_failure
+from tests.fixtures.benchmark import make_failure
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,7 +88,7 @@ WRITER = textwrap.dedent(
     import sys
     sys.path.insert(0, sys.argv[1])
     from agentomnia.omniabench.store import FailureStore
-    from tests.omniabench.builders import make_failure
+    from tests.fixtures.benchmark import make_failure
     path, worker = sys.argv[2], sys.argv[3]
     store = FailureStore(path, timeout_s=120)
     for batch in range(8):

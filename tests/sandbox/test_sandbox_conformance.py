@@ -73,3 +73,51 @@ def test_broken_environment_fails_with_named_causes(sandbox: Sandbox, tool: Tool
     assert not report.check("read_only").passed and "peek" in report.check("read_only").message
     assert not report.check("state").passed and "function" in report.check("state").message
     assert report.check("close").passed
+
+
+def test_the_protocol_is_the_core_and_capabilities_are_optional(sandbox: Sandbox, mock: Bundle) -> None:
+    from agentomnia.records import ToolResult
+    from agentomnia.sandbox import Environment, SupportsBatch, SupportsSnapshot, open_local
+    from agentomnia.sandbox.environment import call_all, run_batch
+    from agentomnia.sandbox.session import Batch
+
+    class Core:
+        """Only what every environment must do: no batching, no snapshots."""
+
+        def __init__(self) -> None:
+            self.count = 0
+
+        def tools(self) -> list[dict[str, Any]]:
+            return []
+
+        def call(self, tool: str, args: Any = None) -> ToolResult:
+            self.count += 1
+            return ToolResult(ok=True, data=self.count, error=None)
+
+        def state(self) -> dict[str, Any]:
+            return {"count": self.count}
+
+        def state_hash(self, *, fresh: bool = False) -> str:
+            return str(self.count)
+
+        def reset(self, init_config: Any = None) -> None:
+            self.count = 0
+
+        def close(self) -> None:
+            pass
+
+    core = Core()
+    assert isinstance(core, Environment)
+    assert not isinstance(core, SupportsBatch) and not isinstance(core, SupportsSnapshot)
+    assert [r.data for r in call_all(core, [("x", {}), ("y", {})])] == [1, 2]
+    batch = Batch()
+    reset_at, calls_at, hash_at = batch.reset(), batch.calls([("x", {})]), batch.hash()
+    answers = run_batch(core, batch)
+    assert (
+        answers[reset_at] is True and [r.data for r in answers[calls_at]] == [1] and answers[hash_at] == "1"
+    )
+    with sandbox.open(mock) as session:
+        assert isinstance(session, SupportsBatch) and isinstance(session, SupportsSnapshot)
+    local = open_local(mock)
+    assert isinstance(local, SupportsBatch) and isinstance(local, SupportsSnapshot)
+    local.close()

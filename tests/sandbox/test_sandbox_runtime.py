@@ -13,8 +13,10 @@ import pytest
 from agentomnia.records import canonical_json
 from agentomnia.sandbox import Bundle, LocalSession, open_local
 from agentomnia.sandbox.bundle import config_key, config_seed
+from agentomnia.sandbox.deadlines import Deadlines, Limits
+from agentomnia.sandbox.envsession import CompiledEnv, EnvSession
 from agentomnia.sandbox.policy import prepare
-from agentomnia.sandbox.runtime import CompiledEnv, Deadlines, EnvSession, Limits, canonical_state
+from agentomnia.sandbox.statehash import canonical_state
 
 QUIRKY = """
 import random, uuid, datetime

@@ -218,18 +218,20 @@ def test_sandbox_deepcopy_keeps_sharing_and_is_what_generated_code_imports() -> 
 def test_closing_frees_the_state_and_collects_every_so_often(
     monkeypatch: pytest.MonkeyPatch, mock: Bundle
 ) -> None:
-    from agentomnia.sandbox import policy, runtime, worker
+    from agentomnia.sandbox import deadlines, envsession, policy, worker
     from agentomnia.sandbox.bundle import config_key, config_seed
 
     collections_run: list[int] = []
     monkeypatch.setattr(worker, "gc", types.SimpleNamespace(collect=lambda: collections_run.append(1)))
-    host = worker.Host(runtime.Limits(call_timeout_s=None), 10.0, runtime.Deadlines())
+    host = worker.Host(deadlines.Limits(call_timeout_s=None), 10.0, deadlines.Deadlines())
     payload = mock.worker_payload(policy.prepare(mock.source, "env").payload)
-    env = runtime.CompiledEnv.from_payload(payload)
+    env = envsession.CompiledEnv.from_payload(payload)
     blob = pickle.dumps(dict(mock.s0))
     sessions = []
     for index in range(worker._COLLECT_EVERY):
-        session = runtime.EnvSession(env, blob, config_seed(config_key(mock.s0)), host.limits, host.deadlines)
+        session = envsession.EnvSession(
+            env, blob, config_seed(config_key(mock.s0)), host.limits, host.deadlines
+        )
         host.sessions[f"s{index}"] = session
         sessions.append(session)
     host._close({"sid": "s0"})

@@ -11,7 +11,7 @@ import jsonschema_specifications
 import pytest
 
 from agentomnia.sandbox import Bundle
-from agentomnia.sandbox.runtime import METASCHEMA_KEYWORDS, ToolSchema, plainly_valid_schema
+from agentomnia.sandbox.schema import METASCHEMA_KEYWORDS, ToolSchema, plainly_valid_schema
 
 _ODD_VALUES: list[Any] = [
     None, True, False, 0, -1, 1.5, 2.0, "", "x", "string", "nonsense", [], ["a"], ["a", "a"], [1],

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentomnia.envs.build import BuildFailure, state_stage
+from agentomnia.envs.build import state_stage
+from agentomnia.rejection import Rejection
 from agentomnia.scale.seeds import variant_scope, variant_seed, variant_seeds
 from agentomnia.seeds.inference import EnvCandidate, propose_offline
 from agentomnia.seeds.selection import SelectionConfig, select
@@ -34,7 +35,7 @@ def test_a_scoped_seed_builds_a_state_of_exactly_its_scope_with_external_ids_for
     assert set(candidate.overview.state_components) == set(scope)
     assert all(o.entity in scope for o in candidate.overview.operations)
     result = state_stage(candidate, [seed], domain)
-    assert not isinstance(result, BuildFailure)
+    assert not isinstance(result, Rejection)
     spec = result[0]
     assert {e.name for e in spec.entities} == set(scope)
     left_out = {e.name for e in domain.knowledge.entities} - set(scope)
@@ -59,4 +60,4 @@ def test_selection_with_state_overlap_keeps_distinct_slices_and_drops_a_repeat()
     by_state = select(pool, same, SelectionConfig(state_overlap=0.85))
     assert len(by_text.selected) == 1
     assert len(by_state.selected) == 4
-    assert [r.rule for r in by_state.rejected] == ["near_duplicate"]
+    assert [r.detail["rule"] for r in by_state.rejected] == ["near_duplicate"]

@@ -12,7 +12,7 @@ from agentomnia.seeds.models import SeedTool
 from agentomnia.seeds.parsers import parse_mcp, parse_skill
 from agentomnia.seeds.selection import SelectionConfig, select
 from agentomnia.taxonomy import load_taxonomy
-from tests.envs.conftest import PARCEL_TOOLS
+from tests.fixtures.domains import PARCEL_TOOLS
 
 
 @pytest.fixture(scope="module")
@@ -73,11 +73,11 @@ def test_selection_is_deterministic_and_records_every_rejection(matcher: DomainM
     again = select([candidates[i] for i in order], vectors[order])
     assert [c.id for c in first.selected] == [c.id for c in again.selected]
     assert first.rejected == again.rejected
-    rules = {r.rule for r in first.rejected}
+    rules = {r.detail["rule"] for r in first.rejected}
     assert "too_narrow" in rules  # one read-only tool is not an environment
     assert (
         len(first.selected) == 1 and {"near_duplicate", "duplicate_summary"} & rules
     )  # the twin is folded in
     assert len(first.selected) + len(first.rejected) == len(candidates)
     strict = select(candidates, vectors, SelectionConfig(min_realism=0.99))
-    assert {r.rule for r in strict.rejected} >= {"low_realism"}
+    assert {r.detail["rule"] for r in strict.rejected} >= {"low_realism"}

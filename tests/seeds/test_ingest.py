@@ -212,7 +212,7 @@ def test_each_broken_input_is_rejected_clearly(
     good_corpus(tmp_path / "good")
     _write(tmp_path / "bad", name, content)
     result = ingest([tmp_path / "good", tmp_path / "bad"], relative_to=tmp_path)
-    rejected = [r for r in result.rejected if r.source.startswith("bad")]
+    rejected = [r for r in result.rejected if r.subject.startswith("bad")]
     assert len(rejected) == 1, [r.message for r in result.rejected]
     message = rejected[0].message
     assert expected in message

@@ -7,17 +7,14 @@ from typing import Any
 
 import pytest
 
-from agentomnia.envs.build import BuiltEnv, build_environment
+from agentomnia.envs.build import BuiltEnv
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec
 from agentomnia.envs.state import generate_state, state_violations
-from agentomnia.sandbox.sandbox import Sandbox
-from agentomnia.seeds.inference import propose_offline
-from agentomnia.seeds.parsers import parse_mcp
 from agentomnia.tasks.hardening import LEVERS, OPERATORS, apply_all, means_unavailable
-from agentomnia.taxonomy import Coordinate, load_taxonomy
+from agentomnia.taxonomy import Coordinate
 from agentomnia.taxonomy.axes import lever
 from agentomnia.taxonomy.knowledge import Relation, Rule
-from tests.trajectories.conftest import _parcel_tools
+from tests.fixtures.domains import LOGISTICS_DOMAIN_ID
 
 
 def _tool(name: str, op: str, entity: str, props: dict[str, Any], binding: dict[str, Any]) -> ToolSpec:
@@ -61,7 +58,7 @@ def desk_spec() -> EnvSpec:
     )  # fmt: skip
     return EnvSpec(
         name="desk", class_name="Desk", description="A sales desk.",
-        coordinate=Coordinate.for_domain(20096, ["tool_use"], ["tool_parameter_grounding"]),
+        coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
         candidate_id="desk", seed_ids=(), entities=(customer, order),
         relations=(Relation(source="order", attr="customer_id", target="customer"),), rules=rules, tools=tools,
     )  # fmt: skip
@@ -178,18 +175,9 @@ def test_apply_all_composes_and_rejects_unknown_operators(spec: EnvSpec, s0: dic
 
 
 @pytest.fixture(scope="module")
-def parcel() -> BuiltEnv:
-    """The parcel-claims environment the trajectory tests use, built once for this module."""
-    box = Sandbox(workers=1, idle_timeout_s=0)
-    try:
-        seed = parse_mcp(_parcel_tools(), source="test://parcel-claims.json", name="parcel-claims")
-        domain = load_taxonomy().by_id(20096)
-        candidate = propose_offline(seed, domain, 0.55, 0.3, [0.55, 0.5, 0.4])
-        built = build_environment(candidate, [seed], domain, box)
-    finally:
-        box.close()
-    assert isinstance(built, BuiltEnv), built
-    return built
+def parcel(parcel_env: BuiltEnv) -> BuiltEnv:
+    """The parcel-claims environment the trajectory tests use (tests/fixtures, built once)."""
+    return parcel_env
 
 
 def test_availability_words_match_whole_words_of_the_entitys_own_values() -> None:

@@ -22,18 +22,20 @@ from typing import Any
 import psutil
 
 from agentomnia.envs.spec import EnvSpec
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.dag.synth import check_task, synthesize_dag_variants
+from agentomnia.tasks.families import DAG, is_challenging_kind
 from agentomnia.tasks.leakage import leakage_problems
-from agentomnia.tasks.models import Task, TaskRejection
+from agentomnia.tasks.models import Task
 
-Synthesize = Callable[[Path, Sandbox, list[tuple[str, int]], int], tuple[list[Task], list[TaskRejection]]]
+Synthesize = Callable[[Path, Sandbox, list[tuple[str, int]], int], tuple[list[Task], list[Rejection]]]
 
 
 def _variants(
     env: Path, sandbox: Sandbox, plan: list[tuple[str, int]], seed: int
-) -> tuple[list[Task], list[TaskRejection]]:
+) -> tuple[list[Task], list[Rejection]]:
     return synthesize_dag_variants(env, sandbox, plan, seed=seed)
 
 
@@ -92,13 +94,13 @@ def bench_dag_tasks(
                 result = check_task(t, box, bundles[folder], specs[folder])
                 if not result.passed:
                     oracle_failures.append(f"{t.id}: {result.detail or result.consistency or result.state}")
-                if leakage_problems(t.query, specs[folder], forbid_ids=t.kind == "dag_challenge"):
+                if leakage_problems(t.query, specs[folder], forbid_ids=is_challenging_kind(t.kind)):
                     leaking.append(t.id)
     finally:
         box.close()
     stages: dict[str, dict[str, int]] = {}
     for r in rejected:
-        per = stages.setdefault(r.kind, {})
+        per = stages.setdefault(str(r.detail.get("kind")), {})
         per[r.stage] = per.get(r.stage, 0) + 1
     kept = len(tasks)
     verified = kept - len(oracle_failures) if verify else kept
@@ -106,9 +108,7 @@ def bench_dag_tasks(
     return {
         "environments": len(folders),
         "kept": kept,
-        "kept_by_variant": {
-            k: sum(1 for t in tasks if t.kind == k) for k in ("dag_standard", "dag_challenge")
-        },
+        "kept_by_variant": {k: sum(1 for t in tasks if t.kind == k) for k in DAG.kinds},
         "rejected": len(rejected),
         "kept_share": round(kept / candidates, 3) if candidates else 0.0,
         "rejected_by_stage": {k: dict(sorted(v.items())) for k, v in sorted(stages.items())},

@@ -15,6 +15,7 @@ import random
 import re
 from typing import Any
 
+from agentomnia.tasks.families import DAG
 from agentomnia.tasks.models import Persona, Task
 from agentomnia.taxonomy import Coordinate
 from agentomnia.taxonomy.axes import profile_mask
@@ -56,7 +57,7 @@ def withholdable(task: Task) -> list[tuple[str, Any, str]]:
 
 def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
     """The multi-turn variant of a single-turn DAG task, or None when no detail can be withheld."""
-    if task.interaction != "single" or task.kind not in ("dag_standard", "dag_challenge"):
+    if task.interaction != "single" or task.kind not in DAG.kinds:
         return None
     options = withholdable(task)
     if not options:

@@ -10,7 +10,7 @@ kept), describe it (templates offline; a model may rephrase in LLM mode, and its
 same checks), build an outcome rubric, and keep the task only if the end state is valid, the answers
 do not depend on call order, the description leaks nothing its variant forbids, the trajectory is
 consistent with the description, and the oracle check holds (reference 1.0, empty run below it).
-Every candidate that fails becomes a `TaskRejection` with its stage and reason.
+Every candidate that fails becomes a `Rejection` with its stage and reason.
 
 Cost: the per-environment work (bundle, spec, tool graph, one sandbox session) is shared by every
 variant of one call; chains that no state lets run are left out of sampling, and the record a
@@ -33,6 +33,7 @@ from agentomnia.envs.spec import EnvSpec
 from agentomnia.envs.state import state_violations
 from agentomnia.llm import LLM
 from agentomnia.records import content_hash
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.sandbox.session import Session
@@ -48,6 +49,8 @@ from agentomnia.tasks.dag.graph import build_tool_graph
 from agentomnia.tasks.dag.interaction import make_multi_turn
 from agentomnia.tasks.dag.profiles import RefinementProfile, profile_for
 from agentomnia.tasks.dag.sampling import ToolGroup, chain_pool, sample_groups
+from agentomnia.tasks.dag.variations import profile_for_directives, variation_metadata
+from agentomnia.tasks.families import DAG, is_challenging_kind
 from agentomnia.tasks.grading import Outcome, diff_states, empty_outcome, grade
 from agentomnia.tasks.hardening import (
     LEVERS,
@@ -58,14 +61,14 @@ from agentomnia.tasks.hardening import (
     violations_since,
 )
 from agentomnia.tasks.leakage import leakage_problems
-from agentomnia.tasks.models import ReferenceCall, Task, TaskRejection
+from agentomnia.tasks.models import ReferenceCall, Task, task_rejection
 from agentomnia.tasks.quality import consistency_problems
 from agentomnia.tasks.rubric import build_rubric
 from agentomnia.taxonomy import Coordinate
 from agentomnia.taxonomy.axes import lever
 
 if TYPE_CHECKING:
-    from agentomnia.evolution.directives import SynthesisDirectives
+    from agentomnia.directives import SynthesisDirectives
 
 EnvInput = str | Path | Bundle
 
@@ -356,8 +359,6 @@ def build_task(
     diff = [d for d in diff_states(state, final) if isinstance(state.get(d["table"]), Mapping)]
     labels: dict[str, Any] = {}
     if directives is not None:
-        from agentomnia.evolution.variations import variation_metadata  # see synthesize_dag_tasks
-
         labels = variation_metadata(directives, hardening)
     task = Task(
         env_id=env_id,
@@ -415,7 +416,7 @@ def synthesize_dag_tasks(
     attempts_per_task: int | None = None,
     directives: SynthesisDirectives | None = None,
     multi_turn: float = 0.0,
-) -> tuple[list[Task], list[TaskRejection]]:
+) -> tuple[list[Task], list[Rejection]]:
     """Up to `n` verified DAG tasks on one environment, and every rejected candidate with its reason.
 
     About a `multi_turn` share of them is posed multi-turn: a detail of the request is withheld
@@ -442,7 +443,7 @@ def synthesize_dag_variants(
     attempts_per_task: int | None = None,
     directives: SynthesisDirectives | None = None,
     multi_turn: float = 0.0,
-) -> tuple[list[Task], list[TaskRejection]]:
+) -> tuple[list[Task], list[Rejection]]:
     """`synthesize_dag_tasks` for every (variant, n) of `plan` on one environment, in plan order.
 
         tasks, rejected = synthesize_dag_variants(folder, box, [("dag-standard", 9), ("dag-challenge", 1)])
@@ -463,7 +464,7 @@ def synthesize_dag_variants(
         return session
 
     tasks: list[Task] = []
-    rejected: list[TaskRejection] = []
+    rejected: list[Rejection] = []
     try:
         for variant, n in entries:
             kept, rej = _synthesize_variant(
@@ -489,18 +490,14 @@ def _synthesize_variant(
     attempts_per_task: int | None,
     directives: SynthesisDirectives | None,
     multi_turn: float,
-) -> tuple[list[Task], list[TaskRejection]]:
+) -> tuple[list[Task], list[Rejection]]:
     spec, env_id, graph = ctx.spec, ctx.env_id, ctx.graph
     base = profile = profile_for(variant)
     if directives is not None:
-        # imported here: the evolution package builds on task synthesis, so a module-level import
-        # would tie the two packages' import order together
-        from agentomnia.evolution.variations import profile_for_directives
-
         profile = profile_for_directives(profile, directives)
     rng = random.Random(f"{env_id}:{profile.variant}:{seed}")
     # longer groups fail more often (every call must succeed), so a Challenge task gets more tries
-    tries = attempts_per_task or (4 if profile.variant == "dag_standard" else 10)
+    tries = attempts_per_task or (10 if is_challenging_kind(profile.variant) else 4)
     if attempts_per_task is None and profile.chain_len[1] > base.chain_len[1]:
         tries += tries // 2  # a round that deepens the chains pays for it in failed runs
     pool = chain_pool(graph, rng, min_len=profile.chain_len[0], max_len=profile.chain_len[1])
@@ -512,10 +509,10 @@ def _synthesize_variant(
         chain_len=profile.chain_len, scattered=profile.scattered, max_overlap=profile.max_overlap,
     )  # fmt: skip
     tasks: list[Task] = []
-    rejected: list[TaskRejection] = []
+    rejected: list[Rejection] = []
     if not groups:
         rejected.append(
-            TaskRejection(
+            task_rejection(
                 env_id=env_id,
                 kind=profile.variant,
                 stage="sampling",
@@ -534,7 +531,7 @@ def _synthesize_variant(
             )  # fmt: skip
         except Reject as exc:
             rejected.append(
-                TaskRejection(env_id=env_id, kind=profile.variant, stage=exc.stage, reason=exc.reason)
+                task_rejection(env_id=env_id, kind=profile.variant, stage=exc.stage, reason=exc.reason)
             )
             continue
         if multi_turn and group_rng.random() < multi_turn:
@@ -561,7 +558,7 @@ def check_task(task: Task, sandbox: Sandbox, bundle: Bundle, spec: EnvSpec | Non
     calls = [(c.tool, dict(c.args)) for c in task.reference_calls]
     reference = grade(task, Outcome(final_state=final, answer=dict(task.expected_answer), calls=calls))
     empty = grade(task, empty_outcome(task))
-    forbid_ids = task.kind == "dag_challenge"
+    forbid_ids = is_challenging_kind(task.kind)  # a Challenge task names records only by description
     detail = "; ".join(f"{i.id}: {i.detail}" for i in reference.items if i.passed is not True)[:500]
     return TaskCheckResult(
         task_id=task.id,
@@ -576,7 +573,7 @@ def check_task(task: Task, sandbox: Sandbox, bundle: Bundle, spec: EnvSpec | Non
     )
 
 
-def summarize_tasks(tasks: list[Task], rejected: list[TaskRejection]) -> dict[str, Any]:
+def summarize_tasks(tasks: list[Task], rejected: list[Rejection]) -> dict[str, Any]:
     """The numbers an asset shows: counts per variant, call/chain/depth distributions, atoms, rejections."""
 
     def histogram(values: list[int]) -> dict[str, int]:
@@ -597,7 +594,7 @@ def summarize_tasks(tasks: list[Task], rejected: list[TaskRejection]) -> dict[st
     return {
         "kept": len(tasks),
         "rejected": len(rejected),
-        "by_variant": {k: sum(1 for t in tasks if t.kind == k) for k in ("dag_standard", "dag_challenge")},
+        "by_variant": {k: sum(1 for t in tasks if t.kind == k) for k in DAG.kinds},
         "calls": histogram([int(t.metadata.get("calls", 0)) for t in tasks]),
         "chain_length": histogram([int(n) for t in tasks for n in t.metadata.get("chain_lengths", [])]),
         "depth": histogram([int(t.metadata.get("depth", 0)) for t in tasks]),

@@ -17,10 +17,11 @@ from typing import Any
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.llm import LLM
 from agentomnia.records import canonical_json, content_hash
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.grading import diff_states
-from agentomnia.tasks.models import Task, TaskRejection
+from agentomnia.tasks.models import Task, task_rejection
 from agentomnia.tasks.program.difficulty import harden
 from agentomnia.tasks.program.execute import (
     Execution,
@@ -101,7 +102,7 @@ def synthesize_program_tasks(
     llm: LLM | None = None,
     max_candidates: int = 10,
     repair_budget: int = 3,
-) -> tuple[list[Task], list[TaskRejection]]:
+) -> tuple[list[Task], list[Rejection]]:
     """Up to `n` verified program tasks on one bundle, and the candidates rejected on the way."""
     folder = Path(bundle_dir)
     bundle = Bundle.load(folder)
@@ -112,10 +113,10 @@ def synthesize_program_tasks(
     s0: dict[str, Any] = dict(bundle.s0)
     rng = random.Random(int(content_hash({"env": env_id, "seed": seed}), 16))
     tasks: list[Task] = []
-    rejections: list[TaskRejection] = []
+    rejections: list[Rejection] = []
 
     def reject(stage: str, reason: str) -> None:
-        rejections.append(TaskRejection(env_id=env_id, kind="program", stage=stage, reason=reason[:400]))
+        rejections.append(task_rejection(env_id=env_id, kind="program", stage=stage, reason=reason[:400]))
 
     candidates: list[tuple[ProgramPlan | None, dict[str, str] | None]] = []
     if llm is not None:

@@ -24,11 +24,12 @@ from agentomnia.envs.state import state_violations
 from agentomnia.envs.verify import bundle_for, verify
 from agentomnia.llm import LLM
 from agentomnia.records import canonical_json, content_hash
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.grading import diff_states
 from agentomnia.tasks.leakage import leakage_problems
-from agentomnia.tasks.models import Check, RubricItem, Task, TaskKind, TaskRejection
+from agentomnia.tasks.models import Check, RubricItem, Task, TaskKind, task_rejection
 from agentomnia.tasks.solver.contract import SolverArtifact
 from agentomnia.tasks.solver.families import FAMILIES
 from agentomnia.tasks.solver.family import Family, Plan, State
@@ -50,16 +51,16 @@ class Prepared(BaseModel):
     ties: bool
 
 
-def _fail(family: Family, stage: str, reason: str, kind: TaskKind = "solver_anchored") -> TaskRejection:
-    return TaskRejection(env_id=f"solver:{family.name}", kind=kind, stage=stage, reason=reason)
+def _fail(family: Family, stage: str, reason: str, kind: TaskKind = "solver_anchored") -> Rejection:
+    return task_rejection(env_id=f"solver:{family.name}", kind=kind, stage=stage, reason=reason)
 
 
-def prepare_instance(family: Family, rng: random.Random, *, ties: bool = False) -> Prepared | TaskRejection:
+def prepare_instance(family: Family, rng: random.Random, *, ties: bool = False) -> Prepared | Rejection:
     """Draw, solve and screen one instance."""
     return screen_instance(family, family.generate(rng, ties=ties), ties=ties)
 
 
-def screen_instance(family: Family, state: State, *, ties: bool = False) -> Prepared | TaskRejection:
+def screen_instance(family: Family, state: State, *, ties: bool = False) -> Prepared | Rejection:
     """Solve one instance and keep it only if it is feasible and leaves a real comparison space."""
     started = time.perf_counter()
     model = family.model(state)
@@ -162,7 +163,7 @@ def rubric_for(family: Family, objective: float, *, proven: bool) -> tuple[Rubri
 class SolverSynthesis(BaseModel):
     tasks: list[Task]
     bundle_dirs: list[Path]
-    rejections: list[TaskRejection]
+    rejections: list[Rejection]
 
 
 def _write_bundle(
@@ -200,7 +201,7 @@ def build_task(
     reference: Plan | None = None,
     reference_objective: float | None = None,
     verify_rollouts: int = 2,
-) -> tuple[Task, Path] | TaskRejection:
+) -> tuple[Task, Path] | Rejection:
     """Bundle, verification, oracle and the Task record for one screened instance."""
     started = time.perf_counter()
     state = prepared.state
@@ -230,7 +231,9 @@ def build_task(
         return _fail(family, "verification", f"the instance's environment failed verification: {why}", kind)
     calls = family.calls_to(s0, plan)
     verifier = family.verifier_code(objective, proven=proven)
-    oracle = _oracle(sandbox, family, bundle, s0, plan, calls, verifier, prepared)
+    oracle = solver_oracle(
+        sandbox, family, bundle, s0, plan, calls, verifier, prepared.state, prepared.artifact.objective
+    ).problem
     if oracle:
         return _fail(family, "oracle", oracle, kind)
     final = family.apply(s0, plan)
@@ -292,7 +295,17 @@ def _source(family: Family) -> str:
     return _SPECS[family.name][1]
 
 
-def _oracle(
+class SolverOracle(BaseModel):
+    """The solver oracle on one task: the reference passes its verifier, the untouched draft fails it,
+    and the optimum with one decision flipped fails it. `problem` says what went wrong ('' if nothing)."""
+
+    reference_passes: bool
+    empty_fails: bool
+    flip_fails: bool
+    problem: str = ""
+
+
+def solver_oracle(
     sandbox: Sandbox,
     family: Family,
     bundle: Bundle,
@@ -300,9 +313,11 @@ def _oracle(
     plan: Plan,
     calls: Sequence[Any],
     verifier: str,
-    prepared: Prepared,
-) -> str:
-    """'' when the reference passes, the draft fails and a one-flip plan fails; else what went wrong."""
+    instance: State,
+    optimum: float | None,
+) -> SolverOracle:
+    """Run the oracle from `s0`. `instance` is the problem data the solver's model is built from (the
+    decision fields are ignored, so a task's own initial state will do) and `optimum` its objective."""
     session = sandbox.open(bundle, s0)
     try:
         results = session.call_many([(c.tool, c.args) for c in calls])
@@ -312,31 +327,43 @@ def _oracle(
             if not r.ok
         ]
         if refused:
-            return "a reference call was refused: " + refused[0][:200]
+            return SolverOracle(
+                reference_passes=False, empty_fails=False, flip_fails=False,
+                problem="a reference call was refused: " + refused[0][:200],
+            )  # fmt: skip
         final = session.state()
     finally:
         session.close()
     verdict = sandbox.run_check(verifier, s0, final)
     if verdict.passed is not True:
-        return f"the reference plan does not pass its own verifier ({verdict.error.message if verdict.error else verdict.passed})"
+        return SolverOracle(
+            reference_passes=False, empty_fails=False, flip_fails=False,
+            problem=f"the reference plan does not pass its own verifier ({verdict.error.message if verdict.error else verdict.passed})",
+        )  # fmt: skip
     empty = sandbox.run_check(verifier, s0, s0)
     if empty.passed is not False:
-        return "the untouched draft passes the verifier: the task checks nothing"
-    model = family.model(prepared.state)
+        return SolverOracle(
+            reference_passes=True, empty_fails=False, flip_fails=False,
+            problem="the untouched draft passes the verifier: the task checks nothing",
+        )  # fmt: skip
+    model = family.model(instance)
     values = tuple(
         1 if (t, k) in {(t2, k2) for t2, ks in plan.items() for k2 in ks} else 0 for t, k in model.binaries
     )
     flipped = one_flip(
         model,
-        Solution(status="optimal", objective=prepared.artifact.objective, values=values),
+        Solution(status="optimal", objective=optimum, values=values),
         family,
-        prepared.state,
+        instance,
     )
     if flipped is not None:
         wrong = sandbox.run_check(verifier, s0, family.apply(s0, flipped))
         if wrong.passed is not False:
-            return "a plan with one decision flipped still passes: the verifier misses a constraint"
-    return ""
+            return SolverOracle(
+                reference_passes=True, empty_fails=True, flip_fails=False,
+                problem="a plan with one decision flipped still passes: the verifier misses a constraint",
+            )  # fmt: skip
+    return SolverOracle(reference_passes=True, empty_fails=True, flip_fails=True)
 
 
 def synthesize_solver_tasks(
@@ -348,7 +375,7 @@ def synthesize_solver_tasks(
     out_dir: str | Path,
     max_draws: int | None = None,
     verify_rollouts: int = 2,
-) -> tuple[list[Task], list[Path], list[TaskRejection]]:
+) -> tuple[list[Task], list[Path], list[Rejection]]:
     """Up to `per_family` verified solver-anchored tasks per family; bundles are written under `out_dir`.
 
     Draws at most `max_draws` instances per family (default 3 x per_family); every discarded draw
@@ -361,7 +388,7 @@ def synthesize_solver_tasks(
         raise ValueError(f"unknown solver families {unknown}; choose from {sorted(FAMILIES)}")
     tasks: list[Task] = []
     dirs: list[Path] = []
-    rejections: list[TaskRejection] = []
+    rejections: list[Rejection] = []
     for name in names:
         family = FAMILIES[name]
         made = 0
@@ -370,11 +397,11 @@ def synthesize_solver_tasks(
                 break
             rng = random.Random(int(content_hash({"family": name, "seed": seed, "draw": draw}), 16))
             prepared = prepare_instance(family, rng, ties=draw % 4 == 3)
-            if isinstance(prepared, TaskRejection):
+            if isinstance(prepared, Rejection):
                 rejections.append(prepared)
                 continue
             built = build_task(sandbox, family, prepared, out, rng, verify_rollouts=verify_rollouts)
-            if isinstance(built, TaskRejection):
+            if isinstance(built, Rejection):
                 rejections.append(built)
                 continue
             tasks.append(built[0])
@@ -401,7 +428,7 @@ def synthesize_guided_tasks(
     per_family: int = 5,
     seed: int = 0,
     out_dir: str | Path,
-) -> tuple[list[Task], list[Path], list[TaskRejection], list[str]]:
+) -> tuple[list[Task], list[Path], list[Rejection], list[str]]:
     """Solver-guided tasks: the model solves the instance from the solver-aware schema and blueprint.
 
     The model's plan is checked by the family's evaluator; a feasible plan becomes the reference,
@@ -413,7 +440,7 @@ def synthesize_guided_tasks(
     out.mkdir(parents=True, exist_ok=True)
     tasks: list[Task] = []
     dirs: list[Path] = []
-    rejections: list[TaskRejection] = []
+    rejections: list[Rejection] = []
     for name in list(families) if families is not None else list(FAMILIES):
         family = FAMILIES[name]
         for draw in range(per_family):
@@ -421,7 +448,7 @@ def synthesize_guided_tasks(
                 int(content_hash({"family": name, "seed": seed, "draw": draw, "guided": True}), 16)
             )
             prepared = prepare_instance(family, rng)
-            if isinstance(prepared, TaskRejection):
+            if isinstance(prepared, Rejection):
                 rejections.append(prepared.model_copy(update={"kind": "solver_guided"}))
                 continue
             prompt = (
@@ -457,7 +484,7 @@ def synthesize_guided_tasks(
                 continue
             built = build_task(sandbox, family, prepared, out, rng, kind="solver_guided", reference=plan,
                                reference_objective=result["objective"])  # fmt: skip
-            if isinstance(built, TaskRejection):
+            if isinstance(built, Rejection):
                 rejections.append(built)
                 continue
             tasks.append(built[0])

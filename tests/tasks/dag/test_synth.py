@@ -11,15 +11,16 @@ import pytest
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.llm.protocol import LLMResponse, Usage
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.dag import check_task, summarize_tasks, synthesize_dag_tasks
 from agentomnia.tasks.grading import Outcome, grade
 from agentomnia.tasks.leakage import id_literals
-from agentomnia.tasks.models import ReferenceCall, Task, TaskRejection
+from agentomnia.tasks.models import ReferenceCall, Task
 from agentomnia.tasks.quality import consistency_problems, grounding_problems
 
-Synth = tuple[list[Task], list[TaskRejection]]
+Synth = tuple[list[Task], list[Rejection]]
 
 
 @pytest.fixture(scope="module")

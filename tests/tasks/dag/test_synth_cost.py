@@ -14,6 +14,7 @@ import pytest
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.envs.state import state_violations
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.dag import check_task, synthesize_dag_tasks, synthesize_dag_variants
@@ -23,13 +24,13 @@ from agentomnia.tasks.dag.sampling import chain_pool
 from agentomnia.tasks.dag.synth import EnvContext
 from agentomnia.tasks.hardening import OPERATORS, apply_all, copy_state, violations_since
 from agentomnia.tasks.leakage import leakage_problems
-from agentomnia.tasks.models import Task, TaskRejection
+from agentomnia.tasks.models import Task
 
 PLAN = [("dag-standard", 4), ("dag-challenge", 2)]
 
 
 @pytest.fixture(scope="module")
-def together(freight_dir: Path, freight_sandbox: Sandbox) -> tuple[list[Task], list[TaskRejection]]:
+def together(freight_dir: Path, freight_sandbox: Sandbox) -> tuple[list[Task], list[Rejection]]:
     return synthesize_dag_variants(freight_dir, freight_sandbox, PLAN, seed=3)
 
 
@@ -39,7 +40,7 @@ def context(freight_dir: Path) -> EnvContext:
 
 
 def test_one_call_for_all_variants_equals_one_call_per_variant(
-    together: tuple[list[Task], list[TaskRejection]], freight_dir: Path, freight_sandbox: Sandbox
+    together: tuple[list[Task], list[Rejection]], freight_dir: Path, freight_sandbox: Sandbox
 ) -> None:
     tasks, rejected = together
     apart = [synthesize_dag_tasks(freight_dir, freight_sandbox, variant=v, n=n, seed=3) for v, n in PLAN]
@@ -49,7 +50,7 @@ def test_one_call_for_all_variants_equals_one_call_per_variant(
 
 
 def test_kept_tasks_pass_their_oracle_and_leak_nothing(
-    together: tuple[list[Task], list[TaskRejection]],
+    together: tuple[list[Task], list[Rejection]],
     freight_sandbox: Sandbox,
     freight_bundle: Bundle,
     freight_spec: EnvSpec,

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from agentomnia.envs.state import state_violations
+from agentomnia.rejection import Rejection
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.grading import Outcome, grade
-from agentomnia.tasks.models import Task, TaskRejection
+from agentomnia.tasks.models import Task
 from agentomnia.tasks.solver import (
     FAMILIES,
     Family,
@@ -35,7 +36,7 @@ def _tied_instance(family: Family) -> tuple[Prepared, object, object]:
     for draw in range(60):
         state = family.generate(random.Random(draw), ties=True)
         prepared = screen_instance(family, state, ties=True)
-        if isinstance(prepared, TaskRejection):
+        if isinstance(prepared, Rejection):
             continue
         model = family.model(prepared.state)
         best = solve(model)
@@ -62,7 +63,7 @@ def test_rubric_accepts_equal_rejects_worse_and_infeasible(
     family = FAMILIES[name]
     prepared, model, alt = _tied_instance(family)
     built = build_task(sandbox, family, prepared, tmp_path, random.Random(1))
-    assert not isinstance(built, TaskRejection), built
+    assert not isinstance(built, Rejection), built
     task, folder = built
     assert task.kind == "solver_anchored"
     assert {p.name for p in folder.iterdir()} >= {
@@ -143,14 +144,14 @@ def test_degenerate_and_infeasible_instances_are_discarded_with_reasons() -> Non
     state["programs"]["PRG-001"]["budget"] = 10_000_000.0
     state["programs"]["PRG-001"]["max_per_theme"] = 99
     rejected = screen_instance(knapsack, state)
-    assert isinstance(rejected, TaskRejection) and rejected.stage == "degenerate"
+    assert isinstance(rejected, Rejection) and rejected.stage == "degenerate"
     procurement = FAMILIES["procurement_mix"]
     state = procurement.generate(random.Random(3))
     first = sorted(state["requirements"])[0]
     state["requirements"][first]["minimum"] = 10_000
     rejected = screen_instance(procurement, state)
     assert (
-        isinstance(rejected, TaskRejection) and rejected.stage == "solver" and "infeasible" in rejected.reason
+        isinstance(rejected, Rejection) and rejected.stage == "solver" and "infeasible" in rejected.reason
     )
 
 
@@ -159,7 +160,7 @@ def test_reference_calls_reach_the_optimum_and_grade_passes(sandbox: Sandbox, tm
     prepared = screen_instance(family, family.generate(random.Random(11)))
     assert isinstance(prepared, Prepared)
     built = build_task(sandbox, family, prepared, tmp_path, random.Random(2))
-    assert not isinstance(built, TaskRejection), built
+    assert not isinstance(built, Rejection), built
     task: Task = built[0]
     from agentomnia.sandbox.bundle import Bundle
 

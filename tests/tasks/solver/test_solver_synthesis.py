@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from agentomnia.envs.spec import EnvSpec
-from agentomnia.llm.protocol import LLMResponse, Usage
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.solver import (
@@ -18,6 +14,7 @@ from agentomnia.tasks.solver import (
     synthesize_guided_tasks,
     synthesize_solver_tasks,
 )
+from tests.fixtures.models import GreedyModel
 
 
 def test_one_task_per_family_with_verified_bundles(sandbox: Sandbox, tmp_path: Path) -> None:
@@ -55,23 +52,6 @@ def test_unknown_family_is_refused(sandbox: Sandbox, tmp_path: Path) -> None:
 def test_guided_offline_skips_with_a_note(sandbox: Sandbox, tmp_path: Path) -> None:
     tasks, dirs, rejections, notes = synthesize_guided_tasks(sandbox, None, out_dir=tmp_path)
     assert (tasks, dirs, rejections) == ([], [], []) and notes == [GUIDED_OFFLINE_NOTE]
-
-
-class GreedyModel:
-    """Stands in for a model: answers with the family's greedy plan for the data in the prompt."""
-
-    model = "greedy-stub"
-
-    def complete(self, messages: Sequence[Mapping[str, Any]], **_: Any) -> LLMResponse:
-        text = str(messages[-1]["content"])
-        title = text.split(" instance.")[0].removeprefix("Solve this ")
-        family = next(f for f in FAMILIES.values() if f.title == title)
-        data = json.loads(re.search(r"Data: (\{.*\})\n", text).group(1))  # type: ignore[union-attr]
-        return LLMResponse(text="", data={"plan": family.baseline(data)}, request_hash="stub")
-
-    @property
-    def usage(self) -> Usage:
-        return Usage()
 
 
 def test_guided_tasks_accept_equal_or_better_and_say_not_proven(sandbox: Sandbox, tmp_path: Path) -> None:

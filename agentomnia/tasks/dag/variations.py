@@ -1,7 +1,7 @@
 """How a PRD round's variations change DAG task synthesis: directives in, a refinement profile out.
 
 A PRD names weaknesses in words the synthesis stages share (`ENV_VARIATIONS`, `TASK_VARIATIONS` in
-`agentomnia.evolution.directives`). The DAG synthesizer already has the dials that produce each one
+`agentomnia.directives`). The DAG synthesizer already has the dials that produce each one
 (a `RefinementProfile`: chain lengths, virtual nodes, hardening operators, how records are named),
 so a PRD-guided round is the base round with those dials turned, and nothing else changes.
 
@@ -35,8 +35,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from agentomnia.evolution.directives import ENV_VARIATIONS, TASK_VARIATIONS, SynthesisDirectives
+from agentomnia.directives import ENV_VARIATIONS, TASK_VARIATIONS, SynthesisDirectives
 from agentomnia.tasks.dag.profiles import RefinementProfile
+from agentomnia.tasks.families import is_challenging_kind
 from agentomnia.tasks.hardening import OPERATORS, HardeningResult
 
 # The hardening operators each environment variation adds, in the order they run.
@@ -81,7 +82,7 @@ def profile_for_directives(
     if "dependency_depth" in wanted:
         low, high = profile.chain_len
         changes["chain_len"] = (max(low, min(low + 1, MIN_DEEP_CHAIN)), high + 1)
-        if profile.variant == "dag_challenge":
+        if is_challenging_kind(profile.variant):
             changes["chains"] = (profile.chains[0], profile.chains[1] + 1)
     if "implicit_references" in wanted:
         changes["allow_ids"] = False

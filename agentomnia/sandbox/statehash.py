@@ -1,0 +1,110 @@
+"""The state of an environment and its hash: canonical JSON, then SHA-256.
+
+The state is `vars(instance)` minus double-underscore attributes (OmniaBench's definition). Its
+canonical JSON has sorted keys and no whitespace; sets are sorted, dates become ISO strings, and
+objects of classes the environment defined become their attributes, so equal states hash equally in
+any worker and any run. For JSON-valued states the text is exactly `records.canonical_json`.
+"""
+
+from __future__ import annotations
+
+import decimal
+import hashlib
+import json
+from datetime import date as _date
+from datetime import datetime as _datetime
+from datetime import time as _time
+from datetime import timedelta
+from enum import Enum
+from typing import Any
+from uuid import UUID
+
+from agentomnia.sandbox import rules
+
+
+def _sort_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_leaf)
+
+
+def _leaf(value: Any) -> Any:
+    """JSON form of a non-JSON value found in a state (json.dumps `default` hook)."""
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=_sort_key)
+    if isinstance(value, _datetime | _date | _time):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    if isinstance(value, list | tuple):
+        return list(value)
+    if hasattr(type(value), "__iter__") and type(value).__module__ == "collections":
+        return list(value)  # deque and friends
+    if type(value).__module__ == rules.ENV_MODULE_NAME:
+        # An object of a class the environment defined: its attributes are its state.
+        found = _instance_state(value)
+        if found is not None:
+            return {"__type__": type(value).__name__, **found}
+    # Functions, generators, stdlib objects: no faithful JSON form (check_env flags these).
+    return f"<{type(value).__name__}>"
+
+
+def _instance_state(value: Any) -> dict[str, Any] | None:
+    try:
+        found = object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        return None
+    if not isinstance(found, dict):
+        return None
+    return {str(k): v for k, v in found.items()}
+
+
+def _normalize(value: Any) -> Any:
+    """Slow path for states json cannot sort: every key becomes a string first."""
+    if isinstance(value, dict):
+        return {_key(k): _normalize(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalize(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    converted = _leaf(value)
+    if isinstance(converted, str) and converted.startswith("<"):
+        return converted
+    return _normalize(converted)
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int | float):
+        return json.dumps(key)
+    return _sort_key(_normalize(key))
+
+
+def public_state(instance_dict: dict[str, Any]) -> dict[str, Any]:
+    """The state as OmniaBench defines it: the attributes, minus double-underscore ones."""
+    return {k: v for k, v in instance_dict.items() if not rules.is_dunder(k)}
+
+
+def canonical_state(state: dict[str, Any]) -> str:
+    """Canonical JSON of a state: identical to `records.canonical_json` for JSON-valued states."""
+    try:
+        return json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_leaf)
+    except TypeError:
+        return json.dumps(_normalize(state), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def state_digest(canonical: str) -> str:
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

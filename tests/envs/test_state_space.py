@@ -1,0 +1,102 @@
+"""State-space construction: id parameters become entities and references, roles become people,
+enums keep the seed's spelling, write verbs imply lifecycle moves, and a knowledge base merges in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentomnia.envs.spec import EnvSpec, spec_problems
+from agentomnia.envs.state_space import StateSpaceReport, attribute_from_schema, build_state_space
+from agentomnia.seeds.parsers import parse_mcp
+from tests.fixtures.domains import PARCEL, SeedSpec
+from tests.fixtures.mock import MOCK
+
+EXPENSE_TOOLS: dict[str, Any] = {
+    "tools": [
+        {"name": "approve_expense", "description": "Approve an expense.",
+         "inputSchema": {"type": "object", "properties": {
+             "expense_id": {"type": "string"}, "approver_id": {"type": "string"}, "amount": {"type": "number"},
+             "category": {"type": "string", "enum": ["travel", "meals"]}}, "required": ["expense_id"]}},
+        {"name": "get_expense", "description": "Show an expense.", "annotations": {"readOnlyHint": True},
+         "inputSchema": {"type": "object", "properties": {"expense_id": {"type": "string"}}}},
+        {"name": "tag_widget", "description": "Tag a widget with an expense.",
+         "inputSchema": {"type": "object", "properties": {"expense_id": {"type": "string"}, "widget_id": {"type": "string"}}}},
+    ]
+}  # fmt: skip
+EXPENSES = SeedSpec("expenses", EXPENSE_TOOLS)
+
+
+@pytest.fixture(scope="module")
+def expenses() -> tuple[EnvSpec, StateSpaceReport]:
+    """The expense seed in a domain stripped of its knowledge base: everything comes from the seed."""
+    bare = EXPENSES.domain().model_copy(update={"knowledge": None})
+    seed = parse_mcp(EXPENSE_TOOLS, source=EXPENSES.source, name=EXPENSES.name)
+    return build_state_space(EXPENSES.candidate(), [seed], bare)
+
+
+def test_id_parameters_become_entities_and_references(expenses: tuple[EnvSpec, StateSpaceReport]) -> None:
+    spec, report = expenses
+    assert {e.name for e in spec.entities} == {"expense", "user", "widget"}
+    assert report.kb_entities == 0 and sorted(report.seed_entities_added) == ["expense", "user", "widget"]
+    widget = spec.entity("widget")
+    ref = widget.attribute("expense_id")
+    assert ref is not None and ref.type == "ref" and ref.ref == "expense"
+    assert {(r.source, r.attr, r.target) for r in spec.relations} == {
+        ("expense", "approver_id", "user"),
+        ("widget", "expense_id", "expense"),
+    }
+    assert report.tool_entities == {
+        "approve_expense": "expense",
+        "get_expense": "expense",
+        "tag_widget": "widget",
+    }
+    assert spec_problems(spec) == []
+
+
+def test_roles_map_to_people_enums_keep_their_spelling_and_verbs_imply_moves(
+    expenses: tuple[EnvSpec, StateSpaceReport],
+) -> None:
+    spec, report = expenses
+    assert report.roles_mapped == {"approver": "user"}
+    expense = spec.entity("expense")
+    category, status, amount = (expense.attribute(n) for n in ("category", "status", "amount"))
+    assert category is not None and category.enum == ("travel", "meals")
+    assert status is not None and "approved" in status.enum and status.source == "derived"
+    assert amount is not None and amount.type == "money"
+    assert spec.entity("user").label_attribute is not None  # a label is added where the seed gave none
+
+
+@pytest.mark.parametrize(
+    ("name", "schema", "expected"),
+    [
+        ("due", {"type": "string", "format": "date"}, "date"),
+        ("at", {"type": "string", "format": "date-time"}, "datetime"),
+        ("refund", {"type": "number"}, "money"),
+        ("weight", {"type": "number"}, "float"),
+        ("count", {"type": "integer"}, "int"),
+        ("tags", {"type": "array"}, "list"),
+        ("level", {"type": ["null", "string"], "enum": ["low", "high"]}, "enum"),
+        ("only", {"type": "string", "enum": ["one"]}, "str"),
+    ],
+)
+def test_attribute_types_follow_the_json_schema(name: str, schema: dict[str, Any], expected: str) -> None:
+    assert attribute_from_schema(name, schema, set()).type == expected
+
+
+def test_a_knowledge_base_entity_absorbs_the_seed_entity_of_the_same_name() -> None:
+    spec, report = build_state_space(MOCK.candidate(), [MOCK.seed()], MOCK.domain())
+    assert report.kb_entities > 0 and "task" in report.seed_entities_merged
+    task = spec.entity("task")
+    assert task.source == "merged" and task.attribute("user_id") is not None  # the seed's own parameter
+    assert "user" in report.seed_entities_added  # the domain knew members, the seed names users
+
+
+def test_the_parcel_seed_keeps_its_enum_and_references_its_shipments() -> None:
+    spec, report = build_state_space(PARCEL.candidate(), [PARCEL.seed()], PARCEL.domain())
+    claim = spec.entity("claim")
+    reason = claim.attribute("reason")
+    assert reason is not None and set(reason.enum) >= {"damaged", "lost", "late"}
+    assert any(r.source == "claim" and r.target == "shipment" for r in spec.relations)
+    assert report.tool_entities["approve_claim"] == "claim"

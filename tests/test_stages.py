@@ -1,0 +1,148 @@
+"""The stage functions: one composition, one lineage, whichever caller runs them.
+
+The Dagster assets run the environment stages one asset each (`state_space_stage` -> `toolsets_stage`
+-> `environments_stage`); the scale shards and `agentomnia env build` run `build_candidate`. Both
+must give the same records, the same lineage rows and the same edges.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+from agentomnia.catalog import ENVIRONMENTS, RAW_SEEDS, SELECTED_CANDIDATES, STATE_SPECS, TOOLSETS, Catalog
+from agentomnia.envs.build import BuildConfig
+from agentomnia.envs.toolset import ToolsetConfig
+from agentomnia.lineage import Edge, LineageRow, LineageStore
+from agentomnia.lineage.store import RELATIONS, Relation
+from agentomnia.rejection import Rejection, rejection_lineage, save_rejections
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.stages import (
+    StageContext,
+    build_candidate,
+    environments_stage,
+    publish,
+    seeds_stage,
+    state_space_stage,
+    toolsets_stage,
+    write_environments,
+    write_staged,
+)
+from agentomnia.storage import Storage, read_parquet
+from agentomnia.taxonomy import load_taxonomy
+from tests.fixtures.domains import PARCEL
+
+# The parcel fixture's environment id before the stage functions existed (the build is unchanged).
+PARCEL_ENV_ID = "b6ade97f8c8bdc9f"
+
+
+def _lineage(
+    rows: list[LineageRow], edges: list[Edge]
+) -> tuple[set[tuple[str, str, str]], set[tuple[str, str, str]]]:
+    return {(r.id, r.kind, r.status) for r in rows}, {(e.child, e.parent, e.relation) for e in edges}
+
+
+def test_stages_one_by_one_equal_build_candidate(tmp_path: Path, sandbox: Sandbox) -> None:
+    ctx = StageContext("r0", "run-1")
+    seed, candidate = PARCEL.seed(), PARCEL.candidate()
+    seeds = {seed.id: seed}
+    taxonomy = load_taxonomy()
+    storage = Storage(tmp_path)
+    cfg = BuildConfig(toolset=ToolsetConfig())
+
+    state = state_space_stage(ctx, [candidate], seeds, taxonomy)
+    tooled = toolsets_stage(ctx, state.kept, seeds, cfg.toolset)
+    built = environments_stage(ctx, tooled.kept, sandbox, storage, config=cfg)
+    together = build_candidate(ctx, candidate, seeds, taxonomy, sandbox, storage, config=cfg)
+
+    assert [b.env_id for b in built.kept] == [b.env_id for b in together.kept] == [PARCEL_ENV_ID]
+    rows = state.lineage(ctx)[0] + tooled.lineage(ctx)[0] + built.lineage(ctx)[0]
+    edges = state.lineage(ctx)[1] + tooled.lineage(ctx)[1] + built.lineage(ctx)[1]
+    assert _lineage(rows, edges) == _lineage(*together.lineage(ctx))
+    # the chain every environment hangs from, whoever built it
+    relations = {(e.relation, e.child == PARCEL_ENV_ID) for e in together.edges}
+    assert {
+        ("state_space_of", False),
+        ("tools_for", False),
+        ("built_from", True),
+        ("seeded_by", True),
+    } <= relations
+    built_from = next(e for e in together.edges if e.relation == "built_from")
+    assert built_from.parent == tooled.kept[0].spec.id  # the toolset spec, never the candidate
+
+
+def test_a_refusal_is_one_rejection_with_its_lineage(tmp_path: Path, sandbox: Sandbox) -> None:
+    ctx = StageContext("r0")
+    seed, candidate = PARCEL.seed(), PARCEL.candidate()
+    cfg = BuildConfig(toolset=ToolsetConfig(min_tools=500, max_tools=600))
+    out = build_candidate(
+        ctx, candidate, {seed.id: seed}, load_taxonomy(), sandbox, Storage(tmp_path), config=cfg
+    )
+    assert out.kept == [] and len(out.rejected) == 1
+    refused = out.rejected[0]
+    assert (refused.subject, refused.subject_kind, refused.stage) == (candidate.id, "environment", "toolset")
+    assert "minimum 500" in refused.reason and refused.parent == candidate.id
+    rows, edges = out.lineage(ctx)
+    rejected = [r for r in rows if r.status == "rejected"]
+    assert [(r.kind, r.reason) for r in rejected] == [("environment", f"toolset: {refused.reason}")]
+    assert Edge(child=rejected[0].id, parent=candidate.id, relation="rejection_of") in edges
+
+
+def test_equal_refusals_are_one_row_that_counts_them(tmp_path: Path) -> None:
+    same = [Rejection(subject="env-1", subject_kind="task", stage="oracle", reason="no path", parent="env-1",
+                      detail={"kind": "program"}) for _ in range(3)]  # fmt: skip
+    other = Rejection(
+        subject="env-1", subject_kind="task", stage="leak", reason="names a tool", parent="env-1"
+    )
+    rows, edges = rejection_lineage([*same, other], round_key="r2", run_id="run")
+    assert len(rows) == 2 and len(edges) == 2
+    counted = next(r for r in rows if r.meta["stage"] == "oracle")
+    assert counted.meta["times"] == 3 and counted.meta["kind"] == "program" and counted.round == "r2"
+    table = read_parquet(save_rejections(tmp_path / "rejected.parquet", [*same, other]))
+    assert [r["kind"] for r in table] == ["program", "program", "program", None]
+    assert {r["stage"] for r in table} == {"oracle", "leak"}
+
+
+def test_publish_writes_the_artifact_and_lineage_once(tmp_path: Path, sandbox: Sandbox) -> None:
+    storage = Storage(tmp_path)
+    artifacts = storage.round("r0")
+    lineage = LineageStore(storage.lineage_path)
+    ctx = StageContext("r0", "run-1")
+    seed = PARCEL.seed()
+    bad = Rejection(subject="seeds/broken.json", subject_kind="seed", stage="ingest", reason="not JSON")
+    out = seeds_stage(ctx, [seed, seed], [bad])
+    path = publish(out, ctx, artifacts, RAW_SEEDS, lineage, flat=["kind", "name", "source", "title"])
+    assert [s.id for s in artifacts.seeds()] == [seed.id]  # one seed, however often it was found
+    assert artifacts.rows(RAW_SEEDS, "rejected")[0]["reason"] == "not JSON"
+    row = lineage.get(seed.id)
+    assert row is not None and row.location == str(path) and row.run_id == "run-1"
+
+    state = state_space_stage(ctx, [PARCEL.candidate()], {seed.id: seed}, load_taxonomy())
+    publish(state, ctx, artifacts, STATE_SPECS, lineage, write=write_staged)
+    tooled = toolsets_stage(ctx, state.kept, {seed.id: seed}, ToolsetConfig())
+    publish(tooled, ctx, artifacts, TOOLSETS, lineage, write=write_staged)
+    built = environments_stage(ctx, tooled.kept, sandbox, storage)
+    publish(
+        built,
+        ctx,
+        artifacts,
+        ENVIRONMENTS,
+        lineage,
+        write=lambda _p, kept: write_environments(artifacts, storage, kept),
+    )
+    index = artifacts.environments()
+    assert [r["env_id"] for r in index] == [PARCEL_ENV_ID]
+    assert Catalog(storage).bundle(PARCEL_ENV_ID).tools  # the bundle is where the catalog looks
+    assert [v["env_id"] for v in artifacts.verification()] == [PARCEL_ENV_ID]
+    trace = lineage.trace(PARCEL_ENV_ID)
+    assert {"toolset", "env_spec"} <= {r.kind for r in trace.rows.values() if r is not None}
+    with pytest.raises(FileNotFoundError, match=f"materialize `{SELECTED_CANDIDATES.name}`"):
+        artifacts.selected()
+
+
+def test_relations_are_one_vocabulary() -> None:
+    assert set(get_args(Relation)) == set(RELATIONS)
+    with pytest.raises(ValueError):
+        Edge(child="a", parent="b", relation="made_somehow")  # type: ignore[arg-type]
