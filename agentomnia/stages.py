@@ -168,9 +168,14 @@ def selection_stage(
 def state_space_stage(
     ctx: StageContext, candidates: Sequence[EnvCandidate], seeds: Mapping[str, Seed], taxonomy: Taxonomy
 ) -> StageOutput[StagedSpec]:
-    out: StageOutput[StagedSpec] = StageOutput("state_space", [])
-    for c in candidates:
-        out.extend(_state_one(ctx, c, seeds, taxonomy))
+    return _each("state_space", candidates, lambda c: _state_one(ctx, c, seeds, taxonomy))
+
+
+def _each(stage: str, items: Iterable[Any], one: Callable[[Any], StageOutput[T]]) -> StageOutput[T]:
+    """A stage that decides item by item: the outputs of `one`, joined."""
+    out: StageOutput[T] = StageOutput(stage, [])
+    for item in items:
+        out.extend(one(item))
     return out
 
 
@@ -203,10 +208,7 @@ def _spec_output(
 def toolsets_stage(
     ctx: StageContext, staged: Sequence[StagedSpec], seeds: Mapping[str, Seed], cfg: ToolsetConfig
 ) -> StageOutput[StagedSpec]:
-    out: StageOutput[StagedSpec] = StageOutput("toolset", [])
-    for s in staged:
-        out.extend(_toolset_one(ctx, s, seeds, cfg))
-    return out
+    return _each("toolset", staged, lambda s: _toolset_one(ctx, s, seeds, cfg))
 
 
 def _toolset_one(

@@ -39,6 +39,11 @@ def _stated(value: Any, query: str) -> bool:
     return any(_norm(f) in text for f in forms)
 
 
+def _told(param: str, value: Any, task: Task) -> bool:
+    """A multi-turn task's withheld detail: the simulated user gives it when the agent asks."""
+    return task.persona is not None and param in task.persona.withheld and task.persona.withheld[param] == value
+
+
 def grounding_problems(task: Task) -> list[str]:
     """Arguments whose recorded source is missing, malformed, in the future, or not in s0."""
     out: list[str] = []
@@ -57,7 +62,7 @@ def grounding_problems(task: Task) -> list[str]:
                 out.append(
                     f"step {i} {call.tool}: `{param}` comes from step {m.group('step')}, which has not run yet"
                 )
-            elif source == "query" and not _stated(value, task.query):
+            elif source == "query" and not _stated(value, task.query) and not _told(param, value, task):
                 out.append(
                     f"step {i} {call.tool}: `{param}`={value!r} is said to come from the description, which never states it"
                 )

@@ -9,6 +9,7 @@ from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.dag.interaction import ASK_ME, make_multi_turn, withholdable
 from agentomnia.tasks.dag.synth import check_task, synthesize_dag_tasks
+from agentomnia.tasks.families import family_of
 from agentomnia.trajectories import generate_trajectories
 
 
@@ -40,10 +41,17 @@ def test_multi_turn_tasks_keep_their_oracle_and_need_a_question(
         assert any(m["role"] == "user" for m in run.messages[2:])
 
 
-def test_synthesis_poses_a_share_multi_turn(freight_dir: Path, freight_sandbox: Sandbox) -> None:
+def test_synthesis_poses_a_share_multi_turn(
+    freight_dir: Path, freight_bundle: Bundle, freight_sandbox: Sandbox
+) -> None:
     tasks, _ = synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=4, multi_turn=1.0)
     assert any(t.interaction == "multi" for t in tasks)
     assert all(t.interaction == "single" or t.persona is not None for t in tasks)
+    # `tasks check` (the family's own check) keeps what synthesis kept: a withheld detail is not
+    # "missing from the description", the simulated user gives it when asked
+    for task in tasks:
+        report = family_of(task).validate(task, freight_sandbox, freight_bundle)
+        assert report.passed, report.reason
 
 
 def test_conversion_needs_a_literal_request_detail(freight_dir: Path, freight_sandbox: Sandbox) -> None:
