@@ -41,7 +41,9 @@ def _stated(value: Any, query: str) -> bool:
 
 def _told(param: str, value: Any, task: Task) -> bool:
     """A multi-turn task's withheld detail: the simulated user gives it when the agent asks."""
-    return task.persona is not None and param in task.persona.withheld and task.persona.withheld[param] == value
+    return (
+        task.persona is not None and param in task.persona.withheld and task.persona.withheld[param] == value
+    )
 
 
 def grounding_problems(task: Task) -> list[str]:
