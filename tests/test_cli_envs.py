@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agentomnia.tasks.folder import task_files
 from tests.fixtures.cli import run_cli
 from tests.fixtures.domains import PARCEL_TOOLS
 
@@ -85,9 +86,7 @@ def test_env_and_task_verbs_round_trip(home: Path, tmp_path: Path) -> None:
     )
     assert synth.returncode == 0, synth.stderr
     made = json.loads(synth.stdout)
-    assert (
-        made["requested"] == 3 and made["kept"] >= 1 and len(list(tasks_dir.glob("*.json"))) == made["kept"]
-    )
+    assert made["requested"] == 3 and made["kept"] >= 1 and len(task_files(tasks_dir)) == made["kept"]
     checked = _cli("tasks", "check", str(tasks_dir), "--json", home=home)
     assert checked.returncode == 0, checked.stderr
     result = json.loads(checked.stdout)
