@@ -325,8 +325,14 @@ def cmd_env_check(args: argparse.Namespace) -> Result:
         "levels": {"init": report.init.passed, "tool": report.tool.passed, "env": report.env.passed},
         "contract": report.contract.model_dump() if report.contract is not None else None,
         "checks": report.init.checks + report.tool.checks + report.env.checks,
-        "failures": report.init.failures + report.tool.failures + report.env.failures
-        + ([f"contract: {p}" for p in report.contract.problems] if report.contract is not None else ["contract: not run"]),
+        "failures": report.init.failures
+        + report.tool.failures
+        + report.env.failures
+        + (
+            [f"contract: {p}" for p in report.contract.problems]
+            if report.contract is not None
+            else ["contract: not run"]
+        ),
     }
     if not report.passed:
         raise CLIError(f"{folder} fails verification: " + "; ".join(data["failures"][:5]))

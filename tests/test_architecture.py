@@ -88,11 +88,7 @@ def test_asset_modules_do_not_import_each_other() -> None:
 
 
 def test_artifact_names_are_spelled_only_in_the_catalog() -> None:
-    names = {
-        f'"{a.name}"'
-        for a in ARTIFACTS.values()
-        if a.name not in GENERIC_NAMES
-    }
+    names = {f'"{a.name}"' for a in ARTIFACTS.values() if a.name not in GENERIC_NAMES}
     # the generic names are still reachable only through the catalog: `Storage.artifact` is checked below
     bad = []
     for top in PRODUCT_CODE:

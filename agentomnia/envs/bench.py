@@ -44,7 +44,9 @@ def run_envs_bench(limit: int = 40, workers: int = 2) -> dict[str, Any]:
     def one(c: Any) -> BuiltEnv | Rejection:
         started = time.perf_counter()
         own = [by_id[i] for i in c.seed_ids if i in by_id]
-        outcome = build_environment(c, own, taxonomy.by_id(c.coordinate.taxonomy_id), box, config=BuildConfig())
+        outcome = build_environment(
+            c, own, taxonomy.by_id(c.coordinate.taxonomy_id), box, config=BuildConfig()
+        )
         result = outcome.result
         if outcome.toolset is not None:
             durations.append(time.perf_counter() - started)

@@ -87,7 +87,9 @@ def ingest(
             )
         except OSError as exc:
             result.rejected.append(
-                seed_rejection(source, f"cannot read: {exc.strerror or exc}", fix="check the path and permissions")
+                seed_rejection(
+                    source, f"cannot read: {exc.strerror or exc}", fix="check the path and permissions"
+                )
             )
     return result
 

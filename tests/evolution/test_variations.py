@@ -10,6 +10,10 @@ import pytest
 
 from agentomnia.directives import ENV_VARIATIONS, TASK_VARIATIONS, SynthesisDirectives
 from agentomnia.envs.build import BuiltEnv
+from agentomnia.rejection import Rejection
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.tasks.dag import CHALLENGE, STANDARD, check_task, synthesize_dag_tasks
 from agentomnia.tasks.dag.variations import (
     ENV_OPERATORS,
     TASK_OPERATORS,
@@ -18,10 +22,6 @@ from agentomnia.tasks.dag.variations import (
     variation_metadata,
     variations_in_effect,
 )
-from agentomnia.rejection import Rejection
-from agentomnia.sandbox.bundle import Bundle
-from agentomnia.sandbox.sandbox import Sandbox
-from agentomnia.tasks.dag import CHALLENGE, STANDARD, check_task, synthesize_dag_tasks
 from agentomnia.tasks.hardening import HardeningResult
 from agentomnia.tasks.models import Task
 

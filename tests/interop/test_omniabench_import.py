@@ -231,7 +231,9 @@ def test_malformed_items_are_rejected_with_reasons_and_the_rest_import(tmp_path:
     broken.write_text("[{", encoding="utf-8")
     summary = import_omniabench([route, broken], home=home, taxonomy_id=10041)
     assert summary.tasks == 1
-    reasons = {(r.subject.rsplit("/", 1)[-1], r.detail["index"]): (r.stage, r.reason) for r in summary.rejected}
+    reasons = {
+        (r.subject.rsplit("/", 1)[-1], r.detail["index"]): (r.stage, r.reason) for r in summary.rejected
+    }
     assert reasons[("broken.json", None)][0] == "read"
     expected = {
         0: ("item", "task item"),

@@ -150,9 +150,7 @@ def test_degenerate_and_infeasible_instances_are_discarded_with_reasons() -> Non
     first = sorted(state["requirements"])[0]
     state["requirements"][first]["minimum"] = 10_000
     rejected = screen_instance(procurement, state)
-    assert (
-        isinstance(rejected, Rejection) and rejected.stage == "solver" and "infeasible" in rejected.reason
-    )
+    assert isinstance(rejected, Rejection) and rejected.stage == "solver" and "infeasible" in rejected.reason
 
 
 def test_reference_calls_reach_the_optimum_and_grade_passes(sandbox: Sandbox, tmp_path: Path) -> None:
