@@ -123,9 +123,8 @@ STATIC_ROUND = "static"
 
 # Training outputs live beside the artifacts: `datasets/<kind>/<round>/` and `checkpoints/<kind>/<round>/`.
 SFT, RL = "sft", "rl"
-TRAINING_KINDS = (SFT, RL)
 SFT_DATASET, RL_DATASET = "sft_dataset", "rl_dataset"  # their Dagster asset keys
-SFT_CHECKPOINT, RL_CHECKPOINT = "sft_checkpoint", "rl_checkpoint"
+RL_CHECKPOINT = "rl_checkpoint"
 
 
 class MissingArtifact(FileNotFoundError):

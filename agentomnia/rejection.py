@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -19,7 +19,7 @@ from agentomnia.records import Record
 from agentomnia.storage import write_parquet
 
 # What a rejection is of: the lineage `kind` its row carries, with status "rejected".
-SUBJECT_KINDS = ("seed", "candidate", "selected_candidate", "environment", "task", "prd", "benchmark_item")
+SubjectKind = Literal["seed", "selected_candidate", "environment", "task", "prd", "benchmark_item"]
 COLUMNS = ["id", "round", "record", "subject", "subject_kind", "stage", "reason", "fix", "place", "parent"]
 
 
@@ -30,7 +30,7 @@ class Rejection(Record):
     record_kind: ClassVar[str] = "rejection"
 
     subject: str
-    subject_kind: str
+    subject_kind: SubjectKind
     stage: str
     reason: str
     fix: str = ""

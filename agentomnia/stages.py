@@ -21,12 +21,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from agentomnia.catalog import (
-    ENV_CANDIDATES,
     ENVIRONMENTS,
-    RAW_SEEDS,
-    SELECTED_CANDIDATES,
-    STATE_SPECS,
-    TOOLSETS,
     Artifact,
     RoundArtifacts,
 )
@@ -363,10 +358,6 @@ def write_environments(artifacts: RoundArtifacts, storage: Storage, built: Seque
                  flat=["name", "class_name"])  # fmt: skip
     write_parquet(artifacts.path(ENVIRONMENTS, "verification"), [verification_record(b) for b in built])
     return write_parquet(artifacts.path(ENVIRONMENTS), index, columns=ENV_INDEX_COLUMNS)
-
-
-STAGE_ARTIFACTS = {"seeds": RAW_SEEDS, "inference": ENV_CANDIDATES, "selection": SELECTED_CANDIDATES,
-                   "state_space": STATE_SPECS, "toolset": TOOLSETS, "verification": ENVIRONMENTS}  # fmt: skip
 
 
 # -- tasks -------------------------------------------------------------------------------------------
