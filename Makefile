@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first: the CPU wheel on this machine's disk; a plain requirement would pull a CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[dev,distributed]"
+	$(BIN)/python -m pip install -q -e ".[dev,test,distributed]"
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 

@@ -186,6 +186,8 @@ def _sandbox() -> Any:
 
 
 def cmd_env_build(args: argparse.Namespace) -> Result:
+    import time
+
     from agentomnia.embeddings import default_embedder
     from agentomnia.envs.build import write_bundle
     from agentomnia.seeds.inference import DomainMatcher
@@ -193,7 +195,9 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
     from agentomnia.stages import StageContext, build_candidate, candidates_stage
     from agentomnia.taxonomy import load_taxonomy
 
+    clock = {"start": time.perf_counter()}
     result = ingest([Path(args.seed)])
+    clock["ingest"] = time.perf_counter()
     if not result.accepted:
         reason = result.rejected[0].message if result.rejected else "no seed found"
         raise CLIError(f"{args.seed} is not a usable seed: {reason}")
@@ -212,6 +216,7 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
             raise CLIError(f"environment inference failed: {inferred.rejected[0].reason}")
         candidates = inferred.kept
     candidate = candidates[0]
+    clock["infer"] = time.perf_counter()
     box = _sandbox()
     try:
         made = build_candidate(ctx, candidate, {seed.id: seed}, taxonomy, box, Storage())
@@ -222,7 +227,9 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
         raise CLIError(f"environment not built ({refused.stage}): {refused.reason}")
     built = made.kept[0]
     folder = write_bundle(built, Path(args.out))
+    clock["build"] = time.perf_counter()
     spec = built.spec
+    operations = seed_operations(seed, built)
     data: dict[str, Any] = {
         "env_id": built.env_id,
         "path": str(folder),
@@ -238,8 +245,18 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
         },
         "contract": built.report.contract.passed if built.report.contract is not None else False,
         "dropped_tools": [d.model_dump() for d in built.dropped_tools],
-        "seed_tools_kept": sum(1 for t in seed.tools if t.name in {x.name for x in spec.tools}),
+        "seed_tools_kept": sum(1 for o in operations if o["status"] == "kept"),
         "seed_tools": len(seed.tools),
+        "seed_operations": operations,
+        "repairs": seed.metadata.get("repairs", []),
+        "domain_fit": built.state_space.domain_fit,
+        "kb_used": built.state_space.kb_used,
+        "seconds": {
+            "ingest": round(clock["ingest"] - clock["start"], 3),
+            "infer": round(clock["infer"] - clock["ingest"], 3),
+            "build": round(clock["build"] - clock["infer"], 3),
+            "total": round(clock["build"] - clock["start"], 3),
+        },
     }
     text = (
         f"built {built.env_id} in {folder} ({data['domain']})\n"
@@ -248,6 +265,24 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
         + "".join(f"  dropped {d['name']}: {d['reason']}\n" for d in data["dropped_tools"])
     )
     return data, text.rstrip()
+
+
+def seed_operations(seed: Any, built: Any) -> list[dict[str, Any]]:
+    """Each of the seed's operations and what became of it: kept as the tool of the same name (with
+    the behaviour it was given), or dropped with the reason."""
+    tools = {t.name: t for t in built.spec.tools}
+    dropped = {d.name: d.reason for d in built.dropped_tools}
+    notes = {n.candidate: n for n in built.normalization if n.origin == "seed"}
+    out = []
+    for op in seed.tools:
+        tool = tools.get(op.name)
+        if tool is not None:
+            out.append({"name": op.name, "status": "kept", "op": tool.op, "entity": tool.entity,
+                        "inferred": tool.inferred, "note": notes[op.name].reason if op.name in notes else ""})  # fmt: skip
+        else:
+            why = dropped.get(op.name) or (notes[op.name].reason if op.name in notes else "not offered")
+            out.append({"name": op.name, "status": "dropped", "reason": why})
+    return out
 
 
 def _state_diff(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
@@ -376,6 +411,16 @@ def cmd_bench_envs(args: argparse.Namespace) -> Result:
 
     result = run_envs_bench(limit=args.n, workers=args.workers)
     return result, format_envs_bench(result)
+
+
+def cmd_bench_specs(args: argparse.Namespace) -> Result:
+    from agentomnia.envs.bench import format_specs_bench, run_specs_bench
+
+    try:
+        result = run_specs_bench(args.folder, repeats=args.repeats)
+    except (ValueError, OSError) as exc:
+        raise CLIError(str(exc)) from exc
+    return result, format_specs_bench(result)
 
 
 def _run_paper_scale(args: argparse.Namespace) -> Result:
@@ -794,6 +839,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-n", type=int, default=40, help="how many selected candidates to build")
     p.add_argument("--workers", type=int, default=2)
+    p = verb(
+        bench, "specs", cmd_bench_specs,
+        "per seed file of a folder (OpenAPI specs, MCP tool lists): operations kept as tools, seconds to ingest, infer and build",
+    )  # fmt: skip
+    p.add_argument("folder", help="a folder of seed files")
+    p.add_argument("--repeats", type=int, default=3, help="builds per seed; medians are reported")
     p = verb(
         bench, "scale", cmd_bench_scale,
         "end-to-end throughput of a sharded scale run of N environments (and the paper's tasks per environment)",

@@ -107,3 +107,100 @@ def format_envs_bench(r: dict[str, Any]) -> str:
         f"{'verdict':<28} {verdict} the target of {r['target_environments_per_min']:.0f} environments/min"
     )
     return "\n".join(lines)
+
+
+def run_specs_bench(folder: str, repeats: int = 3) -> dict[str, Any]:
+    """`agentomnia bench specs DIR`: every seed file in DIR ingested, its domain inferred and its
+    environment built and verified, `repeats` times each; per seed the median seconds of each stage
+    and what became of its operations (kept as tools of the same name, behaviour read or generic)."""
+    from pathlib import Path
+
+    from agentomnia.seeds.ingest import ingest
+    from agentomnia.stages import StageContext, build_candidate, candidates_stage
+    from agentomnia.storage import Storage
+
+    files = sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in (".yaml", ".yml", ".json"))
+    if not files:
+        raise ValueError(f"{folder} holds no .yaml/.yml/.json seed files")
+    taxonomy = load_taxonomy()
+    matcher = DomainMatcher(taxonomy, default_embedder())
+    box = Sandbox(1, idle_timeout_s=0)
+    rows: list[dict[str, Any]] = []
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="agentomnia-specs-bench-"))
+    try:
+        for path in files:
+            timings: dict[str, list[float]] = {"ingest": [], "infer": [], "build": [], "total": []}
+            row: dict[str, Any] = {"seed": path.name}
+            for _ in range(max(1, repeats)):
+                t0 = time.perf_counter()
+                result = ingest([path])
+                t1 = time.perf_counter()
+                if not result.accepted:
+                    row["error"] = result.rejected[0].message if result.rejected else "no seed"
+                    break
+                seed = result.accepted[0]
+                ctx = StageContext(seed.round)
+                inferred = candidates_stage(ctx, [seed], matcher)
+                t2 = time.perf_counter()
+                if not inferred.kept:
+                    row["error"] = inferred.rejected[0].reason
+                    break
+                made = build_candidate(ctx, inferred.kept[0], {seed.id: seed}, taxonomy, box, Storage(home))
+                t3 = time.perf_counter()
+                for k, v in (("ingest", t1 - t0), ("infer", t2 - t1), ("build", t3 - t2), ("total", t3 - t0)):
+                    timings[k].append(v)
+                if not made.kept:
+                    row["error"] = f"{made.rejected[0].stage}: {made.rejected[0].reason}"
+                    break
+                built = made.kept[0]
+                names = {t.name: t for t in built.spec.tools}
+                row.update({
+                    "operations": len(seed.tools),
+                    "kept": sum(1 for t in seed.tools if t.name in names),
+                    "generic": sum(1 for t in seed.tools if t.name in names and not names[t.name].inferred),
+                    "tools": len(built.spec.tools),
+                    "verified": built.report.passed,
+                    "domain": built.spec.coordinate.l2,
+                    "domain_fit": built.state_space.domain_fit,
+                    "repairs": len(seed.metadata.get("repairs", [])),
+                })  # fmt: skip
+            row.update({f"{k}_seconds": round(statistics.median(v), 3) for k, v in timings.items() if v})
+            rows.append(row)
+    finally:
+        box.close()
+    ops = sum(r.get("operations", 0) for r in rows)
+    kept = sum(r.get("kept", 0) for r in rows)
+    builds = [r["build_seconds"] for r in rows if "build_seconds" in r]
+    totals = [r["total_seconds"] for r in rows if "total_seconds" in r]
+    return {
+        "seeds": rows,
+        "operations": ops,
+        "kept": kept,
+        "kept_share": round(kept / max(1, ops), 4),
+        "failed": [r["seed"] for r in rows if "error" in r],
+        "median_build_seconds": round(statistics.median(builds), 3) if builds else None,
+        "median_total_seconds": round(statistics.median(totals), 3) if totals else None,
+        "repeats": repeats,
+    }
+
+
+def format_specs_bench(r: dict[str, Any]) -> str:
+    head = f"{'seed':<24} {'ops':>4} {'kept':>5} {'generic':>7} {'tools':>5}  {'ingest':>7} {'infer':>6} {'build':>6} {'total':>6}  domain"
+    lines = [head]
+    for s in r["seeds"]:
+        if "error" in s:
+            lines.append(f"{s['seed']:<24} FAILED: {s['error'][:90]}")
+            continue
+        lines.append(
+            f"{s['seed']:<24} {s['operations']:>4} {s['kept']:>5} {s['generic']:>7} {s['tools']:>5}  "
+            f"{s['ingest_seconds']:>7.3f} {s['infer_seconds']:>6.2f} {s['build_seconds']:>6.2f} {s['total_seconds']:>6.2f}  "
+            f"{s['domain']} (fit {s['domain_fit']})"
+        )
+    lines.append(
+        f"operations kept as tools: {r['kept']}/{r['operations']} ({r['kept_share']:.1%}); "
+        f"median build {r['median_build_seconds']} s, median ingest+infer+build {r['median_total_seconds']} s "
+        f"(medians of {r['repeats']} repeats)"
+    )
+    return "\n".join(lines)

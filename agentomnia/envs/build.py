@@ -87,7 +87,7 @@ def state_stage(
 def toolset_stage(
     spec: EnvSpec, seeds: Sequence[Seed], space: StateSpaceReport, cfg: ToolsetConfig
 ) -> tuple[EnvSpec, list[Normalization]] | Rejection:
-    toolset = synthesize_toolset(spec, seeds, space.tool_entities, cfg)
+    toolset = synthesize_toolset(spec, seeds, space.tool_entities, cfg, kb_used=space.kb_used)
     if len(toolset.tools) < cfg.min_tools:
         return build_failure(
             spec.candidate_id, spec.name, "toolset",

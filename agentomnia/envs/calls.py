@@ -3,6 +3,13 @@ allow) and deliberately invalid ones (a missing argument, a wrong type, an unkno
 
 Verification exercises every tool with both; rollouts mix them; task synthesis reuses the valid
 ones as the grounded steps of reference solutions.
+
+Arguments satisfy the tool's parameter schema, which for a seed's tool is the seed's own (pattern,
+length, format, anyOf, nullable): a value made from the attribute's name is kept where the schema
+takes it, else one is made from the schema (`values.schema_value`). A parameter that names a record
+(the key, a reference) gets an existing record's key value as the state holds it (an `int` for an
+integer key). Invalid values come from `values.schema_violation`. Everything is deterministic
+given the rng passed in (invalid calls use fixed seeds).
 """
 
 from __future__ import annotations
@@ -12,7 +19,15 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from agentomnia.envs.spec import AttributeSpec, EnvSpec, ToolSpec
-from agentomnia.envs.state import make_value
+from agentomnia.envs.state import lookup, make_value
+from agentomnia.envs.values import (
+    check,
+    conforms,
+    json_types,
+    schema_key,
+    schema_value,
+    schema_violation,
+)
 
 Call = tuple[str, dict[str, Any]]
 
@@ -29,6 +44,36 @@ def _range_of(spec: EnvSpec, entity: str, attr: str) -> tuple[float | None, floa
     return None, None
 
 
+def _fit_key(value: Any, schema: Mapping[str, Any] | None) -> Any:
+    """A record's key value as a parameter passes it: as typed, or its string form where the
+    parameter's schema takes that and not the typed value (a path parameter declared as a string)."""
+    if value is None or not schema or conforms(value, schema, formats=False):
+        return value
+    return str(value) if conforms(str(value), schema, formats=False) else value
+
+
+def _same_key(a: Any, b: Any) -> bool:
+    return a is not None and b is not None and str(a) == str(b)
+
+
+def _declared(tool: ToolSpec, attr: AttributeSpec | None) -> bool:
+    """Whether a parameter's schema is the seed's (so its formats count too), not the platform's."""
+    return tool.origin == "seed" or (attr is not None and attr.declared is not None)
+
+
+def _with_range(schema: Mapping[str, Any], low: float | None, high: float | None) -> dict[str, Any]:
+    """The parameter schema narrowed by a domain range rule on the attribute it writes."""
+    out = dict(schema)
+    types = json_types(schema) or []
+    if not ({"integer", "number"} & set(types)):
+        return out
+    if low is not None:
+        out["minimum"] = max(low, out["minimum"]) if isinstance(out.get("minimum"), (int, float)) else low
+    if high is not None:
+        out["maximum"] = min(high, out["maximum"]) if isinstance(out.get("maximum"), (int, float)) else high
+    return out
+
+
 def _value_for(
     spec: EnvSpec,
     state: Mapping[str, Any],
@@ -37,11 +82,46 @@ def _value_for(
     schema: Mapping[str, Any],
     rng: random.Random,
 ) -> Any:
+    """A value for one parameter: the platform's plausible value where the schema takes it, else
+    one made from the schema (narrowed by the attribute's range rule); records named by key."""
     e = spec.entity(tool.entity)
     attr_name = (
         tool.binding.get("fields", {}).get(param) or tool.binding.get("filters", {}).get(param) or param
     )
     attr = e.attribute(attr_name)
+    if attr is not None and attr.type == "ref" and "enum" not in schema and schema.get("type") != "array":
+        pool = _records(state, spec, attr.ref or "")
+        target = spec.entity(attr.ref or "")
+        return _fit_key(rng.choice(pool)[target.key], schema) if pool else None
+    if attr is not None and attr.name == e.key and tool.op in ("create", "manage") and _declared(tool, attr):
+        # a seed's create that takes the new record's id: one that is not taken yet
+        table = state.get(e.table) or {}
+        fresh = schema_key(schema, rng, index=len(table) + 1, taken=set(table), name=param)
+        if fresh is not None:
+            return fresh
+    value = _platform_value(spec, state, tool, param, schema, rng, e.name, attr_name, attr)
+    low, high = _range_of(spec, e.name, attr_name)
+    narrowed = _with_range(schema, low, high)
+    strict = _declared(tool, attr)
+    if value is not None and check(value, narrowed, formats=strict) is not False:
+        return value
+    if not strict and value is not None and check(value, narrowed, formats=False) is None:
+        return value
+    return schema_value(narrowed, rng, name=param, index=rng.randint(1, 99))
+
+
+def _platform_value(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    tool: ToolSpec,
+    param: str,
+    schema: Mapping[str, Any],
+    rng: random.Random,
+    entity: str,
+    attr_name: str,
+    attr: AttributeSpec | None,
+) -> Any:
+    e = spec.entity(entity)
     if "enum" in schema:  # the tool's own schema is stricter than the attribute it writes
         return rng.choice(schema["enum"])
     kind = schema.get("type", "string")
@@ -50,10 +130,6 @@ def _value_for(
         if "enum" in items:
             return sorted(rng.sample(list(items["enum"]), k=min(len(items["enum"]), rng.randint(1, 2))))
         return []
-    if attr is not None and attr.type == "ref":
-        pool = _records(state, spec, attr.ref or "")
-        target = spec.entity(attr.ref or "")
-        return rng.choice(pool)[target.key] if pool else None
     if kind in ("integer", "number"):
         lo, hi = _range_of(spec, e.name, attr_name)
         lo = (
@@ -72,6 +148,9 @@ def _value_for(
             if kind == "integer":
                 return rng.randint(int(-(-low // 1)), max(int(-(-low // 1)), int(high)))
             return round(rng.uniform(low, high), 2)
+    shaped = isinstance(kind, list) or "anyOf" in schema or "oneOf" in schema or "pattern" in schema
+    if shaped and (attr is None or attr.name == e.key or attr.type in ("list", "object")):
+        return None  # nothing plausible to offer: the schema decides
     if attr is not None and attr.name != e.key and attr.type not in ("list", "object"):
         return make_value(attr, e, rng, rng.randint(1, 99))
     if kind == "integer":
@@ -99,19 +178,21 @@ def _precondition_ok(spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec, re
         if r.entity != e.name:
             ref = next((a for a in e.attributes if a.type == "ref" and a.ref == r.entity), None)
             target = spec.entity(r.entity or "") if ref else None
-            subject = (state.get(target.table) or {}).get(rec.get(ref.name)) if ref and target else None
+            subject = lookup(state.get(target.table), rec.get(ref.name)) if ref and target else None
         if subject is None or subject.get(r.attr or "") not in r.values:
             return False
     return True
 
 
 def _referenced(spec: EnvSpec, state: Mapping[str, Any], entity: str) -> set[str]:
+    """The keys (as `str`) of an entity's records that some reference points at."""
     return {
-        rec.get(a.name)
+        str(rec.get(a.name))
         for e in spec.entities
         for a in e.attributes
         if a.type == "ref" and a.ref == entity
         for rec in (state.get(e.table) or {}).values()
+        if rec.get(a.name) is not None
     }
 
 
@@ -144,7 +225,9 @@ def valid_calls(
         records = rng.sample(records, len(records))
     if tool.op == "delete":
         used = _referenced(spec, state, e.name)
-        records = [r for r in records if r[e.key] not in used] + [r for r in records if r[e.key] in used]
+        records = [r for r in records if str(r[e.key]) not in used] + [
+            r for r in records if str(r[e.key]) in used
+        ]
     if any(r.kind == "precondition" and r.operation == tool.name for r in spec.rules):
         records = [r for r in records if _precondition_ok(spec, state, tool, r)] + [
             r for r in records if not _precondition_ok(spec, state, tool, r)
@@ -157,7 +240,7 @@ def valid_calls(
             if rec is None:
                 return
             if attempt % 2 == 0:
-                args[key_param] = rec[e.key]
+                args[key_param] = _fit_key(rec[e.key], props.get(key_param))
             else:
                 args[b["label"]] = rec.get(b["label"]) or ""
             yield args
@@ -165,7 +248,7 @@ def valid_calls(
         if key_param:
             if not records:
                 return
-            args[key_param] = records[attempt % len(records)][e.key]
+            args[key_param] = _fit_key(records[attempt % len(records)][e.key], props.get(key_param))
         for p, schema in props.items():
             if p == key_param or p in args:
                 continue
@@ -192,7 +275,7 @@ def valid_calls(
                 if value is not None:
                     args[p] = value
         if tool.op == "assign" and key_param in args:
-            current = next((r for r in records if r[e.key] == args[key_param]), {})
+            current = next((r for r in records if _same_key(r[e.key], args[key_param])), {})
             target_attr = e.attribute(b["attr"])
             pool = (
                 [r for r in _records(state, spec, target_attr.ref or "")]
@@ -200,19 +283,21 @@ def valid_calls(
                 else []
             )
             target_key = spec.entity(target_attr.ref).key if target_attr and target_attr.ref else ""
-            others = [r[target_key] for r in pool if r[target_key] != current.get(b["attr"])]
+            others = [r[target_key] for r in pool if not _same_key(r[target_key], current.get(b["attr"]))]
             if others:  # pointing at the record it already points at changes nothing
-                args[b["param"]] = rng.choice(others)
+                args[b["param"]] = _fit_key(rng.choice(others), props.get(b["param"]))
         if tool.op == "manage" and args.get("action") == "create":
             args.pop(key_param, None)
         if tool.op in ("update", "manage") and key_param in args:
-            current = next((r for r in records if r[e.key] == args[key_param]), {})
+            current = next((r for r in records if _same_key(r[e.key], args[key_param])), {})
             fields = b.get("fields", {})
             if all(current.get(fields.get(p, p)) == v for p, v in args.items() if p in fields):
                 changeable = [
                     p
                     for p in fields
-                    if p in props and props[p].get("type") in ("string", "integer", "number")
+                    if p in props
+                    and {"string", "integer", "number"} & set(json_types(props[p]) or [])
+                    and "const" not in props[p]
                 ]
                 if changeable:  # an update to the values a record already has changes nothing
                     p = changeable[attempt % len(changeable)]
@@ -223,7 +308,12 @@ def valid_calls(
 def invalid_calls(
     spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec
 ) -> list[tuple[str, dict[str, Any]]]:
-    """(what is wrong, arguments) pairs that must be refused without touching the state."""
+    """(what is wrong, arguments) pairs that must be refused without touching the state.
+
+    The ill-typed call breaks one parameter's schema (`schema_violation`: out of its enum, a type it
+    does not admit, or out of its pattern, length or range), preferring numbers, booleans and enums;
+    the unknown-id call names a key of the declared type that no record has.
+    """
     out: list[tuple[str, dict[str, Any]]] = []
     props: dict[str, Any] = tool.parameters.get("properties", {})
     required = list(tool.parameters.get("required", []))
@@ -234,19 +324,32 @@ def invalid_calls(
         missing = dict(base)
         missing.pop(required[0], None)
         out.append((f"missing required `{required[0]}`", missing))
-    typed = next(
-        (p for p, s in props.items() if s.get("type") in ("integer", "number", "boolean") or "enum" in s),
-        None,
-    )
-    if typed is not None:
-        wrong = dict(base)
-        wrong[typed] = "not-a-valid-value" if props[typed].get("type") != "string" else "__no_such_option__"
-        out.append((f"ill-typed `{typed}`", wrong))
+    rng = random.Random(1)
+
+    def typed(s: Any) -> bool:
+        return isinstance(s, Mapping) and (s.get("type") in ("integer", "number", "boolean") or "enum" in s)
+
+    order = [p for p, s in props.items() if typed(s)] + [
+        p  # parameters the seed declares: any of them can be broken
+        for p, s in props.items()
+        if not typed(s) and _declared(tool, attribute_for(spec, tool, p))
+    ]
+    for p in order:
+        bad = schema_violation(props[p], rng)
+        if bad is not None:
+            wrong = dict(base)
+            wrong[p] = bad
+            out.append((f"ill-typed `{p}`", wrong))
+            break
     key = tool.binding.get("key")
     if key and key in base:
-        unknown = dict(base)
-        unknown[key] = "NOPE-999"
-        out.append((f"unknown `{key}`", unknown))
+        table = state.get(spec.entity(tool.entity).table) or {}
+        schema = props.get(key) or {"type": "string"}
+        nope = schema_key(schema, rng, index=len(table) + 1, taken=set(table), name=key, fallback="NOPE-999")
+        if nope is not None:
+            unknown = dict(base)
+            unknown[key] = nope
+            out.append((f"unknown `{key}`", unknown))
     return out
 
 

@@ -19,6 +19,7 @@ import pprint
 import textwrap
 from typing import Any
 
+from agentomnia.envs.naming import method_names, python_name
 from agentomnia.envs.spec import EnvSpec, ToolSpec
 
 HEADER = '''"""{title}
@@ -31,6 +32,7 @@ Tools: the public methods; each returns {{"ok": bool, "data": ..., "error": {{"c
 
 import copy
 import datetime
+import re
 
 '''
 
@@ -80,7 +82,18 @@ HELPERS = '''
         return None
 
     def _type_problem(self, schema, value):
-        kind = schema.get("type", "string")
+        if not isinstance(schema, dict):
+            return None
+        branches = schema.get("anyOf") or schema.get("oneOf")
+        if branches:
+            problems = [self._type_problem(branch, value) for branch in branches]
+            if all(problems):
+                return problems[0]
+        kinds = schema.get("type")
+        if kinds is None:
+            return None if branches or "enum" not in schema or value in schema["enum"] else (
+                f"must be one of {{schema['enum']}}, got {{value!r}}")
+        kinds = kinds if isinstance(kinds, list) else [kinds]
         checks = {{
             "string": isinstance(value, str),
             "integer": isinstance(value, int) and not isinstance(value, bool),
@@ -88,9 +101,11 @@ HELPERS = '''
             "boolean": isinstance(value, bool),
             "array": isinstance(value, list),
             "object": isinstance(value, dict),
+            "null": value is None,
         }}
-        if not checks.get(kind, True):
-            return f"must be a {{kind}}, got {{type(value).__name__}}"
+        kind = next((k for k in kinds if checks.get(k, True)), None)
+        if kind is None:
+            return f"must be a {{' or '.join(kinds)}}, got {{type(value).__name__}}"
         if "enum" in schema and value not in schema["enum"]:
             return f"must be one of {{schema['enum']}}, got {{value!r}}"
         if kind in ("integer", "number"):
@@ -106,22 +121,40 @@ HELPERS = '''
                     datetime.datetime.fromisoformat(value)
             except ValueError:
                 return f"must be an ISO {{schema['format']}}, got {{value!r}}"
-        if kind == "string" and len(value) < schema.get("minLength", 0):
-            return "must not be empty"
+        if kind == "string":
+            if len(value) < schema.get("minLength", 0):
+                return "must not be empty" if schema["minLength"] == 1 else f"must be at least {{schema['minLength']}} characters"
+            if len(value) > schema.get("maxLength", len(value)):
+                return f"must be at most {{schema['maxLength']}} characters"
+            if "pattern" in schema and re.search(schema["pattern"], value) is None:
+                return f"must match {{schema['pattern']}}"
+        if kind == "array" and isinstance(schema.get("items"), dict):
+            for item in value:
+                problem = self._type_problem(schema["items"], item)
+                if problem:
+                    return f"item {{item!r}} {{problem}}"
         return None
 
     def _table(self, entity):
         return getattr(self, self._ENTITIES[entity][0])
 
     def _fetch(self, entity, key):
-        record = self._table(entity).get(key)
+        record = self._table(entity).get(str(key))
         if record is None:
             return None, self._fail("not_found", f"no {{entity.replace('_', ' ')}} with id {{key!r}}")
         return record, None
 
     def _new_key(self, entity):
+        """A fresh id of the entity's own kind: the next integer, an unused id from the entity's pool of
+        ids in the seed's declared format, or the next prefixed number."""
         table_name, key_attr, prefix = self._ENTITIES[entity]
         taken = getattr(self, table_name)
+        if self._KEY_KINDS.get(entity) == "int":
+            return max((r[key_attr] for r in taken.values() if isinstance(r.get(key_attr), int)), default=0) + 1
+        if entity in self._FRESH_KEYS:
+            for key in self._FRESH_KEYS[entity]:
+                if key not in taken:
+                    return key
         n = len(taken) + 1
         while f"{{prefix}}-{{n:03d}}" in taken:
             n += 1
@@ -151,7 +184,7 @@ HELPERS = '''
             return None if nullable or kind == "ref" else "must not be empty"
         ok = {{
             "str": isinstance(value, str), "text": isinstance(value, str), "enum": isinstance(value, str),
-            "ref": isinstance(value, str), "int": isinstance(value, int) and not isinstance(value, bool),
+            "ref": isinstance(value, (str, int)), "int": isinstance(value, int) and not isinstance(value, bool),
             "float": isinstance(value, (int, float)) and not isinstance(value, bool),
             "money": isinstance(value, (int, float)) and not isinstance(value, bool),
             "bool": isinstance(value, bool), "date": isinstance(value, str), "datetime": isinstance(value, str),
@@ -163,7 +196,7 @@ HELPERS = '''
             return f"must be one of {{list(options)}}, got {{value!r}}"
         if kind == "money" and value < 0:
             return "must not be negative"
-        if kind == "ref" and value not in self._table(options):
+        if kind == "ref" and str(value) not in self._table(options):
             return f"points to no existing {{options.replace('_', ' ')}} ({{value!r}})"
         if kind in ("date", "datetime"):
             try:
@@ -184,7 +217,7 @@ HELPERS = '''
             return value
         for name, kind, options, nullable, default in self._ATTRS[entity]:
             if name == attr and kind == "ref":
-                target = self._table(options).get(value)
+                target = self._table(options).get(str(value))
                 return None if target is None else target.get(target_attr)
         return None
 
@@ -219,7 +252,7 @@ HELPERS = '''
                 combo = tuple(record.get(a) for a in rule[1])
                 if None not in combo:
                     for other_key, other in self._table(entity).items():
-                        if other_key != key and tuple(other.get(a) for a in rule[1]) == combo:
+                        if other_key != str(key) and tuple(other.get(a) for a in rule[1]) == combo:
                             return self._fail("rule_violation", f"{{text}} (clashes with {{other_key}})")
         return None
 
@@ -248,15 +281,25 @@ HELPERS = '''
         problem = self._check_record(entity, key, record)
         if problem:
             return problem
-        self._table(entity)[key] = record
+        self._table(entity)[str(key)] = record
         return None
+
+    def _matches(self, value, wanted):
+        """A record's value against a filter argument: a list argument matches any of its values."""
+        if isinstance(wanted, list):
+            return any(self._matches(value, w) for w in wanted)
+        if isinstance(value, list):
+            return wanted in value
+        if isinstance(value, str) and isinstance(wanted, str):
+            return value.casefold() == wanted.casefold()
+        return value == wanted or (value is not None and str(value) == str(wanted))
 
     def _referrers(self, entity, key):
         found = []
         for other, attrs in self._ATTRS.items():
             for name, kind, options, nullable, default in attrs:
                 if kind == "ref" and options == entity:
-                    found += [k for k, r in self._table(other).items() if r.get(name) == key]
+                    found += [k for k, r in self._table(other).items() if r.get(name) is not None and str(r.get(name)) == str(key)]
         return found
 '''
 
@@ -314,16 +357,24 @@ def _preconditions(spec: EnvSpec) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
+def _plain(param: str) -> bool:
+    return param.isidentifier() and not keyword.iskeyword(param)
+
+
 def local(param: str) -> str:
-    """The Python name holding a parameter: a keyword (`from`, `class`) gets a trailing underscore."""
-    return f"{param}_" if keyword.iskeyword(param) else param
+    """The Python name holding a parameter: a keyword (`from`, `class`) gets a trailing underscore, a
+    name that is no identifier (`page-size`, `fields[]`) an `arg_` spelling of it."""
+    if _plain(param):
+        return param
+    return f"{param}_" if keyword.iskeyword(param) else "arg_" + python_name(param)
 
 
 def _signature(tool: ToolSpec) -> tuple[str, str, list[str]]:
-    """(signature, args-dict literal, prologue lines). Keyword-named parameters arrive through **extra."""
+    """(signature, args-dict literal, prologue lines). Parameters whose names are keywords or no
+    identifiers arrive through **extra under their exact names."""
     props = list(tool.parameters.get("properties", {}))
-    plain = [p for p in props if not keyword.iskeyword(p)]
-    reserved = [p for p in props if keyword.iskeyword(p)]
+    plain = [p for p in props if _plain(p)]
+    reserved = [p for p in props if not _plain(p)]
     params = ", ".join([f"{p}=None" for p in plain] + (["**extra"] if reserved else []))
     args = "{" + ", ".join(f'"{p}": {local(p)}' for p in props) + "}"
     prologue = [f"{local(p)} = extra.pop({p!r}, None)" for p in reserved]
@@ -333,6 +384,11 @@ def _signature(tool: ToolSpec) -> tuple[str, str, list[str]]:
             f"    return self._fail('invalid_arguments', f'{tool.name}: unknown argument `{{sorted(extra)[0]}}`')",
         ]
     return (f"self, {params}" if params else "self"), args, prologue
+
+
+def _doc_safe(text: str) -> str:
+    """Text a seed wrote, made safe inside a docstring: backslashes doubled, triple quotes broken."""
+    return text.replace("\\", "\\\\").replace('"""', "'''").rstrip('"')
 
 
 def _docstring(tool: ToolSpec) -> str:
@@ -350,7 +406,8 @@ def _docstring(tool: ToolSpec) -> str:
             )
     for c in tool.constraints:
         lines.append(f"Constraint: {c.text}.")
-    return textwrap.indent('"""' + "\n".join(lines).rstrip() + '\n"""', " " * 8)
+    text = _doc_safe("\n".join(lines).rstrip())
+    return textwrap.indent('"""' + text + '\n"""', " " * 8)
 
 
 def _body(spec: EnvSpec, tool: ToolSpec) -> str:
@@ -384,9 +441,9 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
         for param, attr in b.get("filters", {}).items():
             param = local(param)
             lines.append(f"if {param} is not None:")
-            lines.append(f"    matches = [r for r in matches if r.get({attr!r}) == {param}]")
+            lines.append(f"    matches = [r for r in matches if self._matches(r.get({attr!r}), {param})]")
         if op == "search":
-            lines.append("needle = query.casefold()")
+            lines.append(f"needle = str({local(b.get('query', 'query'))}).casefold()")
             lines.append(f"fields = {tuple(b.get('text_fields', ()))!r}")
             lines.append(
                 "matches = [r for r in matches if any(needle in str(r.get(f) or '').casefold() for f in fields)]"
@@ -395,8 +452,13 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
             lines.append(
                 f"matches = [r for r in matches if r.get({b['attr']!r}) and start <= r[{b['attr']!r}][:10] <= end]"
             )
-        limit = "limit" if "limit" in tool.parameters.get("properties", {}) else "None"
-        lines.append(f"matches.sort(key=lambda r: r[{e.key!r}])")
+        limit = (
+            "limit"
+            if tool.parameters.get("properties", {}).get("limit", {}).get("type") in ("integer", None)
+            and "limit" in tool.parameters.get("properties", {})
+            else "None"
+        )
+        lines.append(f"matches.sort(key=lambda r: str(r[{e.key!r}]))")
         lines.append(
             f"return self._ok({{'items': [copy.deepcopy(r) for r in matches[: {limit} or 20]], 'count': len(matches)}})"
         )
@@ -404,6 +466,14 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
         lines.append(f"record = self._blank({ent})")
         apply_fields("record")
         lines.append(f"key = self._new_key({ent})")
+        if b.get("key_field"):
+            chosen = local(b["key_field"])
+            lines.append(f"if {chosen} is not None:")
+            lines.append(f"    if str({chosen}) in self._table({ent}):")
+            lines.append(
+                f"        return self._fail('already_exists', f'a {e.name.replace('_', ' ')} with id {{{chosen}!r}} already exists')"
+            )
+            lines.append(f"    key = {chosen}")
         lines.append(f"record[{e.key!r}] = key")
         lines.append(
             f"problem = self._check_preconditions({tool.name!r}, {ent}, record) or self._save({ent}, key, record)"
@@ -426,9 +496,15 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
             lines.append(f"updated[{attr!r}] = {value!r}")
             apply_fields()
         else:
+            if not fields and tool.origin == "seed":  # nothing it sends maps onto the state: it reads back
+                lines.append("return self._ok(copy.deepcopy(record))")
+                return "\n".join(lines)
             if not fields:
                 lines.append(f"return self._fail('invalid_arguments', {tool.name + ': nothing to change'!r})")
                 return "\n".join(lines)
+            if tool.origin == "seed":
+                lines.append(f"if all(v is None for v in ({', '.join(fields)},)):")
+                lines.append("    return self._ok(copy.deepcopy(record))")
             lines.append(f"if all(v is None for v in ({', '.join(fields)},)):")
             lines.append(
                 f"    return self._fail('invalid_arguments', {tool.name + ': give at least one field to change'!r})"
@@ -458,12 +534,12 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
         lines.append(f"problem = self._check_preconditions({tool.name!r}, {ent}, record)")
         lines.append("if problem:")
         lines.append("    return problem")
-        lines.append(f"del self._table({ent})[{key_param}]")
+        lines.append(f"del self._table({ent})[str({key_param})]")
         lines.append(f"return self._ok({{'deleted': {key_param}}})")
     elif op == "aggregate":
         has_sum = "sum_of" in tool.parameters.get("properties", {})
         lines.append("groups = {}")
-        lines.append(f"for r in sorted(self._table({ent}).values(), key=lambda r: r[{e.key!r}]):")
+        lines.append(f"for r in sorted(self._table({ent}).values(), key=lambda r: str(r[{e.key!r}])):")
         lines.append("    label = str(r.get(group_by))")
         lines.append("    group = groups.setdefault(label, {'count': 0, 'ids': []})")
         lines.append("    group['count'] += 1")
@@ -480,7 +556,7 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
         lines.append("related = {}")
         for table, attr in b.get("children", []):
             lines.append(
-                f"related[{table!r}] = sorted(k for k, r in self.{table}.items() if r.get({attr!r}) == {key_param})"
+                f"related[{table!r}] = sorted(k for k, r in self.{table}.items() if r.get({attr!r}) is not None and str(r.get({attr!r})) == str({key_param}))"
             )
         lines.append("counts = {t: len(ids) for t, ids in related.items()}")
         lines.append(
@@ -558,11 +634,11 @@ def generate_source(spec: EnvSpec) -> str:
     out = [
         HEADER.format(
             title=f"{spec.class_name}: {spec.coordinate.l2} environment",
-            description=textwrap.fill(spec.description, 96),
+            description=_doc_safe(textwrap.fill(spec.description, 96)),
             spec_id=spec.id,
         ),
         f"class {spec.class_name}:",
-        textwrap.indent('"""' + textwrap.fill(spec.description, 92) + '"""', "    "),
+        textwrap.indent('"""' + _doc_safe(textwrap.fill(spec.description, 92)) + '"""', "    "),
         "",
         f"    _ENTITIES = {_literal(lit['entities'], 4)}",
         f"    _ATTRS = {_literal(lit['attrs'], 4)}",
@@ -571,21 +647,64 @@ def generate_source(spec: EnvSpec) -> str:
         f"    _PRECONDITIONS = {_literal(_preconditions(spec), 4)}",
         f"    _PARAMS = {_literal(params, 4)}",
         f"    _CONSTRAINTS = {_literal(constraints, 4)}",
+        f"    _KEY_KINDS = {_literal(key_kinds(spec), 4)}",
+        f"    _FRESH_KEYS = {_literal(fresh_keys(spec), 4)}",
         HELPERS.format(tables=tables).rstrip(),
         "",
         "    # -- tools ----------------------------------------------------------------------------",
     ]
+    methods = method_names([t.name for t in spec.tools])
     for tool in spec.tools:
         sig, args, prologue = _signature(tool)
         out.append("")
-        out.append(f"    def {tool.name}({sig}):")
+        out.append(f"    def {methods[tool.name]}({sig}):")
         out.append(_docstring(tool))
         out += [" " * 8 + line for line in prologue]
         out.append(f"        problem = self._check_args({tool.name!r}, {args})")
         out.append("        if problem:")
         out.append("            return problem")
         out.append(textwrap.indent(_body(spec, tool), " " * 8))
+    aliases = {name: method for name, method in methods.items() if name != method}
+    if aliases:
+        out.append("")
+        out.append("")
+        out.append("# Tools whose names are not Python identifiers keep their exact names as attributes.")
+        for name, method in aliases.items():
+            out.append(f"setattr({spec.class_name}, {name!r}, {spec.class_name}.{method})")
     return "\n".join(out) + "\n"
+
+
+def key_kinds(spec: EnvSpec) -> dict[str, str]:
+    """Entities whose ids the seed declares as integers: new records take the next integer."""
+    out = {}
+    for e in spec.entities:
+        key = e.attribute(e.key)
+        if key is not None and key.type == "int":
+            out[e.name] = "int"
+    return out
+
+
+def fresh_keys(spec: EnvSpec, count: int = 40) -> dict[str, list[str]]:
+    """For entities whose string ids have a declared format (a 34-character SID, a UUID), ids in that
+    format for the records tools create, made here so the running class needs no generator."""
+    import random
+
+    out: dict[str, list[str]] = {}
+    for e in spec.entities:
+        key = e.attribute(e.key)
+        declared = key.declared if key is not None else None
+        if key is None or key.type == "int" or not declared:
+            continue
+        if not any(k in declared for k in ("pattern", "format", "minLength", "maxLength")):
+            continue
+        from agentomnia.envs.values import schema_value
+
+        rng = random.Random(f"{spec.id}:{e.name}:fresh")
+        pool = list(
+            dict.fromkeys(str(schema_value(declared, rng, name=e.key, index=900 + i)) for i in range(count))
+        )
+        out[e.name] = pool
+    return out
 
 
 def tools_json(spec: EnvSpec) -> list[dict[str, Any]]:

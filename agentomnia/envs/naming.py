@@ -95,7 +95,7 @@ UPDATE_VERBS = frozenset(
 ASSIGN_VERBS = frozenset(
     ["assign", "reassign", "transfer", "move", "link", "attach", "allocate", "route", "delegate"]
 )
-DELETE_VERBS = frozenset(["delete", "remove", "purge", "drop", "unlink", "detach"])
+DELETE_VERBS = frozenset(["delete", "remove", "purge", "drop", "unlink", "detach", "destroy"])
 READ_VERBS = frozenset(["get", "fetch", "read", "show", "view", "lookup", "describe", "retrieve", "check"])
 LIST_VERBS = frozenset(["list", "search", "find", "query", "browse", "filter", "export"])
 AGG_VERBS = frozenset(
@@ -105,3 +105,38 @@ AGG_VERBS = frozenset(
 
 def verb_of(tool_name: str) -> str:
     return snake(tool_name).split("_")[0]
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def python_name(name: str) -> str:
+    """A Python identifier for a seed's name: itself when it already is one (and no keyword)."""
+    import keyword
+
+    if _IDENTIFIER.match(name) and not keyword.iskeyword(name):
+        return name
+    out = re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_") or "x"
+    if out[0].isdigit() or keyword.iskeyword(out):
+        out = f"x_{out}"
+    return out
+
+
+def method_names(tool_names: list[str]) -> dict[str, str]:
+    """The Python method behind each tool. A tool whose name is an identifier is its own method; any
+    other (`get-patent`, `api_keys.create`) gets a private method `_tool_<name>`, and the class binds
+    the tool's exact name to it, so `getattr(env, "get-patent")` works and the name stays the seed's."""
+    out: dict[str, str] = {}
+    taken = set(tool_names)
+    for name in tool_names:
+        if _IDENTIFIER.match(name) and not name.startswith("_"):
+            out[name] = name
+            continue
+        base = "_tool_" + python_name(name)
+        method, n = base, 1
+        while method in taken:
+            n += 1
+            method = f"{base}_{n}"
+        taken.add(method)
+        out[name] = method
+    return out

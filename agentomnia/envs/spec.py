@@ -48,6 +48,9 @@ JSON_TYPES: dict[str, str] = {
     "list": "array", "object": "object",
 }  # fmt: skip
 _IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
+# A seed's tool keeps its own name (MCP allows these characters; OpenAPI operationIds use them too);
+# the code generator binds a name that is not a Python identifier to a private method.
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
 
 class AttributeSpec(BaseModel):
@@ -61,8 +64,17 @@ class AttributeSpec(BaseModel):
     default: Any = None
     description: str = ""
     source: Literal["kb", "seed", "derived"] = "kb"
+    # The JSON schema the seed declares for this value (resolved, as written: type, format, pattern,
+    # length and range bounds, enum, nullable). Values the platform makes for it satisfy it, and a tool
+    # parameter bound to it shows it unchanged.
+    declared: dict[str, Any] | None = None
 
     def json_schema(self) -> dict[str, Any]:
+        if self.declared is not None:
+            declared = dict(self.declared)
+            if self.description and "description" not in declared:
+                declared["description"] = self.description
+            return declared
         schema: dict[str, Any] = {"type": JSON_TYPES[self.type]}
         if self.type == "enum":
             schema["enum"] = list(self.enum)
@@ -141,11 +153,14 @@ class ToolSpec(BaseModel):
     constraints: tuple[ParamConstraint, ...] = ()
     origin: Literal["seed", "kb", "generated", "diversified"] = "generated"
     seed_tool: str | None = None
+    # False for a seed tool whose behaviour could not be read from its method, path, name or schema:
+    # it is kept with a generic behaviour on its entity (a filtered read, or a create) and flagged.
+    inferred: bool = True
 
     @model_validator(mode="after")
     def _consistent(self) -> ToolSpec:
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", self.name):
-            raise ValueError(f"tool name {self.name!r} is not a Python identifier of at most 64 characters")
+        if not _TOOL_NAME.match(self.name):
+            raise ValueError(f"tool name {self.name!r} is not 1-64 letters, digits, '_', '.' or '-'")
         if self.parameters.get("type") != "object":
             raise ValueError(f"tool {self.name}: parameters must be an object schema")
         if OP_KIND[self.op] != self.kind:

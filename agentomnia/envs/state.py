@@ -16,27 +16,24 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
+from agentomnia.envs.values import (
+    BASE_DAY,
+    CITIES,
+    FIRST,
+    LAST,
+    WORDS,
+    allows_null,
+    conforms,
+    fits_hint,
+    int_hint,
+    json_types,
+    schema_key,
+    schema_value,
+    type_matches,
+)
 from agentomnia.records import content_hash
 from agentomnia.taxonomy.knowledge import Rule
 
-FIRST = ["Ava", "Liam", "Mia", "Noah", "Zoe", "Ethan", "Lena", "Omar", "Iris", "Leo", "Nora", "Kai", "Maya", "Ivan", "Sara", "Theo", "Aria", "Jonas", "Lucia", "Ravi", "Chloe", "Mateo", "Hana", "Felix", "Ines", "Yusuf", "Elena", "Marco", "Priya", "Diego"]  # fmt: skip
-LAST = ["Chen", "Patel", "Garcia", "Novak", "Kim", "Silva", "Müller", "Okafor", "Rossi", "Haddad", "Tanaka", "Larsen", "Dubois", "Costa", "Ivanova", "Nguyen", "Schmidt", "Moreau", "Khan", "Lopez"]  # fmt: skip
-CITIES = [
-    "Lisbon",
-    "Austin",
-    "Osaka",
-    "Lyon",
-    "Denver",
-    "Porto",
-    "Seoul",
-    "Leeds",
-    "Turin",
-    "Calgary",
-    "Dublin",
-    "Tallinn",
-]
-WORDS = ["alpha", "harbor", "summit", "cedar", "orbit", "maple", "vertex", "river", "quartz", "atlas", "nimbus", "coral", "falcon", "lumen", "pioneer", "beacon", "meridian", "canyon", "willow", "ember"]  # fmt: skip
-BASE_DAY = date(2026, 3, 2)
 CLOCK = "now"  # the environment's logical clock: an ISO datetime in the state, never the host's time
 CLOCK_START = "2026-03-02T09:00:00"
 
@@ -67,6 +64,22 @@ def entity_order(spec: EnvSpec) -> list[EntitySpec]:
 
 
 def make_value(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, index: int) -> Any:
+    """A plausible value of an attribute: by its type and name, and within what the seed declares
+    for it (`attr.declared`) where it declares something. A name-based value that the declared
+    schema takes is kept (a loose `{"type": "string"}` called `email` still reads as an e-mail);
+    otherwise the value is made from the schema."""
+    if attr.declared is None:
+        return _hinted_value(attr, entity, rng, index)
+    try:
+        hinted = _hinted_value(attr, entity, rng, index)
+    except (IndexError, ValueError):  # e.g. an enum attribute whose options only the schema lists
+        hinted = None
+    if fits_hint(hinted, attr.declared):
+        return hinted
+    return schema_value(attr.declared, rng, name=attr.name, index=index)
+
+
+def _hinted_value(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, index: int) -> Any:
     n = attr.name
     if attr.default is not None and rng.random() < 0.3:
         return attr.default
@@ -86,15 +99,7 @@ def make_value(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, inde
         hi = 20000 if re.search("salary|budget|limit|revenue|value|credit", n) else 900
         return round(rng.uniform(5, hi), 2)
     if t == "int":
-        if "year" in n:
-            return rng.randint(2015, 2026)
-        if re.search("rating|score|level|priority|grade|tier", n):
-            return rng.randint(1, 5)
-        if re.search("percent|pct", n):
-            return rng.randint(0, 100)
-        if re.search("minute|duration", n):
-            return rng.choice((15, 30, 45, 60, 90, 120))
-        return rng.randint(1, 60)
+        return int_hint(n, rng)
     if t == "float":
         if re.search("rate|ratio|share|probability|confidence", n):
             return round(rng.uniform(0.05, 0.99), 3)
@@ -136,7 +141,13 @@ def make_value(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, inde
 def generate_state(
     spec: EnvSpec, seed: int = 0, sizes: Mapping[str, int] | None = None
 ) -> dict[str, dict[str, dict[str, Any]]]:
-    """A valid initial state: every rule and reference satisfied."""
+    """A valid initial state: every rule and reference satisfied.
+
+    Tables are keyed by `str(record[key])`. A key the seed declares (`declared` on the key attribute)
+    holds a value of its declared type: integers count 1..n (from the schema's minimum when it is
+    above 1), uuids and patterned ids are drawn unique; an undeclared key is `PFX-007`.
+    A reference holds the referenced record's key value, as typed.
+    """
     rng = _rng(spec, seed)
     state: dict[str, dict[str, dict[str, Any]]] = {}
     for entity in entity_order(spec):
@@ -144,10 +155,21 @@ def generate_state(
         uniques = [r.attrs for r in spec.rules if r.kind == "unique" and r.entity == entity.name]
         seen: list[set[tuple[Any, ...]]] = [set() for _ in uniques]
         table: dict[str, dict[str, Any]] = {}
+        key_attr = entity.attribute(entity.key)
+        declared_key = key_attr.declared if key_attr is not None else None
+        taken: set[str] = set()
         for i in range(1, count + 1):
-            key = f"{entity.id_prefix}-{i:03d}"
+            key_value: Any = f"{entity.id_prefix}-{i:03d}"
+            if declared_key is not None:
+                key_value = schema_key(
+                    declared_key, rng, index=i, taken=taken, name=entity.key, fallback=key_value
+                )
+                if key_value is None:  # the declared key space is exhausted
+                    break
+            key = str(key_value)
+            taken.add(key)
             for _attempt in range(20):  # redraw until every uniqueness rule holds; else skip the record
-                record = _make_record(spec, state, entity, key, rng, i)
+                record = _make_record(spec, state, entity, key_value, rng, i)
                 combos = [tuple(record.get(a) for a in attrs) for attrs in uniques]
                 if all(None in c or c not in seen[j] for j, c in enumerate(combos)):
                     for j, c in enumerate(combos):
@@ -156,6 +178,7 @@ def generate_state(
                     break
         state[entity.table] = table
     _spread_lifecycles(spec, state)
+    _free_deletable(spec, state)
     repair_rules(spec, state)
     _drop_rule_breakers(spec, state)
     problems = state_violations(spec, state)
@@ -180,6 +203,32 @@ def _spread_lifecycles(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]
             state[entity.table][key][rule.attr] = stages[i % len(stages)]
 
 
+def _free_deletable(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """An entity that a tool deletes keeps one record nothing refers to, so the delete can be shown to
+    work from s0: where every record is referred to, the least referred-to one is let go (its
+    referrers point nowhere where they may, else at a sibling)."""
+    deleted = {t.entity for t in spec.tools if t.op == "delete"}
+    for entity in spec.entities:
+        table = state.get(entity.table, {})
+        if entity.name not in deleted or len(table) < 2:
+            continue
+        referrers: dict[str, list[tuple[AttributeSpec, dict[str, Any]]]] = {k: [] for k in table}
+        for e in spec.entities:
+            for a in e.attributes:
+                if a.type != "ref" or a.ref != entity.name:
+                    continue
+                for rec in state.get(e.table, {}).values():
+                    v = rec.get(a.name)
+                    if v is not None and str(v) in referrers:
+                        referrers[str(v)].append((a, rec))
+        if any(not refs for refs in referrers.values()):
+            continue
+        victim = min(sorted(referrers), key=lambda k: len(referrers[k]))
+        spare = next(k for k in sorted(table) if k != victim)
+        for a, rec in referrers[victim]:
+            rec[a.name] = None if _may_be_null(a) else _ref_value(spec, a, table[spare])
+
+
 def _drop_rule_breakers(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
     """Some generated records cannot be bent into shape (two rules disagree): drop them, pointing any
     references at a record of the same entity that keeps every rule."""
@@ -191,35 +240,69 @@ def _drop_rule_breakers(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]
         for entity, key in sorted(broken):
             table = state.get(_table(spec, entity), {})
             spare = next((k for k in table if (entity, k) not in broken), None)
+            spare_record = table.get(spare) if spare is not None else None
             for e in spec.entities:
                 for a in e.attributes:
                     if a.type != "ref" or a.ref != entity:
                         continue
                     for rec in state.get(e.table, {}).values():
-                        if rec.get(a.name) == key:
-                            rec[a.name] = spare if spare is not None or not a.nullable else None
+                        if rec.get(a.name) is not None and str(rec.get(a.name)) == key:
+                            rec[a.name] = (
+                                _ref_value(spec, a, spare_record)
+                                if spare_record is not None or not a.nullable
+                                else None
+                            )
             table.pop(key, None)
 
 
 def _make_record(
-    spec: EnvSpec, state: Mapping[str, Any], entity: EntitySpec, key: str, rng: random.Random, index: int
+    spec: EnvSpec, state: Mapping[str, Any], entity: EntitySpec, key: Any, rng: random.Random, index: int
 ) -> dict[str, Any]:
     record: dict[str, Any] = {}
     for a in entity.attributes:
         if a.name == entity.key:
             record[a.name] = key
         elif a.type == "ref":
-            pool = list(state.get(_table(spec, a.ref), {}))
-            record[a.name] = rng.choice(pool) if pool else None
-        elif a.nullable and rng.random() < 0.08:
+            targets = state.get(_table(spec, a.ref), {})
+            pool = list(targets)
+            record[a.name] = _ref_value(spec, a, targets[rng.choice(pool)]) if pool else None
+        elif _may_be_null(a) and rng.random() < 0.08:
             record[a.name] = None
         else:
             record[a.name] = make_value(a, entity, rng, index)
     return record
 
 
+def _may_be_null(a: AttributeSpec) -> bool:
+    """Generation leaves a value empty only where null is allowed: by the declared schema, if any."""
+    return a.nullable if a.declared is None else allows_null(a.declared)
+
+
+def _ref_value(spec: EnvSpec, a: AttributeSpec, target: Mapping[str, Any] | None) -> Any:
+    """What reference `a` holds to point at record `target`: the target's key value, as typed; its
+    string form where the reference's declared schema takes that and not the typed value."""
+    if target is None:
+        return None
+    value = target.get(spec.entity(a.ref or "").key)
+    declared = a.declared
+    if (
+        declared is not None
+        and not conforms(value, declared, formats=False)
+        and conforms(str(value), declared)
+    ):
+        return str(value)
+    return value
+
+
 def _table(spec: EnvSpec, entity: str | None) -> str:
     return next((e.table for e in spec.entities if e.name == entity), "")
+
+
+def lookup(table: Mapping[str, Any] | None, key: Any) -> Any:
+    """The record a key value (typed, or its string form) names in a table keyed by `str(key)`."""
+    if not table or key is None or isinstance(key, (dict, list)):
+        return None
+    return table.get(str(key))
 
 
 def _resolve_side(
@@ -235,7 +318,7 @@ def _resolve_side(
     if not target_attr:
         return value
     ref = entity.attribute(attr)
-    target = state.get(_table(spec, ref.ref if ref else None), {}).get(value) if value is not None else None
+    target = lookup(state.get(_table(spec, ref.ref if ref else None), {}), value)
     return target.get(target_attr) if target else None
 
 
@@ -275,8 +358,10 @@ def repair_rules(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], pas
                     fixed = _satisfying(left, right, rule.op)  # type: ignore[arg-type]
                     attr = owner.attribute(rest)
                     if fixed is None and attr is not None and attr.type == "ref":
-                        others = [k for k in state.get(_table(spec, attr.ref), {}) if k != right]
-                        fixed = others[0] if others else None
+                        others = [
+                            r for k, r in state.get(_table(spec, attr.ref), {}).items() if k != str(right)
+                        ]
+                        fixed = _ref_value(spec, attr, others[0]) if others else None
                     rec[rest] = _coerce(attr, fixed)
 
 
@@ -308,6 +393,13 @@ def _satisfying(left: Any, right: Any, op: str) -> Any:
 def _coerce(attr: AttributeSpec | None, value: Any) -> Any:
     if attr is not None and attr.type == "int" and isinstance(value, float):
         return int(round(value))
+    declared = attr.declared if attr is not None else None
+    if (
+        declared is not None
+        and isinstance(value, float)
+        and "number" not in (json_types(declared) or ["number"])
+    ):
+        return int(round(value))  # an integer the seed declares
     if attr is not None and attr.type in ("float", "money") and isinstance(value, float):
         return round(value, 2)
     return value
@@ -338,7 +430,7 @@ def state_violations(spec: EnvSpec, state: Mapping[str, Any], *, tables: set[str
         checks = [
             (
                 a,
-                _TYPE_CHECKS[a.type],
+                _type_check(spec, a),
                 state.get(table_of.get(a.ref or "", ""), {}) if a.type == "ref" else None,
             )
             for a in entity.attributes
@@ -348,8 +440,9 @@ def state_violations(spec: EnvSpec, state: Mapping[str, Any], *, tables: set[str
             if not isinstance(rec, dict):
                 out.append(f"{where} is not a record")
                 continue
-            if rec.get(entity.key) != key:
-                out.append(f"{where}.{entity.key} is {rec.get(entity.key)!r}, not its key")
+            own = rec.get(entity.key)
+            if own is None or isinstance(own, (dict, list)) or str(own) != key:
+                out.append(f"{where}.{entity.key} is {own!r}, not its key")
             for a, type_ok, targets in checks:
                 name = a.name
                 if name not in rec:
@@ -368,21 +461,42 @@ def value_problem(
     if not present:
         return "is missing"
     targets = state.get(_table(spec, a.ref), {}) if a.type == "ref" else None
-    return _problem(a, v, _TYPE_CHECKS[a.type], targets)
+    return _problem(a, v, _type_check(spec, a), targets)
+
+
+def _type_check(spec: EnvSpec, a: AttributeSpec) -> Callable[[Any], bool]:
+    """The type test of an attribute's values: the JSON types its declared schema admits, where the
+    seed declares one (an integer key, a typed reference), else the platform type's; an undeclared
+    reference also takes the type of the key it points at."""
+    declared = a.declared
+    if declared is not None:
+        return lambda v: type_matches(declared, v)
+    if a.type == "ref":
+        target = next((e for e in spec.entities if e.name == a.ref), None)
+        key_attr = target.attribute(target.key) if target is not None else None
+        key_schema = key_attr.declared if key_attr is not None else None
+        if key_schema is not None:
+            return lambda v: isinstance(v, str) or type_matches(key_schema, v)
+    return _TYPE_CHECKS[a.type]
 
 
 def _problem(a: AttributeSpec, v: Any, type_ok: Callable[[Any], bool], targets: Any) -> str | None:
     """What is wrong with value `v` of attribute `a` (`targets`: the referenced table, for refs)."""
     if v is None:
-        return None if a.nullable or a.type == "ref" else "is null but not nullable"
+        if a.nullable or a.type == "ref" or (a.declared is not None and allows_null(a.declared)):
+            return None
+        return "is null but not nullable"
     t = a.type
     if not type_ok(v):
-        return f"has {type(v).__name__} {v!r}, expected {t}"
-    if t == "enum" and v not in a.enum:
+        expected = t if a.declared is None else f"{t} declared as {json_types(a.declared)}"
+        return f"has {type(v).__name__} {v!r}, expected {expected}"
+    if t == "enum" and (a.enum or a.declared is None) and v not in a.enum:
         return f"is {v!r}, not one of {list(a.enum)}"
-    if t == "money" and v < 0:
+    if a.declared is not None and isinstance(a.declared.get("enum"), list) and v not in a.declared["enum"]:
+        return f"is {v!r}, not one of {a.declared['enum']}"
+    if t == "money" and _is_number(v) and v < 0:
         return f"is negative ({v})"
-    if t == "ref" and v not in targets:
+    if t == "ref" and lookup(targets, v) is None:
         return f"points to missing {a.ref} {v!r}"
     return None
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from agentomnia.envs import naming
 from agentomnia.envs.naming import class_name, id_prefix, plural, snake
+from agentomnia.envs.resources import http_resource
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, SpecInvalid, spec_problems
 from agentomnia.seeds.inference import (
     NOT_ENTITIES,
@@ -91,6 +92,11 @@ FILTER_PARAMS = frozenset(
 
 class StateSpaceReport(BaseModel):
     kb_entities: int = 0
+    # How much of the seed's own vocabulary the knowledge-base domain covers (share of the entities its
+    # tools act on that the domain knows), and whether the domain's entities were used at all: a poor
+    # fit builds from the seed alone rather than borrowing a wrong domain's records.
+    domain_fit: float | None = None
+    kb_used: bool = True
     seed_entities_added: list[str] = Field(default_factory=list)
     seed_entities_merged: list[str] = Field(default_factory=list)
     roles_mapped: dict[str, str] = Field(default_factory=dict)
@@ -99,21 +105,51 @@ class StateSpaceReport(BaseModel):
     seed_attributes_added: int = 0
 
 
-def attribute_from_schema(name: str, schema: dict[str, Any], known_entities: set[str]) -> AttributeSpec:
-    """A typed attribute from a JSON-schema property; `<x>_id` names a reference when x is an entity."""
-    desc = str(schema.get("description", ""))[:200]
-    ref = _entity_from_id_param(name, known_entities)
-    if ref and ref in known_entities and name.endswith("id"):
-        return AttributeSpec(name=name, type="ref", ref=ref, nullable=True, description=desc, source="seed")
+def schema_type(schema: Any) -> tuple[str | None, bool]:
+    """(the JSON type a schema holds, whether null is allowed): `type` lists, `anyOf`/`oneOf` with a
+    null branch and OpenAPI 3.0's `nullable` all count."""
+    if not isinstance(schema, dict):
+        return None, False
+    nullable = bool(schema.get("nullable"))
     typ = schema.get("type")
     if isinstance(typ, list):
-        typ = next((t for t in typ if t != "null"), "string")
-    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]) and len(set(schema["enum"])) >= 2:
-        values = tuple(dict.fromkeys(schema["enum"]))  # the seed's own spelling: its tools send these values
-        if len(values) >= 2:
-            return AttributeSpec(
-                name=name, type="enum", enum=values, default=values[0], description=desc, source="seed"
-            )
+        nullable = nullable or "null" in typ
+        typ = next((t for t in typ if t != "null"), None)
+    if typ is None:
+        for branch in schema.get("anyOf") or schema.get("oneOf") or ():
+            t, n = schema_type(branch)
+            if t == "null" or (t is None and n):
+                nullable = True
+            elif t is not None and typ is None:
+                typ = t
+                nullable = nullable or n
+    if typ is None and isinstance(schema.get("enum"), list):
+        typ = "string" if all(isinstance(v, str) for v in schema["enum"]) else None
+    return typ, nullable
+
+
+def declared_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The seed's schema for a value, without its description (kept on the attribute)."""
+    return {k: v for k, v in schema.items() if k not in ("description", "title", "example", "examples")}
+
+
+def attribute_from_schema(name: str, schema: dict[str, Any], known_entities: set[str]) -> AttributeSpec:
+    """A typed attribute from a JSON-schema property; `<x>_id` names a reference when x is an entity.
+    The property's own schema is kept as the attribute's `declared` schema."""
+    desc = str(schema.get("description", ""))[:200]
+    declared = declared_schema(schema)
+    ref = _entity_from_id_param(name, known_entities)
+    if ref and ref in known_entities and name.endswith("id"):
+        return AttributeSpec(name=name, type="ref", ref=ref, nullable=True, description=desc, source="seed",
+                             declared=declared)  # fmt: skip
+    typ, _nullable = schema_type(schema)
+    enum = schema.get("enum")
+    if isinstance(enum, list) and all(isinstance(v, str) for v in enum) and len(set(enum)) >= 2:
+        values = tuple(dict.fromkeys(enum))  # the seed's own spelling: its tools send these values
+        return AttributeSpec(
+            name=name, type="enum", enum=values, default=values[0], description=desc, source="seed",
+            declared=declared,
+        )  # fmt: skip
     fmt = schema.get("format", "")
     if typ == "string":
         t = "datetime" if fmt == "date-time" else "date" if fmt == "date" else "str"
@@ -133,7 +169,37 @@ def attribute_from_schema(name: str, schema: dict[str, Any], known_entities: set
         t = "object"
     else:
         t = "str"
-    return AttributeSpec(name=name, type=t, nullable=True, description=desc, source="seed")  # type: ignore[arg-type]
+    return AttributeSpec(name=name, type=t, nullable=True, description=desc, source="seed", declared=declared)  # type: ignore[arg-type]
+
+
+MIN_DOMAIN_FIT = 0.2
+
+
+def _key_attribute(name: str, schema: dict[str, Any] | None) -> AttributeSpec:
+    """An entity's id attribute, typed as the seed declares it (an integer id stays an integer)."""
+    if schema is None:
+        return AttributeSpec(name=name, type="str", source="seed")
+    typ, _ = schema_type(schema)
+    return AttributeSpec(name=name, type="int" if typ == "integer" else "str", source="seed",
+                         declared=declared_schema(schema))  # fmt: skip
+
+
+def _wrapped_body(tool: SeedTool, param: str) -> bool:
+    """A request body that is not an object (a list of records, a raw value) arrives as one `body`
+    parameter, and a body field renamed around a parameter as `body_<name>`: neither is an attribute."""
+    if tool.locations.get(param) != "body":
+        return False
+    return param == "body" or (
+        param.startswith("body_") and param[5:] in tool.input_schema.get("properties", {})
+    )
+
+
+def _mcp_key_param(props: dict[str, Any], entity: str) -> str | None:
+    """The parameter of a tool without a path that names the record it acts on."""
+    for p in props:
+        if snake(p) in (f"{entity}_id", "id"):
+            return p
+    return None
 
 
 def _in_scope(entities: Sequence[Entity], scope: Sequence[str]) -> tuple[list[Entity], set[str]]:
@@ -188,6 +254,18 @@ def build_state_space(
     """The entities, relations and rules of one environment (tools are added by the toolset stage)."""
     report = StateSpaceReport()
     kb = domain.knowledge
+    tools: list[SeedTool] = [t for s in seeds for t in s.tools]
+    resources = {t.name: r for t in tools if (r := http_resource(t)) is not None}
+    if kb is not None and tools:
+        kb_names = {e.name for e in kb.entities}
+        seed_entities = {
+            name
+            for t in tools
+            if (name := resources[t.name].entity if t.name in resources else tool_entity(t, kb_names))
+        }
+        report.domain_fit = round(len(seed_entities & kb_names) / max(1, len(seed_entities)), 3)
+        if report.domain_fit < MIN_DOMAIN_FIT and len(seed_entities) >= 2:
+            kb, report.kb_used = None, False
     attrs: dict[str, dict[str, AttributeSpec]] = {}
     meta: dict[str, dict[str, str]] = {}
     if kb is not None:
@@ -198,8 +276,7 @@ def build_state_space(
             meta[e.name] = {"description": e.description, "key": e.key, "source": "kb"}
     person = next((p for p in PERSON_ENTITIES if p in attrs), None)
 
-    tools: list[SeedTool] = [t for s in seeds for t in s.tools]
-    known = set(attrs)
+    known = set(attrs) | {r.entity for r in resources.values()}
     # entities named by id parameters and by tools, resolved against what the domain already knows
     for tool in tools:
         for pname in tool.input_schema.get("properties") or {}:
@@ -223,41 +300,85 @@ def build_state_space(
             return person or "user"
         return name
 
+    # the parameters that carry an entity's id, with the schema the seed declares for them
+    key_params: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    parents: dict[str, tuple[str, str, dict[str, Any]]] = {}  # tool -> (parent entity, param, schema)
+
     def ensure(entity: str, source: str) -> None:
         if entity not in attrs:
-            attrs[entity] = {f"{entity}_id": AttributeSpec(name=f"{entity}_id", type="str", source="seed")}
+            declared = key_params.get(entity, [])
+            key = (
+                snake(declared[0][0])
+                if declared and snake(declared[0][0]) not in ("id", "key")
+                else f"{entity}_id"
+            )
+            attrs[entity] = {key: _key_attribute(key, declared[0][1] if declared else None)}
             meta[entity] = {
                 "description": f"A {entity.replace('_', ' ')} as the seed's tools use it.",
-                "key": f"{entity}_id",
+                "key": key,
                 "source": source,
             }
             report.seed_entities_added.append(entity)
         elif meta[entity]["source"] == "kb" and source == "seed":
             meta[entity]["source"] = "merged"
             report.seed_entities_merged.append(entity)
+            declared = key_params.get(entity, [])
+            if declared:  # the seed's id format wins over the knowledge base's
+                key = meta[entity]["key"]
+                attrs[entity][key] = _key_attribute(key, declared[0][1])
 
+    acting: dict[str, str] = {}
     for tool in tools:
-        raw = tool_entity(tool, known)
+        res = resources.get(tool.name)
+        raw = res.entity if res is not None else tool_entity(tool, known)
         if not raw:
             continue
         entity = resolve(raw)
+        acting[tool.name] = entity
+        props = dict(tool.input_schema.get("properties") or {})
+        key_param = res.key_param if res is not None else _mcp_key_param(props, entity)
+        if key_param is not None and isinstance(props.get(key_param), dict):
+            key_params.setdefault(entity, []).append((key_param, props[key_param]))
+        if res is not None and res.parent is not None and isinstance(props.get(res.parent[1]), dict):
+            parent = resolve(res.parent[0])
+            parents[tool.name] = (parent, res.parent[1], props[res.parent[1]])
+            key_params.setdefault(parent, []).append((res.parent[1], props[res.parent[1]]))
+
+    for tool in tools:
+        if tool.name not in acting:
+            continue
+        entity = acting[tool.name]
         ensure(entity, "seed")
         report.tool_entities[tool.name] = entity
-        props = dict(tool.input_schema.get("properties") or {})
+        key_names = {"id", meta[entity]["key"], *(snake(p) for p, _ in key_params.get(entity, []))}
+        if tool.name in parents:
+            parent, pparam, pschema = parents[tool.name]
+            ensure(parent, "seed")
+            ref_name = snake(pparam) if snake(pparam) != meta[entity]["key"] else f"{parent}_id"
+            if ref_name not in attrs[entity]:
+                attrs[entity][ref_name] = AttributeSpec(name=ref_name, type="ref", ref=parent, nullable=True,
+                                                        source="seed", declared=declared_schema(pschema))  # fmt: skip
+            key_names.add(snake(pparam))
+        props = {
+            p: v for p, v in (tool.input_schema.get("properties") or {}).items() if not _wrapped_body(tool, p)
+        }
         is_write = not (tool.read_only or (tool.method or "").upper() in ("GET", "HEAD"))
-        # a write tool's parameters are the entity's attributes; a read tool's output describes it
-        sources = [props] if is_write else []
-        sources.append(_object_properties(tool.output_schema))
+        # a write tool's parameters are the entity's attributes; a read tool's output describes it (a
+        # write's answer is often a status envelope, not the record)
+        sources = [props] if is_write else [_object_properties(tool.output_schema)]
         for source_props in sources:
             for pname, pschema in source_props.items():
                 pname = snake(pname)
-                if pname in FILTER_PARAMS or pname == meta[entity]["key"] or not isinstance(pschema, dict):
+                if pname in FILTER_PARAMS or pname in key_names or not isinstance(pschema, dict):
                     continue
                 ref = _entity_from_id_param(pname, set(attrs) | known)
-                if ref and pname.endswith("_id"):
+                if (
+                    ref and pname.endswith("_id") and resolve(ref) != entity
+                ):  # its own id names another system
                     target = resolve(ref)
                     ensure(target, "seed")
-                    new = AttributeSpec(name=pname, type="ref", ref=target, nullable=True, source="seed")
+                    new = AttributeSpec(name=pname, type="ref", ref=target, nullable=True, source="seed",
+                                        declared=declared_schema(pschema))  # fmt: skip
                 else:
                     new = attribute_from_schema(pname, pschema, set())
                 current = attrs[entity].get(pname)
@@ -271,6 +392,15 @@ def build_state_space(
                     )
                 elif new.type == "enum" and current.type in ("str", "text"):
                     attrs[entity][pname] = new.model_copy(update={"nullable": current.nullable})
+
+    # a reference the seed declares in a format (a UUID) tells the format of its target's ids
+    for table in list(attrs.values()):
+        for a in list(table.values()):
+            if a.type != "ref" or not a.declared or a.ref not in attrs:
+                continue
+            key = attrs[a.ref][meta[a.ref]["key"]]
+            if key.declared is None and any(k in a.declared for k in ("format", "pattern", "type")):
+                attrs[a.ref][key.name] = _key_attribute(key.name, a.declared)
 
     # lifecycle moves the seed's verbs imply (cancel_reservation => a reservation can be cancelled)
     implied: list[tuple[str, str, str]] = []

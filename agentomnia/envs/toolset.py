@@ -13,7 +13,6 @@ near-twins. Every candidate's fate â€” kept, merged, split, rewritten, removed â
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.envs import naming
 from agentomnia.envs.naming import plural, snake
+from agentomnia.envs.resources import http_resource
 from agentomnia.envs.spec import (
     OP_KIND,
     AttributeSpec,
@@ -30,7 +30,7 @@ from agentomnia.envs.spec import (
     ToolOp,
     ToolSpec,
 )
-from agentomnia.envs.state_space import FILTER_PARAMS
+from agentomnia.envs.state_space import FILTER_PARAMS, schema_type
 from agentomnia.seeds.inference import tool_entity
 from agentomnia.seeds.models import Seed, SeedTool
 from agentomnia.taxonomy import load_knowledge
@@ -104,6 +104,10 @@ def _human(e: EntitySpec) -> str:
 
 
 def _key_schema(e: EntitySpec) -> dict[str, Any]:
+    key = e.attribute(e.key)
+    declared = key.declared if key is not None else None
+    if declared and set(declared) - {"type", "description"} or (declared or {}).get("type", "string") != "string":
+        return {**declared, "description": f"id of the {_human(e)}"}  # the seed's own id format (an integer, a SID)
     return {"type": "string", "description": f"id of the {_human(e)} (e.g. {e.id_prefix}-001)"}
 
 
@@ -334,131 +338,153 @@ def _key_param(tool_props: dict[str, Any], e: EntitySpec) -> str | None:
     return None
 
 
+QUERY_PARAMS = ("query", "q", "search", "keyword", "term")
+
+
 def from_seed_tool(
     t: SeedTool, spec: EnvSpec, tool_entities: dict[str, str]
 ) -> tuple[ToolSpec | None, Normalization]:
-    ent_name = tool_entities.get(t.name) or tool_entity(t, {e.name for e in spec.entities})
+    """A seed's tool as the environment runs it: the seed's name, description and parameter schema
+    exactly as declared; what it does to the state read from its HTTP method and path (REST
+    semantics) or, for MCP tools, from its name and schema. A tool whose behaviour cannot be read
+    is kept with a generic behaviour on its entity and flagged (`inferred=False`), never dropped."""
+    res = http_resource(t)
+    ent_name = (
+        tool_entities.get(t.name)
+        or (res.entity if res else None)
+        or tool_entity(t, {e.name for e in spec.entities})
+    )
     e = next((x for x in spec.entities if x.name == ent_name), None)
+    notes: list[str] = []
+    if e is None and spec.entities:
+        e = spec.entities[0]
+        notes.append(f"acts on {ent_name!r}, which the state does not hold: generic behaviour on {e.name}")
     if e is None:
-        return None, Normalization(
-            candidate=t.name,
-            origin="seed",
-            fate="removed",
-            reason=f"acts on {ent_name!r}, which the state does not hold",
-        )
+        return None, Normalization(candidate=t.name, origin="seed", fate="removed",
+                                   reason="the environment holds no entity for it to act on")  # fmt: skip
     props: dict[str, Any] = dict(t.input_schema.get("properties") or {})
-    rewritten = []
-    name = t.name if re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", t.name) else snake(t.name)[:64]
-    if name != t.name:
-        rewritten.append(f"name {t.name!r} -> {name!r}")
-    params: dict[str, Any] = {}
-    binding_fields: dict[str, str] = {}
-    filters: dict[str, str] = {}
-    key_param = _key_param(props, e)
-    other_refs = [
-        p for p in props if p != key_param and getattr(e.attribute(snake(p)), "type", None) == "ref"
-    ]
-    op, target = _op_for(t.name, "read" if t.read_only else None, key_param is not None, bool(other_refs), e)
-    if op == "transition" and (
-        target is None or e.status_attribute is None or target not in e.status_attribute.enum
-    ):
+    is_read = t.read_only is True or (t.method or "").upper() in ("GET", "HEAD")
+    parent_param: str | None = None
+    target: str | None = None
+    if res is not None:
+        key_param, op_or_none = res.key_param, res.op
+        parent_param = res.parent[1] if res.parent else None
+        if op_or_none == "transition":
+            verb = snake(res.action or "").split("_")[0]
+            status = e.status_attribute
+            targets = [v for v in naming.TRANSITION_VERBS.get(verb, ()) if status and v in status.enum]
+            target = targets[0] if targets else None
+    else:
+        key_param = _key_param(props, e)
+        other_refs = [
+            p for p in props if p != key_param and getattr(e.attribute(snake(p)), "type", None) == "ref"
+        ]
+        op_or_none, target = _op_for(
+            t.name, "read" if is_read else None, key_param is not None, bool(other_refs), e
+        )
+        if op_or_none == "aggregate":
+            op_or_none = "list"  # an aggregate takes a group_by the seed does not declare
+        if op_or_none == "assign" and other_refs:
+            parent_param = None
+    inferred = op_or_none is not None and not notes
+    op: ToolOp = op_or_none or ("list" if is_read else "create")
+    if op_or_none is None:
+        notes.append(f"behaviour not readable from the operation: generic {op} on {e.name}")
+    if op in ("get", "update", "transition", "assign", "delete") and key_param is None:
+        op = "list" if OP_KIND[op] == "read" else "create"
+        inferred = False
+        notes.append(f"takes no id of the {_human(e)}: generic {op}")
+    if op == "transition" and (target is None or e.status_attribute is None):
         op = "update"
-        rewritten.append("no lifecycle value for this verb: treated as an update")
-    for p, schema in props.items():
-        pn = p if re.match(r"^[a-z_][a-z0-9_]*$", p) else snake(p)
-        if pn != p:
-            rewritten.append(f"parameter {p!r} -> {pn!r}")
-        clean = {
-            k: v
-            for k, v in (schema or {}).items()
-            if k
-            in (
-                "type",
-                "enum",
-                "format",
-                "description",
-                "minimum",
-                "maximum",
-                "items",
-                "minLength",
-                "maxLength",
-                "default",
-            )
-        }
-        if isinstance(clean.get("type"), list):
-            clean["type"] = next((x for x in clean["type"] if x != "null"), "string")
-        clean.setdefault("type", "string")
-        params[pn] = clean
-        attr = e.attribute(snake(p))
+        notes.append("no lifecycle value for this verb: treated as an update")
+    binding: dict[str, Any] = {"fields": {}, "filters": {}}
+    if key_param is not None and op != "create" and op != "list":
+        binding["key"] = key_param
+    elif key_param is not None and op == "list":
+        binding["filters"][key_param] = e.key
+    unbound: list[str] = []
+    read = OP_KIND[op] == "read"
+    for p in props:
         if p == key_param:
             continue
-        if attr is not None:
-            (filters if OP_KIND[op] == "read" else binding_fields)[pn] = attr.name
-        elif OP_KIND[op] == "write" and snake(p) not in FILTER_PARAMS:
-            return None, Normalization(
-                candidate=t.name,
-                origin="seed",
-                fate="removed",
-                reason=f"parameter {p!r} binds to no attribute of {e.name}",
-            )
-    required = [
-        p if re.match(r"^[a-z_][a-z0-9_]*$", p) else snake(p)
-        for p in t.input_schema.get("required", [])
-        if p in props
-    ]
-    binding: dict[str, Any] = {"fields": binding_fields, "filters": filters}
-    if key_param is not None:
-        kp = key_param if re.match(r"^[a-z_][a-z0-9_]*$", key_param) else snake(key_param)
-        binding["key"] = kp
-        required.append(kp)
-    elif op in ("get", "update", "transition", "assign", "delete"):
-        return None, Normalization(
-            candidate=t.name,
-            origin="seed",
-            fate="removed",
-            reason=f"a {op} needs the {e.name}'s id and the tool takes none",
-        )
+        attr = e.attribute(snake(p))
+        if p == parent_param and attr is None:
+            attr = next((a for a in e.attributes if a.type == "ref" and snake(p) in (a.name,)), None) or next(
+                (a for a in e.attributes if a.type == "ref" and res is not None and res.parent
+                 and a.ref == res.parent[0]), None)  # fmt: skip
+        if op == "list" and snake(p) in QUERY_PARAMS and "query" not in binding:
+            texts = [a.name for a in e.attributes if a.type in ("str", "text") and a.name != e.key]
+            if texts:
+                op, binding["query"], binding["text_fields"] = "search", p, texts
+                continue
+        if op == "assign" and attr is not None and attr.type == "ref" and "param" not in binding:
+            binding.update({"attr": attr.name, "param": p})
+            continue
+        if op == "create" and "key_field" not in binding and _names_new_key(p, props[p], e, props):
+            binding["key_field"] = p  # the client names the new record (a username, an id it chose)
+            continue
+        if attr is not None and attr.name != e.key and _fits(props[p], attr):
+            binding["filters" if read else "fields"][p] = attr.name
+        elif snake(p) not in FILTER_PARAMS:
+            unbound.append(p)
+    if op == "assign" and "param" not in binding:
+        op = "update"
     if op == "transition":
         binding.update({"attr": e.status_attribute.name, "value": target})  # type: ignore[union-attr]
-    if op == "assign":
-        binding.update({"attr": snake(other_refs[0]), "param": other_refs[0]})
-    if op == "search":
-        binding["text_fields"] = [
-            a.name for a in e.attributes if a.type in ("str", "text") and a.name != e.key
-        ]
-        if "query" not in params:
-            op = "list"
-            binding.pop("text_fields")
-    if op == "aggregate":
-        groups = [a.name for a in e.attributes if a.type in ("enum", "bool")]
-        if not groups:
-            op = "list"
-        else:
-            params.setdefault("group_by", {"type": "string", "enum": groups})
-    if op == "create":
-        required = [r for r in required if r in binding_fields]
+    if unbound:
+        notes.append(f"accepted without effect on the state: {', '.join(unbound[:6])}")
     spec_tool = ToolSpec(
-        name=name,
-        description=t.description or f"{op.capitalize()} {_human(e)} records.",
+        name=t.name,
+        description=t.description or f"{t.method or op.capitalize()} {t.path or _human(e)}",
         kind=OP_KIND[op],
         op=op,
         entity=e.name,
-        parameters=_obj(params, required) | {"additionalProperties": True},
+        parameters=_seed_parameters(t),
         result=_list_result(e) if op in ("list", "search") else _record_schema(e),
         binding=binding,
         origin="seed",
         seed_tool=t.name,
+        inferred=inferred,
     )
-    if not t.description:
-        rewritten.append("description written from the operation")
-    fate: Fate = "rewritten" if rewritten else "kept"
     return spec_tool, Normalization(
         candidate=t.name,
         origin="seed",
-        fate=fate,
-        tool=name,
-        reason="; ".join(rewritten) or f"{op} on {e.name}",
+        fate="kept",
+        tool=t.name,
+        reason="; ".join([f"{op} on {e.name}", *notes]),
     )
+
+
+_ATTR_JSON = {"str": "string", "text": "string", "enum": "string", "date": "string", "datetime": "string",
+              "int": "integer", "float": "number", "money": "number", "bool": "boolean", "list": "array",
+              "object": "object"}  # fmt: skip
+
+
+def _fits(schema: Any, attr: AttributeSpec) -> bool:
+    """Whether a parameter's values can be stored in (or compared with) an attribute."""
+    typ, _ = schema_type(schema)
+    if typ is None or attr.type == "ref":
+        return True
+    want = _ATTR_JSON[attr.type]
+    return typ == want or (typ == "integer" and want == "number")
+
+
+def _names_new_key(param: str, schema: Any, e: EntitySpec, props: dict[str, Any]) -> bool:
+    """A create's parameter that names the new record: the key itself, or an `id` of the key's type."""
+    key = e.attribute(e.key)
+    if key is None or not _fits(schema, key):
+        return False
+    if snake(param) == e.key:
+        return True
+    return snake(param) == "id" and not any(snake(p) == e.key for p in props)
+
+
+def _seed_parameters(t: SeedTool) -> dict[str, Any]:
+    """The seed's own input schema: what the agent sees is what the seed declares."""
+    schema = dict(t.input_schema)
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    return schema
 
 
 def from_kb_operation(
@@ -515,10 +541,42 @@ def _signature(t: ToolSpec) -> tuple[Any, ...]:
     )
 
 
+def _coverage(spec: EnvSpec, offer: Any) -> None:
+    """Generated coverage: reads of everything, writes where the domain writes."""
+    transitions: dict[str, list[str]] = {}
+    for rule in spec.rules:
+        if rule.kind == "transition" and rule.entity and rule.attr:
+            transitions.setdefault(rule.entity, []).extend(v for vs in rule.allowed.values() for v in vs)
+    for e in spec.entities:
+        offer(gen_get(e), None)
+        offer(gen_list(e), None)
+    for e in spec.entities:
+        offer(gen_create(e), None)
+        offer(gen_update(e), None)
+        status = e.status_attribute
+        if status is not None:
+            for value in dict.fromkeys(transitions.get(e.name, []) or list(status.enum[1:3])):
+                if value in status.enum:
+                    offer(gen_transition(e, value), None)
+        for a in e.attributes:
+            if a.type == "ref":
+                offer(gen_assign(e, a), None)
+    referenced = {a.ref for x in spec.entities for a in x.attributes if a.type == "ref"}
+    for e in spec.entities:
+        if e.name not in referenced:
+            offer(gen_delete(e), None)
+
+
 def synthesize_toolset(
-    spec: EnvSpec, seeds: Sequence[Seed], tool_entities: dict[str, str], cfg: ToolsetConfig | None = None
+    spec: EnvSpec,
+    seeds: Sequence[Seed],
+    tool_entities: dict[str, str],
+    cfg: ToolsetConfig | None = None,
+    *,
+    kb_used: bool = True,
 ) -> Toolset:
-    """`tool_entities` is the state-space stage's decision of which entity each seed tool acts on."""
+    """`tool_entities` is the state-space stage's decision of which entity each seed tool acts on.
+    Every seed tool is kept; the tool bound and diversification apply only to the tools added here."""
     cfg = cfg or ToolsetConfig()
     table: list[Normalization] = []
     chosen: dict[str, ToolSpec] = {}
@@ -558,35 +616,27 @@ def synthesize_toolset(
     for seed in seeds:
         for seed_tool in seed.tools:
             offer(*from_seed_tool(seed_tool, spec, tool_entities))
-    kb = load_knowledge().get(spec.coordinate.taxonomy_id)
+    kb = load_knowledge().get(spec.coordinate.taxonomy_id) if kb_used else None
     for op in kb.operations if kb else ():
         offer(*from_kb_operation(op.name, op.entity, op.kind, op.description, spec))
 
-    # generated coverage: reads of everything, writes where the domain writes
-    transitions: dict[str, list[str]] = {}
-    for rule in spec.rules:
-        if rule.kind == "transition" and rule.entity and rule.attr:
-            transitions.setdefault(rule.entity, []).extend(v for vs in rule.allowed.values() for v in vs)
-    for e in spec.entities:
-        offer(gen_get(e), None)
-        offer(gen_list(e), None)
-    for e in spec.entities:
-        offer(gen_create(e), None)
-        offer(gen_update(e), None)
-        status = e.status_attribute
-        if status is not None:
-            for value in dict.fromkeys(transitions.get(e.name, []) or list(status.enum[1:3])):
-                if value in status.enum:
-                    offer(gen_transition(e, value), None)
-        for a in e.attributes:
-            if a.type == "ref":
-                offer(gen_assign(e, a), None)
-    referenced = {a.ref for x in spec.entities for a in x.attributes if a.type == "ref"}
-    for e in spec.entities:
-        if e.name not in referenced:
-            offer(gen_delete(e), None)
+    # A seed of a service the knowledge base does not know (a real API outside its domains) that
+    # brings a service's worth of operations is mirrored, not embellished: the platform adds only the
+    # reads a chain needs where the seed has none (a get or a list of an entity), so an agent trained
+    # here meets the real service's tools. A seed within a known domain, or a small one, is filled out
+    # with the domain's coverage and the diversified shapes.
+    seed_led = not kb_used and sum(1 for t in chosen.values() if t.origin == "seed") >= cfg.min_tools
+    if seed_led:
+        for e in spec.entities:
+            ops = {t.op for t in chosen.values() if t.entity == e.name}
+            if not ops & {"get", "lookup"}:
+                offer(gen_get(e), None)
+            if not ops & {"list", "search", "range"}:
+                offer(gen_list(e), None)
+    else:
+        _coverage(spec, offer)
 
-    if cfg.diversify:
+    if cfg.diversify and not seed_led:
         ranked = sorted(
             spec.entities,
             key=lambda e: (
@@ -611,7 +661,7 @@ def synthesize_toolset(
     if len(kept_tools) > cfg.max_tools:
         priority = {"seed": 0, "kb": 1, "diversified": 2, "generated": 3}
         ordered = sorted(kept_tools, key=lambda t: (priority[t.origin], t.kind == "write", t.name))
-        keep = {t.name for t in ordered[: cfg.max_tools]}
+        keep = {t.name for t in ordered[: cfg.max_tools]} | {t.name for t in kept_tools if t.origin == "seed"}
         # reads that writes depend on stay: every entity keeps its get_ and list_ tool
         for t in kept_tools:
             if t.name in (f"get_{t.entity}", f"list_{plural(t.entity)}"):

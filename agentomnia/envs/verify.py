@@ -119,6 +119,23 @@ def check_initialization(
     return LevelResult(passed=not failures, checks=len(spec.entities) + 1, failures=failures)
 
 
+def _reads_back(tool: ToolSpec) -> bool:
+    """A seed's update whose arguments map onto nothing in the state answers with the record unchanged."""
+    return tool.origin == "seed" and tool.op == "update" and not tool.binding.get("fields")
+
+
+def _already_so(tool: ToolSpec, args: Mapping[str, Any], table: Mapping[str, Any]) -> bool:
+    """An update whose arguments equal what the record already holds changes nothing, rightly."""
+    key = tool.binding.get("key")
+    if tool.op != "update" or key is None or key not in args:
+        return False
+    record = table.get(str(args[key]))
+    if not isinstance(record, dict):
+        return False
+    fields = tool.binding.get("fields", {})
+    return all(record.get(attr) == args[p] for p, attr in fields.items() if p in args)
+
+
 def check_tool(
     session: Session,
     spec: EnvSpec,
@@ -181,7 +198,7 @@ def check_tool(
         result = tried[-1]
         after, _ = answers[after_at]
         changed = _changed_tables(base, after)
-        if not changed:
+        if not changed and not _reads_back(tool) and not _already_so(tool, args, base.get(table) or {}):
             failures.append(f"write succeeded but changed nothing: {args}")
         elif changed - {table, "now"}:
             failures.append(f"write touched tables beyond {table}: {sorted(changed - {table})}")

@@ -299,7 +299,7 @@ def tool_kind(tool: SeedTool) -> Literal["read", "write"]:
 
 
 def _name_nouns(tool_name: str) -> list[str]:
-    tokens = [t.lower() for t in re.split(r"_|(?<=[a-z])(?=[A-Z])", tool_name) if t]
+    tokens = [t.lower() for t in re.split(r"[-_./ ]|(?<=[a-z])(?=[A-Z])", tool_name) if t]
     stop = {"by", "for", "all", "my", "of", "in", "on", "to", "from", "with", "and"}
     return [singular(t) for t in tokens if t not in WRITE_VERBS and t not in READ_VERBS and t not in stop]
 
@@ -311,6 +311,12 @@ def tool_entity(tool: SeedTool, known: set[str] | None = None) -> str | None:
     takes a `policy_id`), the longest such name first (`create_work_order` is a work order); then
     the first `<x>_id` parameter; then a path segment; then the last noun of the name.
     """
+    if tool.method and tool.path:  # an HTTP operation: its path says what it acts on
+        from agentomnia.envs.resources import http_resource
+
+        resource = http_resource(tool)
+        if resource is not None:
+            return resource.entity
     known = known or set()
     nouns = _name_nouns(tool.name)
     spans = ["_".join(nouns[i:j]) for i in range(len(nouns)) for j in range(len(nouns), i, -1)]
@@ -318,7 +324,7 @@ def tool_entity(tool: SeedTool, known: set[str] | None = None) -> str | None:
     id_entities = [
         e for p in tool.input_schema.get("properties") or {} if (e := _entity_from_id_param(p, known))
     ]
-    verb = re.split(r"_|(?<=[a-z])(?=[A-Z])", tool.name)[0].lower()
+    verb = re.split(r"[-_./ ]|(?<=[a-z])(?=[A-Z])", tool.name)[0].lower()
     if named and verb in ASSIGN_VERBS and len(id_entities) >= 2:
         # assign_adjuster(claim_id, adjuster_id) changes the claim: the named thing is what gets pointed at
         other = next((e for e in id_entities if e != named[0]), None)

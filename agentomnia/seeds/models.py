@@ -32,6 +32,10 @@ class SeedTool(BaseModel):
     destructive: bool | None = None
     method: str | None = None  # OpenAPI only
     path: str | None = None
+    # where the tool is written in its seed, as a JSON pointer: `#/paths/~1pets~1{petId}/get`, `#/tools/3`
+    place: str = ""
+    # OpenAPI only: property name -> where it goes on the wire (`path`, `query`, `formData`, `body`)
+    locations: dict[str, str] = Field(default_factory=dict)
 
 
 class Seed(Record):

@@ -17,10 +17,16 @@ from typing import Any
 import yaml
 
 from agentomnia.seeds.models import Seed, SeedTool
+from agentomnia.seeds.openapi import (
+    TOOL_NAME,
+    SpecRejected,
+    operation_tools,
+    pointer,
+    sanitize_name,
+    translate_nullable,
+)
 
 MAX_BYTES = 10 * 1024 * 1024
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-_HTTP_METHODS = ("get", "post", "put", "patch", "delete", "head")
 
 
 class SeedInputError(ValueError):
@@ -51,6 +57,18 @@ def read_text(path: Path, max_bytes: int = MAX_BYTES) -> str:
         ) from None
 
 
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ten times faster
+
+
+class _SeedLoader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """Safe YAML as JSON sees it: a timestamp stays a string (JSON has no dates)."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+    }
+
+
 def load_structured(text: str, path: Path) -> Any:
     """JSON for .json files (exact error positions), YAML otherwise."""
     if path.suffix.lower() == ".json":
@@ -63,7 +81,7 @@ def load_structured(text: str, path: Path) -> Any:
                 fix="fix the JSON syntax",
             ) from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_SeedLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         place = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -79,57 +97,69 @@ def _title(stem: str) -> str:
 
 
 def parse_mcp(doc: Any, *, source: str, name: str) -> Seed:
-    """An MCP `tools/list` result (`{"tools": [...]}`) or a bare list of tools."""
+    """An MCP `tools/list` result (`{"tools": [...]}`) or a bare list of tools.
+
+    Lenient: a tool entry that cannot be used is skipped, a name that is not 1-64 of
+    `[A-Za-z0-9_.-]` is sanitised and a repeated name is renamed, each with a repair in
+    `metadata["repairs"]`. Input schemas are kept exactly, except that OpenAPI-style
+    `nullable: true` is translated into JSON Schema. Only a list with no usable tool is rejected.
+    """
     tools_raw = doc.get("tools") if isinstance(doc, Mapping) else doc
+    base = "#/tools" if isinstance(doc, Mapping) else "#"
     if not isinstance(tools_raw, list):
         raise SeedInputError(
             "not an MCP tool list",
+            place=base,
             fix='give the JSON of a tools/list result, {"tools": [{"name", "description", "inputSchema"}]}, or a list of tools',
         )
     if not tools_raw:
-        raise SeedInputError("the tool list is empty", place="tools", fix="list at least one tool")
+        raise SeedInputError("the tool list is empty", place=base, fix="list at least one tool")
     tools: list[SeedTool] = []
-    seen: set[str] = set()
+    repairs: list[dict[str, str]] = []
+    taken: dict[str, str] = {}
     for i, t in enumerate(tools_raw):
-        if not isinstance(t, Mapping):
-            raise SeedInputError(
-                "a tool must be an object", place=f"tools[{i}]", fix="give {name, description, inputSchema}"
+        place = pointer(base, i)
+        problem = _mcp_tool_problem(t)
+        if problem:
+            repairs.append({"place": place, "problem": problem, "fix": "skipped the tool"})
+            continue
+        tname = t["name"]
+        if not TOOL_NAME.match(tname):
+            clean = sanitize_name(tname)
+            repairs.append({"place": pointer(place, "name"),
+                            "problem": f"tool name {tname!r} is not 1-64 letters, digits, '_', '.', '-'",
+                            "fix": f"named the tool {clean!r}"})  # fmt: skip
+            tname = clean
+        if tname in taken:
+            new = next(
+                f"{tname[:60]}_{n}" for n in range(2, len(taken) + 3) if f"{tname[:60]}_{n}" not in taken
             )
-        tname = t.get("name")
-        if not isinstance(tname, str) or not _TOOL_NAME.match(tname):
-            raise SeedInputError(
-                f"tool name {tname!r} is missing or not 1-64 letters, digits, '_', '.', '-'",
-                place=f"tools[{i}]",
-                fix="give every tool a valid name",
-            )
-        if tname in seen:
-            raise SeedInputError(
-                f"tool `{tname}` is listed twice", place=f"tools[{i}]", fix="rename or drop one"
-            )
-        seen.add(tname)
-        schema = t.get("inputSchema", {"type": "object", "properties": {}})
-        if not _is_object_schema(schema):
-            raise SeedInputError(
-                f"inputSchema of tool `{tname}` is not an object schema",
-                place=f"tools[{i}].inputSchema",
-                fix="fix the spec or drop the tool",
-            )
+            repairs.append({"place": pointer(place, "name"),
+                            "problem": f"tool name {tname!r} is already used by the tool at {taken[tname]}",
+                            "fix": f"named this one {new!r}"})  # fmt: skip
+            tname = new
+        taken[tname] = place
+        schema = t.get("inputSchema")
+        if schema is None:
+            schema = {"type": "object", "properties": {}}
         output = t.get("outputSchema")
-        if output is not None and not isinstance(output, Mapping):
-            raise SeedInputError(
-                f"outputSchema of tool `{tname}` is not a JSON schema object",
-                place=f"tools[{i}].outputSchema",
-            )
         notes = t.get("annotations") or {}
         tools.append(
             SeedTool(
                 name=tname,
                 description=str(t.get("description") or ""),
-                input_schema=dict(schema),
-                output_schema=dict(output) if output else None,
-                read_only=notes.get("readOnlyHint") if isinstance(notes, Mapping) else None,
-                destructive=notes.get("destructiveHint") if isinstance(notes, Mapping) else None,
+                input_schema=translate_nullable(schema),
+                output_schema=translate_nullable(output) if output else None,
+                read_only=_hint(notes, "readOnlyHint"),
+                destructive=_hint(notes, "destructiveHint"),
+                place=place,
             )
+        )
+    if not tools:
+        raise SeedInputError(
+            "no usable tool in the list: " + "; ".join(f"{r['place']}: {r['problem']}" for r in repairs[:3]),
+            place=base,
+            fix="fix or remove the tools named here: each needs a name and an object inputSchema",
         )
     server = doc.get("server") if isinstance(doc, Mapping) else None
     title = (server.get("name") if isinstance(server, Mapping) else None) or _title(name)
@@ -143,7 +173,29 @@ def parse_mcp(doc: Any, *, source: str, name: str) -> Seed:
         title=str(title),
         description=str(description),
         tools=tuple(tools),
+        metadata={"repairs": repairs} if repairs else {},
     )
+
+
+def _hint(notes: Any, key: str) -> bool | None:
+    """An MCP annotation hint when it is a boolean (anything else says nothing)."""
+    value = notes.get(key) if isinstance(notes, Mapping) else None
+    return value if isinstance(value, bool) else None
+
+
+def _mcp_tool_problem(t: Any) -> str:
+    """Why a tool entry cannot be used at all, or ''."""
+    if not isinstance(t, Mapping):
+        return "a tool must be an object with name, description and inputSchema"
+    tname = t.get("name")
+    if not isinstance(tname, str) or not tname.strip():
+        return f"tool name {tname!r} is missing or not a string"
+    if t.get("inputSchema") is not None and not _is_object_schema(t["inputSchema"]):
+        return f"inputSchema of tool `{tname}` is not an object schema"
+    output = t.get("outputSchema")
+    if output is not None and not isinstance(output, Mapping):
+        return f"outputSchema of tool `{tname}` is not a JSON schema object"
+    return ""
 
 
 def _is_object_schema(schema: Any) -> bool:
@@ -157,48 +209,48 @@ def _is_object_schema(schema: Any) -> bool:
 # -- OpenAPI / Swagger ---------------------------------------------------------------------
 
 
-def parse_openapi(doc: Any, *, text: str, source: str, name: str) -> Seed:
-    """OpenAPI 3.0/3.1 or Swagger 2.0; `$ref`s are resolved by prance, validated by openapi-spec-validator."""
+def parse_openapi(doc: Any, *, text: str = "", source: str, name: str) -> Seed:
+    """OpenAPI 3.0/3.1 or Swagger 2.0: one tool per path operation (see `agentomnia.seeds.openapi`).
+
+    Defects that leave an operation usable are repaired and listed in `metadata["repairs"]`;
+    only a document with no usable operation (or an external `$ref`) is rejected. `text` is
+    accepted for callers that pass the source text; the parsed `doc` is what is read.
+    """
     if not isinstance(doc, Mapping):
         raise SeedInputError(
-            "an OpenAPI document must be a mapping", fix="start with `openapi: 3.x` or `swagger: '2.0'`"
+            "an OpenAPI document must be a mapping",
+            place="#",
+            fix="start with `openapi: 3.x` or `swagger: '2.0'`",
         )
     version = str(doc.get("openapi") or doc.get("swagger") or "")
     if not (version.startswith("3.0") or version.startswith("3.1") or version == "2.0"):
         raise SeedInputError(
             f"unsupported OpenAPI version {version!r}",
-            place="openapi",
+            place="#/openapi" if "openapi" in doc else "#/swagger",
             fix="use OpenAPI 3.0, 3.1 or Swagger 2.0",
         )
-    external = next(_external_refs(doc), None)
-    if external is not None:
-        ref, where = external
-        raise SeedInputError(
-            f"external $ref {ref!r} is not followed (seeds must be self-contained)",
-            place=where,
-            fix="inline the referenced schema under components/schemas (or definitions) and use a local #/ ref",
-        )
-    spec = _resolve(text)
-    tools: list[SeedTool] = []
-    for path, item in (spec.get("paths") or {}).items():
-        if not isinstance(item, Mapping):
-            continue
-        shared = list(item.get("parameters") or [])
-        for method in _HTTP_METHODS:
-            op = item.get(method)
-            if isinstance(op, Mapping):
-                tools.append(_operation_tool(path, method, op, shared, swagger=version == "2.0"))
+    try:
+        tools, repairs, seen = operation_tools(doc, version=version)
+    except SpecRejected as exc:
+        raise SeedInputError(exc.reason, place=exc.place, fix=exc.fix) from None
+    info = doc.get("info")
     if not tools:
-        raise SeedInputError(
-            "the document defines no operations", place="paths", fix="add at least one path operation"
-        )
-    names = [t.name for t in tools]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise SeedInputError(
-            f"operationIds repeat: {', '.join(dupes)}", place="paths", fix="make every operationId unique"
-        )
-    info = spec.get("info") or {}
+        if seen:
+            reason = f"none of the {seen} operations can be used: " + "; ".join(
+                f"{r['place']}: {r['problem']}" for r in repairs[:3]
+            )
+            raise SeedInputError(reason, place="#/paths", fix="fix the operations named here")
+        reason = "the document defines no operations"
+        if not isinstance(info, Mapping):
+            reason = "not a valid OpenAPI document: it has no `info` object and defines no operations"
+        raise SeedInputError(reason, place="#/paths", fix="add at least one path operation")
+    if not isinstance(info, Mapping):
+        repairs.append({"place": "#/info", "problem": "the document has no `info` object",
+                        "fix": "titled the seed after its file name"})  # fmt: skip
+        info = {}
+    metadata: dict[str, Any] = {"openapi_version": version, "api_version": str(info.get("version", ""))}
+    if repairs:
+        metadata["repairs"] = repairs
     return Seed(
         kind="api",
         source=source,
@@ -206,124 +258,8 @@ def parse_openapi(doc: Any, *, text: str, source: str, name: str) -> Seed:
         title=str(info.get("title") or _title(name)),
         description=str(info.get("description") or ""),
         tools=tuple(tools),
-        metadata={"openapi_version": version, "api_version": str(info.get("version", ""))},
+        metadata=metadata,
     )
-
-
-def _external_refs(node: Any, where: str = "#") -> Iterator[tuple[str, str]]:
-    if isinstance(node, Mapping):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and not ref.startswith("#"):
-            yield ref, where
-        for k, v in node.items():
-            yield from _external_refs(v, f"{where}/{k}")
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _external_refs(v, f"{where}/{i}")
-
-
-def _resolve(text: str) -> dict[str, Any]:
-    import prance
-    from prance.util.url import ResolutionError
-
-    def on_recursion(limit: int, ref: str, replacement: Any) -> dict[str, Any]:
-        # A recursive schema (a category with sub-categories) is cut at one level, not rejected.
-        return {"type": "object", "description": f"recursive reference to {ref}"}
-
-    try:
-        parser = prance.ResolvingParser(
-            spec_string=text,
-            backend="openapi-spec-validator",
-            strict=False,
-            lazy=False,
-            recursion_limit_handler=on_recursion,
-        )
-    except ResolutionError as exc:
-        ref = re.search(r'reference "([^"]+)"', str(exc))
-        raise SeedInputError(
-            f"dangling $ref: {str(exc).splitlines()[0]}",
-            place=ref.group(1).split("#", 1)[-1] if ref else "",
-            fix="define the referenced schema or correct the $ref path",
-        ) from None
-    except prance.ValidationError as exc:
-        first = str(exc).strip().splitlines()
-        raise SeedInputError(
-            f"not a valid OpenAPI document: {first[0] if first else exc}",
-            fix="validate it with an OpenAPI validator and fix the reported field",
-        ) from None
-    return dict(parser.specification or {})
-
-
-def _operation_tool(
-    path: str, method: str, op: Mapping[str, Any], shared: list[Any], *, swagger: bool
-) -> SeedTool:
-    name = op.get("operationId") or f"{method}_" + (re.sub(r"[^A-Za-z0-9]+", "_", path).strip("_") or "root")
-    props: dict[str, Any] = {}
-    required: list[str] = []
-    params = {
-        (p.get("in"), p.get("name")): p
-        for p in [*shared, *(op.get("parameters") or [])]
-        if isinstance(p, Mapping)
-    }
-    body_schema: Any = None
-    for (where, pname), p in params.items():
-        if where == "body":
-            body_schema = p.get("schema")
-            continue
-        if where not in ("path", "query", "header", "formData") or not pname or where == "header":
-            continue
-        if swagger:
-            schema = {
-                k: v
-                for k, v in p.items()
-                if k not in ("in", "name", "required", "description", "collectionFormat")
-            }
-        else:
-            schema = dict(p.get("schema") or {"type": "string"})
-        if p.get("description") and "description" not in schema:
-            schema["description"] = p["description"]
-        props[pname] = schema
-        if p.get("required") or where == "path":
-            required.append(pname)
-    if not swagger and isinstance(op.get("requestBody"), Mapping):
-        content = op["requestBody"].get("content") or {}
-        media: Any = content.get("application/json") or next(iter(content.values()), {})
-        body_schema = media.get("schema") if isinstance(media, Mapping) else None
-    if isinstance(body_schema, Mapping):
-        if body_schema.get("type", "object") == "object" and isinstance(
-            body_schema.get("properties"), Mapping
-        ):
-            for k, v in body_schema["properties"].items():
-                props[k if k not in props else f"body_{k}"] = v
-            required += [k for k in body_schema.get("required", []) if k in props]
-        else:
-            props["body"] = dict(body_schema)
-            required.append("body")
-    return SeedTool(
-        name=str(name),
-        description=str(op.get("summary") or op.get("description") or f"{method.upper()} {path}"),
-        input_schema={"type": "object", "properties": props, "required": sorted(set(required))},
-        output_schema=_success_schema(op, swagger=swagger),
-        read_only=method in ("get", "head"),
-        destructive=method == "delete",
-        method=method.upper(),
-        path=path,
-    )
-
-
-def _success_schema(op: Mapping[str, Any], *, swagger: bool) -> dict[str, Any] | None:
-    for code, resp in sorted((op.get("responses") or {}).items(), key=lambda kv: str(kv[0])):
-        if not str(code).startswith("2") or not isinstance(resp, Mapping):
-            continue
-        if swagger:
-            schema = resp.get("schema")
-        else:
-            content = resp.get("content") or {}
-            media: Any = content.get("application/json") or next(iter(content.values()), {})
-            schema = media.get("schema") if isinstance(media, Mapping) else None
-        if isinstance(schema, Mapping):
-            return dict(schema)
-    return None
 
 
 # -- skills --------------------------------------------------------------------------------

@@ -476,7 +476,16 @@ def closed_loop(
         return _unchanged(name, state, "no entity with a delete tool has records")
     out: State = copy_state(state)
     table = _table(out, e)
-    target = key if key is not None else rng.choice(sorted(table))
+    referenced = {
+        str(rec.get(a.name))
+        for other in spec.entities
+        for a in other.attributes
+        if a.type == "ref" and a.ref == e.name
+        for rec in _table(out, other).values()
+        if rec.get(a.name) is not None
+    } & set(table)
+    # a record something refers to is the one worth freeing; with none, any record will do
+    target = key if key is not None else rng.choice(sorted(referenced) or sorted(table))
     if target not in table:
         return _unchanged(name, state, f"{e.name} {target!r} does not exist")
     spare = next((k for k in sorted(table) if k != target), None)
@@ -486,7 +495,7 @@ def closed_loop(
             if a.type != "ref" or a.ref != e.name:
                 continue
             for rec in _table(out, other).values():
-                if rec.get(a.name) == target:
+                if rec.get(a.name) is not None and str(rec.get(a.name)) == target:
                     if spare is None and not a.nullable:
                         return _unchanged(name, state, f"{e.name} {target} is referenced and has no sibling")
                     rec[a.name] = spare if spare is not None else None

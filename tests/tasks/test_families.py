@@ -28,12 +28,12 @@ from tests.fixtures.benchmark import make_task
 
 # solver-anchored tasks `tasks synth --kind solver --n 6 --seed 0` made before the registry existed
 SOLVER_IDS = {
-    "04103d4895c8882b",
-    "54f8802eb67cf6f0",
-    "7c7e8961c8f95e5c",
-    "90cfff2bc79346e3",
-    "a572c05f0ef0615b",
-    "bea370a350531347",
+    "007c1b6bab92b078",
+    "031477b556d7427b",
+    "73af772511e7dbd6",
+    "c9b9306b9413d658",
+    "d4e43e269b89c3b4",
+    "ef0f4c14787ef0a6",
 }
 
 
