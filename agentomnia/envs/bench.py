@@ -147,7 +147,9 @@ def run_specs_bench(folder: str, repeats: int = 3) -> dict[str, Any]:
                 if not inferred.kept:
                     row["error"] = inferred.rejected[0].reason
                     break
-                made = build_candidate(ctx, inferred.kept[0], {seed.id: seed}, taxonomy, box, Storage(home))
+                # a fresh home per repeat: a bundle already built would be reused, not built again
+                store = Storage(Path(tempfile.mkdtemp(dir=home)))
+                made = build_candidate(ctx, inferred.kept[0], {seed.id: seed}, taxonomy, box, store)
                 t3 = time.perf_counter()
                 for k, v in (("ingest", t1 - t0), ("infer", t2 - t1), ("build", t3 - t2), ("total", t3 - t0)):
                     timings[k].append(v)
