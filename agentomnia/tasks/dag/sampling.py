@@ -111,15 +111,6 @@ def chain_pool(
     return pool
 
 
-SEED_PREFERENCE = 40.0
-
-
-def _weighted_sample(items: Sequence[Any], weights: Sequence[float], k: int, rng: random.Random) -> list[Any]:
-    """`k` distinct items, each drawn with probability in proportion to its weight (Efraimidis-Spirakis)."""
-    keyed = sorted(((rng.random() ** (1.0 / w), i) for i, w in enumerate(weights)), reverse=True)
-    return [items[i] for _, i in keyed[:k]]
-
-
 def sample_groups(
     graph: nx.MultiDiGraph,
     pool: Sequence[tuple[str, ...]],
@@ -134,13 +125,6 @@ def sample_groups(
 ) -> list[ToolGroup]:
     """Up to `n` groups whose tool sets overlap every retained group by at most `max_overlap`."""
     fitting = [c for c in pool if chain_len[0] <= len(c) <= chain_len[1]]
-
-    def chain_weight(chain: Sequence[str]) -> float:
-        """Chains of the seed's own operations come first: tasks on a seed-built environment should
-        exercise the service the seed describes, not the tools the platform added around it."""
-        seeded = sum(1 for t in chain if graph.nodes[t].get("seed"))
-        return 1.0 + SEED_PREFERENCE * seeded / len(chain)
-
     reads = sorted(n for n in graph.nodes if graph.nodes[n]["kind"] == "read")
     kept: list[ToolGroup] = []
     kept_tools: list[frozenset[str]] = []  # each kept group's tool set, for the overlap test
@@ -149,17 +133,14 @@ def sample_groups(
             break
         k = rng.randint(*chains)
         picked: list[tuple[str, ...]] = []
-        for c in _weighted_sample(fitting, [chain_weight(c) for c in fitting], min(len(fitting), 4 * k), rng):
+        for c in rng.sample(fitting, min(len(fitting), 4 * k)):
             if len(picked) == k:
                 break
             if all(not (set(c) & set(p)) for p in picked):
                 picked.append(c)
         used = {t for c in picked for t in c}
         extra = [t for t in reads if t not in used]
-        how_many = min(len(extra), rng.randint(*scattered))
-        scattered_tools = tuple(
-            sorted(_weighted_sample(extra, [chain_weight((t,)) for t in extra], how_many, rng))
-        )
+        scattered_tools = tuple(sorted(rng.sample(extra, min(len(extra), rng.randint(*scattered)))))
         tools = frozenset(used) | frozenset(scattered_tools)
         if all(jaccard(tools, other) <= max_overlap for other in kept_tools):
             kept.append(ToolGroup(chains=tuple(picked), scattered=scattered_tools))
