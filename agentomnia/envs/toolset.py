@@ -106,8 +106,15 @@ def _human(e: EntitySpec) -> str:
 def _key_schema(e: EntitySpec) -> dict[str, Any]:
     key = e.attribute(e.key)
     declared = key.declared if key is not None else None
-    if declared and set(declared) - {"type", "description"} or (declared or {}).get("type", "string") != "string":
-        return {**declared, "description": f"id of the {_human(e)}"}  # the seed's own id format (an integer, a SID)
+    if (
+        declared
+        and set(declared) - {"type", "description"}
+        or (declared or {}).get("type", "string") != "string"
+    ):
+        return {
+            **declared,
+            "description": f"id of the {_human(e)}",
+        }  # the seed's own id format (an integer, a SID)
     return {"type": "string", "description": f"id of the {_human(e)} (e.g. {e.id_prefix}-001)"}
 
 
