@@ -17,6 +17,7 @@ import keyword
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from agentomnia.envs.naming import python_name
 from agentomnia.records import ToolResult
 from agentomnia.sandbox import errors as sandbox_errors
 from agentomnia.sandbox.bundle import Bundle
@@ -161,17 +162,24 @@ def _tool_method(schema: Mapping[str, Any]) -> Callable[..., str]:
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     annotations: dict[str, Any] = {"return": str}
     lines = [str(function.get("description") or name).strip() or name, "", "Args:"]
-    for arg, spec in properties.items():
-        if not arg.isidentifier() or keyword.iskeyword(arg):
-            raise ValueError(
-                f"tool `{name}` has argument {arg!r}, which is not a Python identifier; rename it in tools.json"
-            )
+    # A seed keeps its own argument names (`from`, `page-size`); the trainer's tool functions need
+    # identifiers, so such an argument is offered as `from_` / `page_size` and sent under its own name.
+    aliases: dict[str, str] = {}
+    for real in properties:
+        if not real.isidentifier() or keyword.iskeyword(real):
+            alias = f"{real}_" if keyword.iskeyword(real) else python_name(real)
+            while alias in properties or alias in aliases:
+                alias += "_"
+            aliases[alias] = real
+    shown = {v: k for k, v in aliases.items()}
+    for real, spec in properties.items():
+        arg = shown.get(real, real)
         kind = spec.get("type") if isinstance(spec, Mapping) else None
         hint: Any = _PY_TYPES.get(kind, Any) if isinstance(kind, str) else Any
-        if arg not in required:
+        if real not in required:
             hint = hint | None if hint is not Any else Any
         annotations[arg] = hint
-        default = inspect.Parameter.empty if arg in required else None
+        default = inspect.Parameter.empty if real in required else None
         params.append(
             inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint)
         )
@@ -185,7 +193,7 @@ def _tool_method(schema: Mapping[str, Any]) -> Callable[..., str]:
 
     def method(self: SandboxToolEnv, **kwargs: Any) -> str:
         # Absent optional arguments arrive as None from the signature defaults; the tool never saw them.
-        return self._tool(name, {k: v for k, v in kwargs.items() if v is not None})
+        return self._tool(name, {aliases.get(k, k): v for k, v in kwargs.items() if v is not None})
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = "\n".join(lines if properties else lines[:1])

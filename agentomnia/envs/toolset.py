@@ -105,16 +105,10 @@ def _human(e: EntitySpec) -> str:
 
 def _key_schema(e: EntitySpec) -> dict[str, Any]:
     key = e.attribute(e.key)
-    declared = key.declared if key is not None else None
-    if (
-        declared
-        and set(declared) - {"type", "description"}
-        or (declared or {}).get("type", "string") != "string"
-    ):
-        return {
-            **declared,
-            "description": f"id of the {_human(e)}",
-        }  # the seed's own id format (an integer, a SID)
+    declared = (key.declared if key is not None else None) or {}
+    # the seed's own id format (an integer, a SID, a UUID); a plain string id shows an example instead
+    if set(declared) - {"type", "description"} or declared.get("type", "string") != "string":
+        return {**declared, "description": f"id of the {_human(e)}"}
     return {"type": "string", "description": f"id of the {_human(e)} (e.g. {e.id_prefix}-001)"}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -75,3 +76,26 @@ def test_tools_that_collide_with_the_protocol_are_refused() -> None:
     ]
     with pytest.raises(ValueError, match="collides"):
         environment_class(bundle.model_copy(update={"tools": renamed}), "bad")
+
+
+def test_a_seed_argument_that_is_no_identifier_is_offered_under_an_alias_and_sent_under_its_own_name() -> (
+    None
+):
+    from trainers.environment import _tool_method
+
+    schema = {"function": {"name": "listClockEvents", "description": "Clock events in a window.", "parameters": {
+        "type": "object", "properties": {"from": {"type": "string"}, "page-size": {"type": "integer"}},
+        "required": ["from"]}}}  # fmt: skip
+    method = _tool_method(schema)
+    signature = inspect.signature(method)
+    assert list(signature.parameters) == ["self", "from_", "page_size"]
+    assert signature.parameters["from_"].default is inspect.Parameter.empty  # `from` is required
+
+    class Recorder:
+        def _tool(self, name: str, args: dict) -> tuple[str, dict]:  # type: ignore[type-arg]
+            return name, args
+
+    assert method(Recorder(), from_="2026-03-01", page_size=5) == (
+        "listClockEvents",
+        {"from": "2026-03-01", "page-size": 5},
+    )
