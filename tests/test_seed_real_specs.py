@@ -416,7 +416,9 @@ def test_a_body_property_named_like_a_parameter_is_renamed(tmp_path: Path) -> No
 
 
 def test_unreadable_operation_is_skipped_and_the_rest_kept(tmp_path: Path) -> None:
-    doc = oas({"/a": {"get": "TODO", "post": {"operationId": "postA", "responses": OK}}})
+    doc = oas(
+        {"/a": {"get": "an operation written as a string", "post": {"operationId": "postA", "responses": OK}}}
+    )
     seed = api(tmp_path, doc)
     assert [t.name for t in seed.tools] == ["postA"]
     [r] = seed.metadata["repairs"]
@@ -425,7 +427,9 @@ def test_unreadable_operation_is_skipped_and_the_rest_kept(tmp_path: Path) -> No
 
 def test_no_usable_operation_is_a_plain_rejection(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps(oas({"/a": {"get": "TODO", "post": ["x"]}})), encoding="utf-8")
+    path.write_text(
+        json.dumps(oas({"/a": {"get": "an operation written as a string", "post": ["x"]}})), encoding="utf-8"
+    )
     result = ingest([path])
     assert result.accepted == []
     [rej] = result.rejected

@@ -22,6 +22,7 @@ from agentomnia.envs import naming
 from agentomnia.envs.naming import plural, snake
 from agentomnia.envs.resources import http_resource
 from agentomnia.envs.spec import (
+    JSON_TYPES,
     OP_KIND,
     AttributeSpec,
     EntitySpec,
@@ -456,17 +457,12 @@ def from_seed_tool(
     )
 
 
-_ATTR_JSON = {"str": "string", "text": "string", "enum": "string", "date": "string", "datetime": "string",
-              "int": "integer", "float": "number", "money": "number", "bool": "boolean", "list": "array",
-              "object": "object"}  # fmt: skip
-
-
 def _fits(schema: Any, attr: AttributeSpec) -> bool:
     """Whether a parameter's values can be stored in (or compared with) an attribute."""
     typ, _ = schema_type(schema)
     if typ is None or attr.type == "ref":
         return True
-    want = _ATTR_JSON[attr.type]
+    want = JSON_TYPES[attr.type]
     return typ == want or (typ == "integer" and want == "number")
 
 

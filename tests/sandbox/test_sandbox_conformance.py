@@ -104,7 +104,7 @@ def test_the_protocol_is_the_core_and_capabilities_are_optional(sandbox: Sandbox
             self.count = 0
 
         def close(self) -> None:
-            pass
+            """Nothing to release: the counter lives in this object."""
 
     core = Core()
     assert isinstance(core, Environment)
