@@ -56,19 +56,48 @@ def cmd_init(args: argparse.Namespace) -> Result:
 
     storage = Storage()
     dagster_home = ensure_dagster_home(storage.root)
-    return {"home": str(storage.root), "dagster_home": str(dagster_home)}, f"platform home {storage.root}"
+    config = dagster_home / "dagster.yaml"
+    monitored = "run_monitoring:" in config.read_text(encoding="utf-8")
+    data = {"home": str(storage.root), "dagster_home": str(dagster_home), "run_monitoring": monitored}
+    return data, f"platform home {storage.root}\ndagster instance {config}" + (
+        " (run monitoring on: runs whose process died are failed and give their pool slots back)"
+        if monitored
+        else ""
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> Result:
+    """The run executes in a child process this one supervises (`agentomnia_assets.recovery`): SIGINT
+    or SIGTERM cancels it cleanly, and a child that dies has its runs marked failed and slots freed."""
     _dagster_layer()
-    if args.scale == "paper":
-        return _run_paper_scale(args)
-    if args.environments is not None:
+    if args.scale != "paper" and args.environments is not None:
         raise CLIError("--environments sizes a scale run; use it with --scale paper")
-    from agentomnia_assets.pipeline import run_pipeline
+    if args.scale == "paper" and args.environments is not None and args.environments < 1:
+        raise CLIError(f"--environments must be at least 1 (got {args.environments})")
+    from agentomnia_assets.recovery import (
+        RunError,
+        RunInterrupted,
+        RunWorkerDied,
+        raise_child_error,
+        supervise,
+    )
 
-    summary = run_pipeline(round_key=args.round, scale=args.scale, evolve=not args.no_evolve)
-    return summary.model_dump(mode="json"), summary.render()
+    if args.scale == "paper":
+        target, kwargs = "paper", {k: getattr(args, k) for k in ("round", "environments", "workers")}
+    else:
+        target = "round"
+        kwargs = {"round_key": args.round, "scale": args.scale, "evolve": not args.no_evolve}
+    try:
+        data, text = supervise(
+            "agentomnia_assets.pipeline:child_main", target, kwargs, project_root=project_root()
+        )
+    except (RunInterrupted, RunWorkerDied) as exc:
+        raise CLIError(str(exc)) from exc
+    except RunError as exc:
+        if exc.kind == "CLIError":
+            raise CLIError(str(exc)) from exc
+        raise_child_error(exc)
+    return data, text
 
 
 def cmd_status(args: argparse.Namespace) -> Result:
@@ -84,6 +113,18 @@ def cmd_status(args: argparse.Namespace) -> Result:
         from agentomnia_assets.pipeline import latest_materializations
 
         assets = latest_materializations(storage)
+    from agentomnia.runs import render_health
+    from agentomnia_assets.status import fast_run_health
+
+    health = fast_run_health(storage.root / "dagster")
+    if health is None:  # runs and slots live in another storage: ask the instance
+        from dagster import DagsterInstance
+
+        from agentomnia_assets.instance import ensure_dagster_home
+        from agentomnia_assets.recovery import run_health
+
+        ensure_dagster_home(storage.root)
+        health = run_health(DagsterInstance.get())
     lines = [f"platform home {storage.root}", "", "records (kind / round / status: count)"]
     lines += [f"  {c['kind']:<22} {c['round']:<6} {c['status']:<10} {c['count']}" for c in counts] or [
         "  none yet"
@@ -92,7 +133,9 @@ def cmd_status(args: argparse.Namespace) -> Result:
     lines += [
         f"  {a['asset']:<34} {a['status']:<9} {a['partition'] or '-':<6} {a['when'] or ''}" for a in assets
     ]
-    return {"home": str(storage.root), "records": counts, "assets": assets}, "\n".join(lines)
+    lines += render_health(health)
+    data = {"home": str(storage.root), "records": counts, "assets": assets, **health}
+    return data, "\n".join(lines)
 
 
 def cmd_lineage_trace(args: argparse.Namespace) -> Result:

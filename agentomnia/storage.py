@@ -1,8 +1,10 @@
 """Where artifacts live under `$AGENTOMNIA_HOME`, and atomic Parquet writes.
 
 Bulk data is Parquet that DuckDB can query in place; the lineage store only points at it.
-A write goes to a temporary file in the same folder and is renamed into place, so a reader
-never sees half a file and a killed writer leaves nothing behind but a stray `.tmp`.
+A write goes to a temporary file in the same folder, is flushed to disk and renamed into place,
+so a reader never sees half a file, a killed writer or a full disk leaves the previous file as it
+was (and at most a stray `.tmp`), and a machine that goes down right after the rename does not
+come back with a file whose bytes never reached the disk.
 """
 
 from __future__ import annotations
@@ -98,11 +100,31 @@ def write_parquet(
     os.close(fd)
     try:
         pq.write_table(table, tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # a full disk can surface only here, before anything is replaced
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    _fsync_dir(path.parent)
     return path
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename itself durable; some filesystems refuse to fsync a folder, which is harmless."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def read_parquet(path: Path, json_columns: Iterable[str] = ()) -> list[dict[str, Any]]:

@@ -3,11 +3,24 @@
 Runs land in the Dagster instance under `$AGENTOMNIA_HOME/dagster`, so the web UI shows them
 with their metadata afterwards. Unpartitioned assets (the taxonomy) go first, then every
 round-partitioned asset for the requested round.
+
+Before it starts, runs whose process is gone are cleaned up (`agentomnia_assets.recovery`), and while a
+step waits for a pool slot the holder is named. A run that was interrupted (killed, crashed, canceled)
+is finished by the next `agentomnia run` of the same round and scale: every run of one invocation
+carries `agentomnia/invocation`, and a rerun continues the interrupted invocation, keeping each asset
+the earlier attempts materialized completely (its step succeeded, its checks were evaluated and no
+blocking check failed, everything it depends on is kept too) and running the rest. Artifacts, bundles
+and lineage batches are written atomically, so what an interrupted step left behind is either whole or
+absent, and records are content-hashed, so running a step again writes the same ids.
 """
 
 from __future__ import annotations
 
+import os
 import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from dagster import (
@@ -25,6 +38,14 @@ from agentomnia.lineage import LineageStore
 from agentomnia.storage import Storage
 from agentomnia_assets.instance import ensure_dagster_home
 from agentomnia_assets.partitions import rounds
+from agentomnia_assets.recovery import (
+    ENDED_TAG,
+    SlotWaitReporter,
+    process_tags,
+    recover_dead_runs,
+    say_stderr,
+    short,
+)
 
 
 class StageReport(BaseModel):
@@ -33,6 +54,7 @@ class StageReport(BaseModel):
     seconds: float
     metadata: dict[str, Any] = Field(default_factory=dict)
     round: str = ""
+    kept_from: str = ""  # the interrupted run whose materialization this rerun kept
 
 
 class EvolutionReport(BaseModel):
@@ -85,13 +107,29 @@ class PipelineSummary(BaseModel):
     rejections: list[dict[str, Any]] = Field(default_factory=list)
     where: dict[str, str]
     loop: LoopSummary | None = None
+    recovered: list[dict[str, Any]] = Field(default_factory=list)  # dead runs this run cleaned up first
+    resumed: list[str] = Field(default_factory=list)  # interrupted runs of the invocation it finished
 
     def render(self) -> str:
         lines = [f"AgentOmnia pipeline: round {self.round}, scale {self.scale}, {self.seconds:.1f}s", ""]
+        for d in self.recovered:
+            held = ", ".join(f"{x['pool']} slot of step {x['step']} since {x['since']}" for x in d["slots"])
+            lines.append(
+                f"cleaned up dead run {short(d['run_id'])} (pid {d['pid']} gone): marked {d['marked']}"
+                + (f", freed the {held}" if held else "")
+            )
+        if self.resumed:
+            lines.append(
+                "finished the interrupted runs " + ", ".join(short(r) for r in self.resumed)
+                + ": what they materialized completely was kept"
+            )  # fmt: skip
+        if self.recovered or self.resumed:
+            lines.append("")
         width = max((len(s.asset) for s in self.stages), default=10)
         for s in self.stages:
             counts = ", ".join(f"{k}={v}" for k, v in s.metadata.items())
-            lines.append(f"  {s.round or '':<6} {s.asset:<{width}}  {s.seconds:7.1f}s  {counts}")
+            took = f"kept from {short(s.kept_from)}" if s.kept_from else f"{s.seconds:7.1f}s"
+            lines.append(f"  {s.round or '':<6} {s.asset:<{width}}  {took:>8}  {counts}")
         lines += ["", "records in the lineage store (kind / round / status: count)"]
         lines += [f"  {r['kind']:<22} {r['round']:<6} {r['status']:<10} {r['count']}" for r in self.records]
         if self.rejections:
@@ -103,16 +141,22 @@ class PipelineSummary(BaseModel):
         return "\n".join(lines)
 
 
+def _scalars(metadata: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in metadata.items():
+        raw = getattr(value, "value", value)
+        if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) and len(str(raw)) <= 40:
+            out[name] = raw
+    return out
+
+
 def _scalar_metadata(result: ExecuteInProcessResult, key: AssetKey) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for event in result.get_asset_materialization_events():
         mat = event.materialization
         if mat.asset_key != key:
             continue
-        for name, value in mat.metadata.items():
-            raw = getattr(value, "value", value)
-            if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) and len(str(raw)) <= 40:
-                out[name] = raw
+        out.update(_scalars(mat.metadata))
     return out
 
 
@@ -151,6 +195,119 @@ def run_config_for(scale: str, asset_names: set[str], quiet: bool) -> dict[str, 
     return {**(QUIET if quiet else {}), **({"ops": ops} if ops else {})}
 
 
+INVOCATION_TAG = "agentomnia/invocation"  # every run of one `agentomnia run`, and of the reruns finishing it
+ATTEMPT_TAG = "agentomnia/attempt"
+BASE_ROUND_TAG = "agentomnia/base_round"  # the round the invocation was asked for
+PART_TAG = "agentomnia/part"  # `static`, or `round:<key>` (the base round or an evolution round)
+SCALE_TAG = "agentomnia/scale"
+
+
+@dataclass
+class Invocation:
+    """One `agentomnia run` for a round and scale; a rerun after an interruption continues it."""
+
+    id: str
+    base_round: str
+    scale: str
+    attempt: int = 1
+    earlier: list[str] = field(default_factory=list)  # run ids of the interrupted attempts, oldest first
+
+    def tags(self, part: str) -> dict[str, str]:
+        return {
+            INVOCATION_TAG: self.id,
+            ATTEMPT_TAG: str(self.attempt),
+            BASE_ROUND_TAG: self.base_round,
+            PART_TAG: part,
+            SCALE_TAG: self.scale,
+            **process_tags(),
+        }
+
+
+def _interrupted(instance: DagsterInstance, record: Any) -> bool:
+    """Canceled, or failed without a step failing: its process died (marked by `agentomnia run`, whose
+    tag says so, or by the daemon's run monitoring) rather than a step raising."""
+    from dagster import DagsterEventType, DagsterRunStatus
+
+    run = record.dagster_run
+    if run.status == DagsterRunStatus.CANCELED or run.tags.get(ENDED_TAG):
+        return run.status in (DagsterRunStatus.CANCELED, DagsterRunStatus.FAILURE)
+    return run.status == DagsterRunStatus.FAILURE and not instance.all_logs(
+        run.run_id, of_type=DagsterEventType.STEP_FAILURE
+    )
+
+
+def start_invocation(instance: DagsterInstance, round_key: str, scale: str) -> Invocation:
+    """A new invocation, or the latest one for this round and scale when it was interrupted.
+
+    `AGENTOMNIA_RESUME=0` always starts afresh."""
+    from dagster import RunsFilter
+
+    fresh = Invocation(id=uuid.uuid4().hex[:12], base_round=round_key, scale=scale)
+    if os.environ.get("AGENTOMNIA_RESUME", "1") == "0":
+        return fresh
+    latest = instance.get_run_records(RunsFilter(tags={BASE_ROUND_TAG: round_key, SCALE_TAG: scale}), limit=1)
+    if not latest or not latest[0].dagster_run.tags.get(INVOCATION_TAG):
+        return fresh
+    previous = latest[0].dagster_run.tags[INVOCATION_TAG]
+    records = list(instance.get_run_records(RunsFilter(tags={INVOCATION_TAG: previous})))
+    if any(not r.dagster_run.is_finished for r in records) or not any(
+        _interrupted(instance, r) for r in records
+    ):
+        return fresh  # still running somewhere, completed, or failed on its own: start over
+    attempts = [int(r.dagster_run.tags.get(ATTEMPT_TAG, "1") or 1) for r in records]
+    earlier = [r.dagster_run.run_id for r in sorted(records, key=lambda r: r.create_timestamp)]
+    return Invocation(previous, round_key, scale, attempt=max(attempts) + 1, earlier=earlier)
+
+
+@dataclass(frozen=True)
+class Kept:
+    run_id: str
+    metadata: dict[str, Any]
+
+
+def kept_assets(
+    instance: DagsterInstance, run_ids: Sequence[str], assets: Sequence[AssetsDefinition], graph: Any
+) -> dict[AssetKey, Kept]:
+    """The assets of `assets` that the runs `run_ids` materialized completely.
+
+    Complete: the step's materialization was recorded (Dagster records it after the asset function
+    returned, so a step killed midway has none), every check of the asset was evaluated and no blocking
+    one failed, every asset it depends on among `assets` is complete too, and so is every other key of
+    the same (multi-)asset step. Partial outputs of an incomplete step are never read as complete."""
+    from dagster import DagsterEventType
+
+    materialized: dict[AssetKey, Kept] = {}
+    evaluated: dict[Any, bool] = {}
+    for run_id in run_ids:
+        for entry in instance.all_logs(
+            run_id, of_type={DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_CHECK_EVALUATION}
+        ):
+            event = entry.dagster_event
+            if event is None:
+                continue
+            if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
+                mat = event.step_materialization_data.materialization
+                materialized[mat.asset_key] = Kept(run_id, _scalars(mat.metadata))
+            else:
+                data = event.event_specific_data
+                evaluated[data.asset_check_key] = bool(data.passed)  # type: ignore[union-attr]
+    planned = {k for a in assets for k in a.keys}
+    done: dict[AssetKey, Kept] = {}
+    for key in graph.toposorted_asset_keys:
+        if key not in planned or key not in materialized:
+            continue
+        checks = graph.get_check_keys_for_assets({key})
+        checked = all(c in evaluated and (evaluated[c] or not graph.get(c).blocking) for c in checks)
+        parents = set(graph.get(key).parent_keys) & planned
+        if checked and parents <= set(done):
+            done[key] = materialized[key]
+    for a in assets:  # a step is kept whole or not at all
+        if not set(a.keys) <= set(done):
+            for k in a.keys:
+                done.pop(k, None)
+    return done
+
+
 def _materialize_round(
     instance: DagsterInstance,
     round_key: str,
@@ -158,14 +315,19 @@ def _materialize_round(
     quiet: bool,
     tags: dict[str, str],
     partitioned_only: bool,
+    invocation: Invocation | None = None,
 ) -> list[StageReport]:
+    from dagster import RunsFilter
+
     from agentomnia_assets.definitions import defs
 
+    invocation = invocation or start_invocation(instance, round_key, scale)
     if not instance.has_dynamic_partition(rounds.name, round_key):  # type: ignore[arg-type]
         instance.add_dynamic_partitions(rounds.name, [round_key])  # type: ignore[arg-type]
     assets: list[AssetsDefinition] = [a for a in defs.assets or [] if isinstance(a, AssetsDefinition)]
     checks = list(defs.asset_checks or [])
     resources = dict(defs.resources or {})
+    graph = defs.resolve_asset_graph()
     stages: list[StageReport] = []
     for partitioned in (False, True):
         if partitioned_only and not partitioned:
@@ -178,40 +340,74 @@ def _materialize_round(
         ]
         if not selected:
             continue
-        keys = [k for a in selected for k in a.keys]
-        result = materialize(
-            [*assets, *checks],
-            selection=keys,
-            instance=instance,
-            resources=resources,
-            partition_key=round_key if partitioned else None,
-            tags={"agentomnia/scale": scale, **tags},
-            run_config=run_config_for(scale, {a.node_def.name for a in selected}, quiet),
-        )
-        seconds = _stage_seconds(result)
-        by_step = {a.node_def.name: a for a in selected}
-        for step in seconds:
-            a = by_step.get(step)
-            if a is None:
-                continue  # an asset check's step
+        part = f"round:{round_key}" if partitioned else "static"
+        where = round_key if partitioned else "static"
+        earlier = [
+            r.dagster_run.run_id
+            for r in sorted(
+                instance.get_run_records(RunsFilter(tags={INVOCATION_TAG: invocation.id, PART_TAG: part})),
+                key=lambda r: r.create_timestamp,
+            )
+        ]
+        kept = kept_assets(instance, earlier, selected, graph) if earlier else {}
+        for a in selected:
             for key in a.keys:
+                if key in kept:
+                    stages.append(
+                        StageReport(
+                            asset=key.to_user_string(),
+                            group=a.group_names_by_key.get(key, ""),
+                            seconds=0.0,
+                            metadata=kept[key].metadata,
+                            round=where,
+                            kept_from=kept[key].run_id,
+                        )
+                    )
+        todo = [a for a in selected if not set(a.keys) <= set(kept)]
+        if not todo:
+            continue
+        keys = [k for a in todo for k in a.keys]
+        with SlotWaitReporter(instance):
+            result = materialize(
+                [*assets, *checks],
+                selection=keys,
+                instance=instance,
+                resources=resources,
+                partition_key=round_key if partitioned else None,
+                tags={**tags, **invocation.tags(part)},
+                run_config=run_config_for(scale, {a.node_def.name for a in todo}, quiet),
+            )
+        seconds = _stage_seconds(result)
+        by_step = {a.node_def.name: a for a in todo}
+        for step in seconds:
+            ran = by_step.get(step)
+            if ran is None:
+                continue  # an asset check's step
+            for key in ran.keys:
                 stages.append(
                     StageReport(
                         asset=key.to_user_string(),
-                        group=a.group_names_by_key.get(key, ""),
+                        group=ran.group_names_by_key.get(key, ""),
                         seconds=seconds[step],
                         metadata=_scalar_metadata(result, key),
-                        round=round_key if partitioned else "static",
+                        round=where,
                     )
                 )
     return stages
 
 
-def evolve_once(instance: DagsterInstance, scale: str = "default", *, quiet: bool = True) -> EvolutionReport:
+def evolve_once(
+    instance: DagsterInstance,
+    scale: str = "default",
+    *,
+    quiet: bool = True,
+    invocation: Invocation | None = None,
+) -> EvolutionReport:
     """One tick of the failure sensor, then the self-evolution runs it requests, in process.
 
     The same sensor the daemon runs decides; a round already started for an evaluation (a run tagged
-    with its id exists) is reported, not run again, so repeating `agentomnia run` adds no rounds.
+    with its id exists) is reported, not run again, so repeating `agentomnia run` adds no rounds. The
+    exception is a round that `invocation` started and an interruption cut short: it is finished.
     """
     from dagster import RunsFilter, SensorResult, build_sensor_context
 
@@ -230,14 +426,28 @@ def evolve_once(instance: DagsterInstance, scale: str = "default", *, quiet: boo
     rounds_run: list[str] = []
     for request in outcome.run_requests:
         source = request.tags.get("agentomnia/source_eval", "")
-        done = instance.get_run_records(RunsFilter(tags={"agentomnia/source_eval": source}), limit=1)
-        if done:
-            existing = done[0].dagster_run.tags.get("agentomnia/round", "?")
-            rounds_run.append(existing)
-            continue
+        earlier = list(instance.get_run_records(RunsFilter(tags={"agentomnia/source_eval": source})))
         round_key = str(request.partition_key)
+        if earlier:
+            tags = earlier[0].dagster_run.tags
+            existing = tags.get("agentomnia/round") or tags.get("dagster/partition") or "?"
+            unfinished_attempt = (
+                invocation is not None
+                and all(r.dagster_run.tags.get(INVOCATION_TAG) == invocation.id for r in earlier)
+                and all(_interrupted(instance, r) for r in earlier)
+            )
+            if not unfinished_attempt:
+                rounds_run.append(existing)
+                continue
+            round_key = existing  # finish the round the interrupted attempt started
         stages += _materialize_round(
-            instance, round_key, scale, quiet, dict(request.tags), partitioned_only=True
+            instance,
+            round_key,
+            scale,
+            quiet,
+            dict(request.tags),
+            partitioned_only=True,
+            invocation=invocation,
         )
         rounds_run.append(round_key)
     return EvolutionReport(
@@ -251,10 +461,20 @@ def run_pipeline(
     storage = Storage()
     ensure_dagster_home(storage.root)
     instance = DagsterInstance.get()
+    recovered = recover_dead_runs(instance)
     _save_asset_list(storage)
     started = time.perf_counter()
-    stages = _materialize_round(instance, round_key, scale, quiet, {}, partitioned_only=False)
-    evolution = evolve_once(instance, scale, quiet=quiet) if evolve else None
+    invocation = start_invocation(instance, round_key, scale)
+    if invocation.earlier:
+        say_stderr(
+            f"finishing the interrupted `agentomnia run` of round {round_key} (runs "
+            + ", ".join(short(r) for r in invocation.earlier)
+            + "): assets they materialized completely are kept, the rest runs now"
+        )
+    stages = _materialize_round(
+        instance, round_key, scale, quiet, {}, partitioned_only=False, invocation=invocation
+    )
+    evolution = evolve_once(instance, scale, quiet=quiet, invocation=invocation) if evolve else None
     if evolution is not None:
         stages += evolution.stages
     store = LineageStore(storage.lineage_path)
@@ -275,6 +495,8 @@ def run_pipeline(
             "ui": "make ui, then http://127.0.0.1:3000",
         },
         loop=loop_summary(storage, [round_key, *(evolution.rounds if evolution else [])], evolution),
+        recovered=[d.as_dict() for d in recovered],
+        resumed=invocation.earlier,
     )
 
 
@@ -359,15 +581,43 @@ def run_scale_corpus(
     ensure_dagster_home(Storage().root)
     _save_asset_list(Storage())
     instance = DagsterInstance.get()
+    recover_dead_runs(instance)
     if not instance.has_dynamic_partition(rounds.name, round_key):  # type: ignore[arg-type]
         instance.add_dynamic_partitions(rounds.name, [round_key])  # type: ignore[arg-type]
     config = ScaleConfig(workers=workers, **({"environments": environments} if environments else {}))
-    result = materialize(
-        [scale_corpus],
-        instance=instance,
-        resources=dict(defs.resources or {}),
-        partition_key=round_key,
-        tags={"agentomnia/scale": "paper" if environments is None else str(environments)},
-        run_config={**(QUIET if quiet else {}), "ops": {"scale_corpus": {"config": config.model_dump()}}},
-    )
+    with SlotWaitReporter(instance):
+        result = materialize(
+            [scale_corpus],
+            instance=instance,
+            resources=dict(defs.resources or {}),
+            partition_key=round_key,
+            tags={SCALE_TAG: "paper" if environments is None else str(environments), **process_tags()},
+            run_config={**(QUIET if quiet else {}), "ops": {"scale_corpus": {"config": config.model_dump()}}},
+        )
     return _scalar_metadata(result, scale_corpus.key)
+
+
+# -- the child process `agentomnia run` supervises (`agentomnia_assets.recovery.supervise`) -----------
+
+CHILD_ENTRY = "agentomnia_assets.pipeline:child_main"
+
+
+def _round_target(**kwargs: Any) -> list[Any]:
+    summary = run_pipeline(**kwargs)
+    return [summary.model_dump(mode="json"), summary.render()]
+
+
+def _paper_target(**kwargs: Any) -> list[Any]:
+    import argparse
+
+    from agentomnia.cli import _run_paper_scale
+
+    data, text = _run_paper_scale(argparse.Namespace(**kwargs))
+    return [data, text]
+
+
+def child_main(spec_path: str) -> int:
+    """Run what `agentomnia run` asked for (`round` or `paper`) and hand the result to the supervisor."""
+    from agentomnia_assets.recovery import run_child
+
+    return run_child(spec_path, {"round": _round_target, "paper": _paper_target})
