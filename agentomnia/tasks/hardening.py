@@ -207,7 +207,7 @@ def multi_candidate(
         k = new_key(e, table)
         clone[e.key] = k
         clone[pick.name] = _different(pick, e, rng, original.get(pick.name))
-        for u in uniques - {e.key}:
+        for u in sorted(uniques - {e.key}):  # sorted: a set's order changes with the hash seed
             attr = e.attribute(u)
             if attr is not None and attr.type not in ("ref",):
                 clone[u] = _redraw(attr, e, rng, original.get(u))
@@ -363,7 +363,7 @@ def cross_entity_evidence(
     pick = _discriminator(parent, _unique_attrs(spec, parent))
     if pick is not None:
         clone[pick.name] = _different(pick, parent, rng, source.get(pick.name))
-    for u in _unique_attrs(spec, parent) - {parent.key}:
+    for u in sorted(_unique_attrs(spec, parent) - {parent.key}):
         attr = parent.attribute(u)
         if attr is not None and attr.type != "ref":
             clone[u] = _redraw(attr, parent, rng, source.get(u))

@@ -1,16 +1,19 @@
 """`agentomnia run` killed the way an OOM kill or a lost machine kills it, then run again, in real processes.
 
-One platform home goes through three runs of `agentomnia run --no-evolve`, in order:
+One platform home goes through a series of `agentomnia run --no-evolve` invocations, in order, each
+starting where the one before left off:
 
-1. killed (SIGKILL of its process group) once the `environments` step has started: `agentomnia status
-   --json` names the dead run and the `duckdb` slot it still holds;
-2. the rerun cleans the dead run up (and says so), then gets SIGTERM in its own `environments` step:
+1. killed (SIGKILL of its process group) while it reads the seeds (`raw_seeds`);
+2. the rerun is killed once the `environments` step has started: `agentomnia status --json` names the
+   dead run and the `duckdb` slot it still holds;
+3. the rerun cleans the dead run up (and says so), then gets SIGTERM in its own `environments` step:
    the run is CANCELED, no slot stays held and no process it started (sandbox workers) survives;
-3. the next rerun finishes what the two left: it completes, and its lineage equals that of an
+4. reruns killed in the tasks (`dag_tasks`), trajectories and training (`sft_checkpoint`) stages;
+5. the last rerun finishes what the others left: it completes, and its lineage equals that of an
    uninterrupted run (same record ids, same counts by kind, round and status, no duplicate ids).
 
-The uninterrupted run goes in a second home, in the background, from the start of the module: a
-whole run takes several minutes on two cores, and the three runs above do less than one in total.
+Each rerun keeps what the runs before it completed, so the whole series does about one run's work. The
+uninterrupted run goes in a second home, in the background, from the start of the module.
 """
 
 from __future__ import annotations
@@ -77,15 +80,18 @@ def _step_started(home: Path, step: str, exclude: set[str]) -> str | None:
     """The id of a run in progress whose `step` has started, from the Dagster instance's event log."""
     if not (home / "dagster" / "history" / "runs.db").exists():
         return None
-    with DagsterInstance.from_config(str(home / "dagster")) as instance:
-        for record in instance.get_run_records(RunsFilter(statuses=[DagsterRunStatus.STARTED])):
-            run_id = record.dagster_run.run_id
-            if run_id in exclude:
-                continue
-            if any(
-                e.step_key == step for e in instance.all_logs(run_id, of_type=DagsterEventType.STEP_START)
-            ):
-                return run_id
+    try:
+        with DagsterInstance.from_config(str(home / "dagster")) as instance:
+            for record in instance.get_run_records(RunsFilter(statuses=[DagsterRunStatus.STARTED])):
+                run_id = record.dagster_run.run_id
+                if run_id in exclude:
+                    continue
+                if any(
+                    e.step_key == step for e in instance.all_logs(run_id, of_type=DagsterEventType.STEP_START)
+                ):
+                    return run_id
+    except Exception:  # the run is still creating its storages (migrations, locks): look again
+        return None
     return None
 
 
@@ -156,6 +162,7 @@ class Crash:
     logs: Path
     killed_run: str = ""
     canceled: bool = False
+    dead: set[str] = field(default_factory=set)  # every run killed so far
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def log(self, name: str) -> Path:
@@ -199,14 +206,30 @@ def crash(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crash]:
         _stop(proc)
 
 
-def test_a_run_killed_in_the_environments_stage_is_named_by_status(crash: Crash, clean: Clean) -> None:
-    assert clean.proc.poll() is None or clean.proc.returncode == 0
-    proc = _start(crash.home, crash.log("killed"))
+def _kill_in(crash: Crash, step: str, name: str, settle_s: float) -> str:
+    """Start `agentomnia run`, SIGKILL its process group once `step` has run for `settle_s`; the run id."""
+    proc = _start(crash.home, crash.log(name))
     crash.procs.append(proc)
-    run_id = _wait_for_step(crash.home, "environments", proc, set())
-    time.sleep(3)  # well inside the step: building environments in the sandbox
+    run_id = _wait_for_step(crash.home, step, proc, crash.dead)
+    time.sleep(settle_s)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    crash.dead.add(run_id)
+    return run_id
+
+
+def test_a_run_killed_while_reading_seeds(crash: Crash, clean: Clean) -> None:
+    assert clean.proc.poll() is None or clean.proc.returncode == 0
+    run_id = _kill_in(crash, "raw_seeds", "killed-seeds", 1.0)
+    (stuck,) = _status(crash.home)["stuck_runs"]
+    assert stuck["run_id"] == run_id
+
+
+def test_a_run_killed_in_the_environments_stage_is_named_by_status(crash: Crash, clean: Clean) -> None:
+    assert clean.proc.poll() is None or clean.proc.returncode == 0
+    # well inside the step: building environments in the sandbox
+    run_id = _kill_in(crash, "environments", "killed", 3.0)
+    assert "cleaned up run" in crash.log("killed").read_text(errors="replace")  # the seeds run
 
     data = _status(crash.home)
     (stuck,) = data["stuck_runs"]
@@ -225,7 +248,7 @@ def test_the_rerun_cleans_up_the_dead_run_and_sigterm_cancels_it_leaving_nothing
     log = crash.log("sigterm")
     proc = _start(crash.home, log)
     crash.procs.append(proc)
-    run_id = _wait_for_step(crash.home, "environments", proc, {crash.killed_run})
+    run_id = _wait_for_step(crash.home, "environments", proc, crash.dead)
     deadline = time.monotonic() + 120
     while not any("agentomnia.sandbox.worker" in " ".join(p.cmdline()) for p in _tree(proc.pid)[1:]):
         assert time.monotonic() < deadline, "the environments step started no sandbox worker"
@@ -247,6 +270,23 @@ def test_the_rerun_cleans_up_the_dead_run_and_sigterm_cancels_it_leaving_nothing
         assert time.monotonic() < deadline, f"left running after SIGTERM: {_alive(started)}"
         time.sleep(0.2)
     crash.canceled = True
+    crash.dead.add(run_id)
+
+
+@pytest.mark.timeout(WHOLE_RUN_S)
+@pytest.mark.parametrize(
+    ("step", "settle_s"), [("dag_tasks", 2.0), ("trajectories", 2.0), ("sft_checkpoint", 5.0)]
+)
+def test_a_rerun_killed_in_a_later_stage_keeps_what_was_done_and_is_named_by_status(
+    crash: Crash, step: str, settle_s: float
+) -> None:
+    if not crash.canceled:
+        pytest.skip("needs the interrupted runs of the tests before")
+    run_id = _kill_in(crash, step, f"killed-{step}", settle_s)
+    out = crash.log(f"killed-{step}").read_text(errors="replace")
+    assert "finishing the interrupted `agentomnia run`" in out
+    stuck = _status(crash.home)["stuck_runs"]
+    assert [s["run_id"] for s in stuck] == [run_id]
 
 
 @pytest.mark.timeout(2 * WHOLE_RUN_S)
