@@ -87,6 +87,8 @@ def cmd_run(args: argparse.Namespace) -> Result:
     else:
         target = "round"
         kwargs = {"round_key": args.round, "scale": args.scale, "evolve": not args.no_evolve}
+    if args.quiet:
+        os.environ["AGENTOMNIA_QUIET"] = "1"  # the child reads it: no stage lines, no log-file line
     try:
         data, text = supervise(
             "agentomnia_assets.pipeline:child_main", target, kwargs, project_root=project_root()
@@ -818,6 +820,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="stop after the round; by default one failure-sensor tick follows and runs the PRD-guided round it asks for",
     )
+    p.add_argument("--quiet", action="store_true", help="print only the final summary (no stage progress)")
     verb(verbs, "status", cmd_status, "records by kind and round, and each asset's latest materialization")
 
     lineage = verbs.add_parser("lineage", help="row-level lineage").add_subparsers(
@@ -995,6 +998,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-verify", action="store_true", help="skip building each environment the OmniaBench way"
     )
     p = verb(export, "mcp", cmd_export_mcp, "serve one environment bundle as an MCP server on stdio")
+    p.set_defaults(stdout_is_protocol=True)  # stdout carries MCP messages only; anything else goes to stderr
     p.add_argument("dir", help="environment bundle folder ($AGENTOMNIA_HOME/envs/<env_id>)")
     imp = verbs.add_parser("import", help="bring data from other tools").add_subparsers(
         dest="import_verb", required=True
@@ -1038,10 +1042,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agentomnia {args.verb}: {type(exc).__name__}: {exc}", file=sys.stderr)
         print("(set AGENTOMNIA_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1
+    out = sys.stderr if getattr(args, "stdout_is_protocol", False) else sys.stdout
     if args.json:
-        print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-    else:
-        print(text)
+        print(json.dumps(data, indent=2, ensure_ascii=False, default=str), file=out)
+    elif text:
+        print(text, file=out)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Environment synthesis (paper §4.2.2-4.2.4): state spaces, toolsets, verified bundles, statistics."""
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -18,6 +19,7 @@ from agentomnia.envs.stats import environment_stats as table5_stats
 from agentomnia.envs.stats import stats_histogram_png
 from agentomnia.envs.toolset import ToolsetConfig
 from agentomnia.envs.verify import record_verdict
+from agentomnia.realism import read_bundles, tool_metrics, value_metrics
 from agentomnia.stages import (
     StageContext,
     StagedSpec,
@@ -240,10 +242,15 @@ def environment_stats(context: dg.AssetExecutionContext, storage: StorageResourc
     stats = table5_stats(specs)
     out = stats_histogram_png(specs, artifacts.path(ENVIRONMENT_STATS, "histogram"))
     write_parquet(artifacts.path(ENVIRONMENT_STATS), [stats])
+    # how real the worlds and tools read (the round's HTML report shows these beside their targets)
+    worlds = read_bundles(Path(e["path"]) for e in artifacts.environments() if e.get("path"))
+    realism = {**value_metrics(worlds), **tool_metrics(specs)}
     return dg.MaterializeResult(
         metadata={
             **{k: v for k, v in stats.items() if isinstance(v, (int, float))},
             "table": md_table([stats]),
             "histogram": png(out),
+            **{f"realism/{k}": v for k, v in realism.items() if isinstance(v, (int, float))},
+            "realism/placeholder_examples": dg.MetadataValue.json(realism["placeholder_examples"]),
         }
     )

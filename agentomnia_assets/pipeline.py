@@ -17,6 +17,7 @@ absent, and records are content-hashed, so running a step again writes the same 
 from __future__ import annotations
 
 import os
+import sys
 import time
 import uuid
 from collections.abc import Sequence
@@ -46,6 +47,94 @@ from agentomnia_assets.recovery import (
     say_stderr,
     short,
 )
+
+
+class StageProgress:
+    """Say each stage as it starts and finishes, from the Dagster event log of this process's runs:
+    `  09:12:04  environments  started` ... `  09:13:39  environments  done in 95.2s: environments 138,
+    tools 7272`. A person watching `agentomnia run` sees where it is; `--quiet` turns it off."""
+
+    HEADLINE = 3  # numeric metadata entries shown on a stage's done line
+
+    def __init__(
+        self, instance: DagsterInstance, steps: set[str], say: Any = say_stderr, poll_s: float = 1.0
+    ):
+        import threading
+
+        self.instance, self.steps, self.say, self.poll_s = instance, steps, say, poll_s
+        self._cursors: dict[str, str | None] = {}
+        self._started: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="agentomnia-stage-progress", daemon=True)
+
+    def __enter__(self) -> StageProgress:
+        if os.environ.get("AGENTOMNIA_QUIET", "0") in ("", "0"):
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread.is_alive():
+            self._stop.set()
+            self._thread.join(timeout=5.0)
+            self.tick()  # the last events of the run
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            try:
+                self.tick()
+            except Exception as exc:  # a progress line must never break the run it reports on
+                if os.environ.get("AGENTOMNIA_DEBUG"):
+                    self.say(f"(progress report failed: {type(exc).__name__}: {exc})")
+
+    def tick(self) -> list[str]:
+        from dagster import DagsterEventType, RunsFilter
+
+        from agentomnia.runs import HOST_TAG, PID_TAG, host
+
+        said: list[str] = []
+        kinds = {DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE,
+                 DagsterEventType.ASSET_MATERIALIZATION}  # fmt: skip
+        runs = self.instance.get_run_records(RunsFilter(tags={PID_TAG: str(os.getpid()), HOST_TAG: host()}))
+        for record in sorted(runs, key=lambda r: r.create_timestamp):
+            run_id = record.dagster_run.run_id
+            if record.dagster_run.is_finished and run_id not in self._cursors:
+                self._cursors[run_id] = None  # finished before this reporter: say nothing of it
+                continue
+            conn = self.instance.get_records_for_run(run_id, cursor=self._cursors.get(run_id), of_type=kinds)
+            self._cursors[run_id] = conn.cursor
+            for ev in conn.records:
+                said += self._line(ev)
+        return said
+
+    def _line(self, ev: Any) -> list[str]:
+        from dagster import DagsterEventType
+
+        event = ev.event_log_entry.dagster_event
+        step = event.step_key if event is not None else None
+        if event is None or step not in self.steps:
+            return []
+        clock = time.strftime("%H:%M:%S", time.localtime(ev.event_log_entry.timestamp))
+        kind = event.event_type
+        if kind == DagsterEventType.STEP_START:
+            self._started[step] = ev.event_log_entry.timestamp
+            line = f"  {clock}  {step:<30} started"
+        elif kind == DagsterEventType.ASSET_MATERIALIZATION:
+            values = event.step_materialization_data.materialization.metadata
+            shown = [
+                f"{k} {v.value}"
+                for k, v in values.items()
+                if isinstance(getattr(v, "value", None), (int, float))
+                and not isinstance(v.value, bool)
+                and "/" not in k
+            ][: self.HEADLINE]
+            took = ev.event_log_entry.timestamp - self._started.get(step, ev.event_log_entry.timestamp)
+            line = f"  {clock}  {step:<30} done in {took:.1f}s" + (f": {', '.join(shown)}" if shown else "")
+        elif kind == DagsterEventType.STEP_FAILURE:
+            line = f"  {clock}  {step:<30} FAILED"
+        else:
+            return []
+        self.say(line)
+        return [line]
 
 
 class StageReport(BaseModel):
@@ -367,7 +456,7 @@ def _materialize_round(
         if not todo:
             continue
         keys = [k for a in todo for k in a.keys]
-        with SlotWaitReporter(instance):
+        with SlotWaitReporter(instance), StageProgress(instance, {a.node_def.name for a in todo}):
             result = materialize(
                 [*assets, *checks],
                 selection=keys,
@@ -620,4 +709,10 @@ def child_main(spec_path: str) -> int:
     """Run what `agentomnia run` asked for (`round` or `paper`) and hand the result to the supervisor."""
     from agentomnia_assets.recovery import run_child
 
+    if os.environ.get("AGENTOMNIA_VERBOSE", "0") in ("", "0"):  # AGENTOMNIA_VERBOSE=1 keeps it all here
+        from agentomnia.logfile import to_log_file
+
+        where = to_log_file(Storage().root)
+        if os.environ.get("AGENTOMNIA_QUIET", "0") in ("", "0"):
+            print(f"library warnings and trainer steps go to {where}", file=sys.stderr, flush=True)
     return run_child(spec_path, {"round": _round_target, "paper": _paper_target})

@@ -37,6 +37,15 @@ def environment_dirs(store: Storage, round_key: str, limit: int = 0) -> list[Pat
     return dirs[:limit] if limit else dirs
 
 
+def wording_metadata(tasks: Sequence[Task]) -> dict[str, Any]:
+    """How the stage's requests read (`agentomnia.tasks.wording`): chained "of the", sentence length,
+    distinct word 3-grams; the round's HTML report sets them beside their targets."""
+    from agentomnia.tasks.wording import query_metrics
+
+    figures = query_metrics([t.query for t in tasks])
+    return {f"realism/{k}": v for k, v in figures.items() if isinstance(v, (int, float))}
+
+
 def _publish_tasks(
     context: dg.AssetExecutionContext,
     store: Storage,
@@ -138,6 +147,7 @@ def dag_tasks(
                 [{"stage": k, "count": v} for k, v in summary["rejected_by_stage"].items()]
             ),
             "path": dg.MetadataValue.path(str(path)),
+            **wording_metadata(tasks),
         }
     )
 
@@ -233,6 +243,7 @@ def program_tasks(
             "rejected": len(rejected),
             "rejected_by_stage": count_table([r.stage for r in rejected], "stage"),
             "path": dg.MetadataValue.path(str(path)),
+            **wording_metadata(tasks),
         }
     )
 
@@ -317,6 +328,7 @@ def solver_tasks(
             "rejected_by_stage": count_table([r.stage for r in rejected + grejected], "stage"),
             "guided_note": " ".join(notes) or ("offline: " + GUIDED_OFFLINE_NOTE if model is None else ""),
             "path": dg.MetadataValue.path(str(path)),
+            **wording_metadata(all_tasks),
         }
     )
 

@@ -35,7 +35,7 @@ from agentomnia.taxonomy import load_taxonomy
 from tests.fixtures.domains import PARCEL
 
 # The parcel fixture's environment id before the stage functions existed (the build is unchanged).
-PARCEL_ENV_ID = "5f6ee6fd80d17d2e"
+PARCEL_ENV_ID = "883ec7b2e26c3242"
 
 
 def _lineage(

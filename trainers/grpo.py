@@ -27,6 +27,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentomnia.logfile import quiet_trainer
 from agentomnia.rewards import check_format, extract_answer, redundancy_penalty, score_task
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.tasks.grading import Judge, Outcome, VerifierRunner
@@ -473,6 +474,7 @@ def train_grpo(
         lambda_rl=settings.lambda_rl,
         tools_by_task={r["task_id"]: loaded[r["bundle_dir"]].tools for r in rows},
     )
+    quiet_trainer(trainer)
     started = time.perf_counter()
     try:
         trainer.train()

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentomnia.logfile import quiet_trainer
 from trainers.model import ModelSettings, load_base
 from trainers.report import TrainReport, save_outputs, series
 
@@ -138,6 +139,7 @@ def train_sft(dataset: Any, out_dir: str | Path, config: SFTSettings | None = No
     folder.mkdir(parents=True, exist_ok=True)
     data = load_sft_dataset(dataset)
     trainer = build_sft_trainer(data, settings, folder)
+    quiet_trainer(trainer)
     cut = truncation(trainer, len(data))
     started = time.perf_counter()
     trainer.train()

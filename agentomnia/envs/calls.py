@@ -18,8 +18,14 @@ import random
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from agentomnia.envs.spec import AttributeSpec, EnvSpec, ToolSpec
-from agentomnia.envs.state import lookup, make_value
+from agentomnia.envs.spec import (
+    AttributeSpec,
+    EnvSpec,
+    ToolSpec,
+    compound_of,
+    requirement_failure,
+)
+from agentomnia.envs.state import CLOCK, CLOCK_START, lookup, make_value
 from agentomnia.envs.values import (
     check,
     conforms,
@@ -196,10 +202,237 @@ def _referenced(spec: EnvSpec, state: Mapping[str, Any], entity: str) -> set[str
     }
 
 
+def target_view(
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    tool: ToolSpec,
+    args: Mapping[str, Any],
+    *,
+    before_move: bool = False,
+) -> dict[str, Any] | None:
+    """The tool's target record as the call would leave it before any side effect: an existing
+    record (or a new one) with the arguments' fields, the assigned reference and the lifecycle move
+    applied (`before_move`: its lifecycle as it was, which is what a move's requirements read).
+    None when the call names no record that exists."""
+    e = spec.entity(tool.entity)
+    b = tool.binding
+    if tool.op == "create":
+        record: dict[str, Any] = _blank(e, str(state.get(CLOCK) or CLOCK_START))
+    else:
+        key = b.get("key")
+        found = lookup(state.get(e.table), args.get(key)) if key else None
+        if not isinstance(found, dict):
+            return None
+        record = dict(found)
+    for param, attr in b.get("fields", {}).items():
+        if args.get(param) is not None:
+            record[attr] = args[param]
+    if tool.op == "assign" and args.get(b.get("param", "")) is not None:
+        record[b["attr"]] = args[b["param"]]
+    if tool.op == "transition" and not before_move:
+        record[b["attr"]] = b["value"]
+    return record
+
+
+def _blank(e: Any, now: str) -> dict[str, Any]:
+    """A new record as the generated class starts one: defaults, the first enum value, the clock
+    for required dates, empty values otherwise."""
+    empty: dict[str, Any] = {"str": "", "text": "", "int": 0, "float": 0.0, "money": 0.0, "bool": False}
+    record: dict[str, Any] = {}
+    for a in e.attributes:
+        if a.default is not None:
+            record[a.name] = a.default
+        elif a.type == "enum":
+            record[a.name] = a.enum[0] if a.enum else None
+        elif a.type == "datetime" and not a.nullable:
+            record[a.name] = now
+        elif a.type == "date" and not a.nullable:
+            record[a.name] = now[:10]
+        elif a.nullable or a.type == "ref":
+            record[a.name] = None
+        else:
+            record[a.name] = [] if a.type == "list" else {} if a.type == "object" else empty.get(a.type)
+    return record
+
+
+def requirement_problem(
+    spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec, args: Mapping[str, Any]
+) -> str | None:
+    """Why a compound tool would refuse these arguments on its requirements (None: they hold)."""
+    found = compound_of(tool)
+    if found is None:
+        return None
+    record = target_view(spec, state, tool, args, before_move=True)
+    if record is None:
+        return "no such record"
+    now = str(state.get(CLOCK) or CLOCK_START)
+    for req in found.get("requires", []):
+        why = requirement_failure(spec, dict(state), tool.entity, record, req, now)
+        if why:
+            return why
+    return None
+
+
+def _ref_params(spec: EnvSpec, tool: ToolSpec) -> list[tuple[str, str]]:
+    """(parameter, referenced entity) for each argument that points a reference somewhere."""
+    e = spec.entity(tool.entity)
+    bound = dict(tool.binding.get("fields", {}))
+    if tool.op == "assign":
+        bound[tool.binding.get("param", "")] = tool.binding.get("attr", "")
+    out = []
+    for param, attr_name in bound.items():
+        attr = e.attribute(attr_name)
+        if attr is not None and attr.type == "ref" and attr.ref:
+            out.append((param, attr.ref))
+    return out
+
+
+def _meet_requirements(
+    spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec, args: dict[str, Any], rng: random.Random
+) -> None:
+    """Point the call's references at records that meet the tool's requirements and bring a
+    compared amount within what its requirement allows, where the first draw does not. Each
+    reference is chosen against the requirements that read through it, so two references with
+    requirements of their own are both met."""
+    found = compound_of(tool)
+    if found is None or requirement_problem(spec, state, tool, args) is None:
+        return
+    props = tool.parameters.get("properties", {})
+    now = str(state.get(CLOCK) or CLOCK_START)
+    bound = dict(tool.binding.get("fields", {}))
+    if tool.op == "assign":
+        bound[tool.binding.get("param", "")] = tool.binding.get("attr", "")
+
+    def reads(req: dict[str, Any]) -> set[str]:
+        paths = [req.get("left") or ""]
+        right = req.get("right")
+        if isinstance(right, dict) and "path" in right:
+            paths.append(right["path"])
+        return {p.split("->")[0] for p in paths if p}
+
+    def holds(settled: set[str]) -> bool:
+        """The requirements that read only references already chosen (and plain fields) hold."""
+        record = target_view(spec, state, tool, args, before_move=True) or {}
+        return all(
+            requirement_failure(spec, dict(state), tool.entity, record, req, now) is None
+            for req in found.get("requires", [])
+            if reads(req) & chosen <= settled
+        )
+
+    params = [(p, t) for p, t in _ref_params(spec, tool) if p in args]
+    chosen = {bound.get(p, p) for p, _ in params}
+    assigned = tool.binding.get("param", "") if tool.op == "assign" else ""
+    current = (target_view(spec, state, tool, {**args, assigned: None}) or {}).get(
+        tool.binding.get("attr", "")
+    )
+
+    def search(i: int, settled: set[str]) -> bool:
+        """Choose the i-th reference and those after it so every requirement holds (backtracking)."""
+        if i == len(params):
+            return holds(settled)
+        param, target = params[i]
+        attr = bound.get(param, param)
+        key = spec.entity(target).key
+        pool = _records(state, spec, target)
+        first = args[param]
+        for rec in [None, *rng.sample(pool, min(len(pool), 24))]:
+            if rec is not None:
+                args[param] = _fit_key(rec[key], props.get(param))
+            if param == assigned and _same_key(args[param], current):
+                continue  # pointing at the record it already points at changes nothing
+            if holds(settled | {attr}) and search(i + 1, settled | {attr}):
+                return True
+        args[param] = first
+        return False
+
+    search(0, set())
+    fields = {attr: param for param, attr in tool.binding.get("fields", {}).items()}
+    from agentomnia.envs.spec import compound_value
+
+    mirrored = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+    for req in found.get("requires", []):
+        right_path = (req.get("right") or {}).get("path") if req["kind"] == "compare" else None
+        if (
+            right_path is not None
+            and right_path in fields
+            and "->" not in right_path
+            and req["left"] not in fields
+        ):
+            # `ref->amount >= $param`: read the other side, then bring the parameter within it
+            req = {**req, "left": right_path, "op": mirrored[req["op"]], "right": {"path": req["left"]}}
+        if req["kind"] != "compare" or "->" in req["left"] or req["left"] not in fields:
+            continue
+        record = target_view(spec, state, tool, args) or {}
+        right = compound_value(spec, dict(state), tool.entity, record, req["right"], now)
+        if isinstance(right, (int, float)) and not isinstance(right, bool):
+            param = fields[req["left"]]
+            nudged: Any = {"<": right * 0.5, "<=": right * 0.5, ">": right * 1.5 + 1, "!=": right + 1}.get(
+                req["op"], right
+            )
+            declared = (tool.parameters.get("properties") or {}).get(param) or {}
+            whole = declared.get("type") == "integer" or (
+                isinstance(args.get(param), int) and not isinstance(args.get(param), bool)
+            )
+            if whole:  # an integer parameter gets an integer
+                nudged = int(nudged) if req["op"] != "<" or int(nudged) < right else int(right) - 1
+            args[param] = round(nudged, 2) if isinstance(nudged, float) else nudged
+
+
+def breaking_calls(
+    spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec
+) -> list[tuple[str, dict[str, Any]]]:
+    """Calls that are well-formed and name existing records but break one of a compound tool's
+    requirements: the tool must refuse each with `precondition_failed` and change nothing."""
+    if compound_of(tool) is None or not compound_of(tool).get("requires"):  # type: ignore[union-attr]
+        return []
+    rng = random.Random(2)
+    e = spec.entity(tool.entity)
+    props = tool.parameters.get("properties", {})
+    key_param = tool.binding.get("key")
+    for args in valid_calls(spec, state, tool, rng, tries=2, meet=False):
+        if key_param and key_param in args:
+            for rec in _records(state, spec, e.name):
+                trial = {**args, key_param: _fit_key(rec[e.key], props.get(key_param))}
+                if tool.op == "transition" and not _transition_fits(spec, tool, rec):
+                    continue
+                if requirement_problem(spec, state, tool, trial) is not None:
+                    return [("breaks a requirement", trial)]
+        for param, target in _ref_params(spec, tool):
+            if param not in args:
+                continue
+            for rec in _records(state, spec, target):
+                trial = {**args, param: _fit_key(rec[spec.entity(target).key], props.get(param))}
+                if requirement_problem(spec, state, tool, trial) is not None:
+                    return [("breaks a requirement", trial)]
+    return []
+
+
+def _transition_fits(spec: EnvSpec, tool: ToolSpec, rec: Mapping[str, Any]) -> bool:
+    b = tool.binding
+    allowed = next(
+        (
+            r.allowed
+            for r in spec.rules
+            if r.kind == "transition" and r.entity == tool.entity and r.attr == b.get("attr")
+        ),
+        None,
+    )
+    cur = rec.get(b["attr"])
+    return cur != b["value"] and (allowed is None or b["value"] in allowed.get(str(cur), ()))
+
+
 def valid_calls(
-    spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec, rng: random.Random, tries: int = 6
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    tool: ToolSpec,
+    rng: random.Random,
+    tries: int = 6,
+    *,
+    meet: bool = True,
 ) -> Iterator[dict[str, Any]]:
-    """Candidate arguments that should succeed; the caller tries them in order until one does."""
+    """Candidate arguments that should succeed; the caller tries them in order until one does
+    (`meet=False`: without steering a compound tool's arguments onto records that meet its
+    requirements)."""
     e = spec.entity(tool.entity)
     props: dict[str, Any] = tool.parameters.get("properties", {})
     required = set(tool.parameters.get("required", []))
@@ -232,6 +465,13 @@ def valid_calls(
         records = [r for r in records if _precondition_ok(spec, state, tool, r)] + [
             r for r in records if not _precondition_ok(spec, state, tool, r)
         ]
+    if meet and b.get("key") and compound_of(tool) is not None:
+        kp = b["key"]
+
+        def meets(rec: dict[str, Any]) -> bool:
+            return requirement_problem(spec, state, tool, {kp: rec[e.key]}) is None
+
+        records = [r for r in records if meets(r)] + [r for r in records if not meets(r)]
     for attempt in range(tries):
         args: dict[str, Any] = {}
         key_param: str = b.get("key") or ""
@@ -286,6 +526,8 @@ def valid_calls(
             others = [r[target_key] for r in pool if not _same_key(r[target_key], current.get(b["attr"]))]
             if others:  # pointing at the record it already points at changes nothing
                 args[b["param"]] = _fit_key(rng.choice(others), props.get(b["param"]))
+        if meet:
+            _meet_requirements(spec, state, tool, args, rng)
         if tool.op == "manage" and args.get("action") == "create":
             args.pop(key_param, None)
         if tool.op in ("update", "manage") and key_param in args:

@@ -20,7 +20,7 @@ import textwrap
 from typing import Any
 
 from agentomnia.envs.naming import method_names, python_name
-from agentomnia.envs.spec import EnvSpec, ToolSpec
+from agentomnia.envs.spec import EnvSpec, ToolSpec, compound_of
 
 HEADER = '''"""{title}
 
@@ -304,6 +304,168 @@ HELPERS = '''
 '''
 
 
+# Helpers of compound tools (emitted only into classes that have one): paths across references,
+# values, record selectors, requirements, and the steps applied all together or not at all.
+COMPOUND_HELPERS = '''
+    def _follow(self, entity, record, path):
+        """(entity, record or None, attribute) at the end of a path such as `account_id->status`."""
+        hops = path.split("->")
+        for hop in hops[:-1]:
+            ref = next((o for n, k, o, _, _ in self._ATTRS[entity] if n == hop and k == "ref"), None)
+            value = record.get(hop) if record is not None else None
+            if ref is None or value is None:
+                return ref or entity, None, hops[-1]
+            entity, record = ref, self._table(ref).get(str(value))
+        return entity, record, hops[-1]
+
+    def _value(self, entity, record, value):
+        if "const" in value:
+            return copy.deepcopy(value["const"])
+        if "path" in value:
+            _, owner, attr = self._follow(entity, record, value["path"])
+            return None if owner is None else copy.deepcopy(owner.get(attr))
+        if "clock" in value:
+            return self.now if value["clock"] == "now" else self.now[:10]
+        if "count" in value:
+            return len(self._select(entity, record, value["count"]))
+        if "sum" in value:
+            found = [r.get(value["attr"]) for _, r in self._select(entity, record, value["sum"])]
+            return round(sum(v for v in found if isinstance(v, (int, float)) and not isinstance(v, bool)), 2)
+        parts = value["expr"]
+        total = self._value(entity, record, parts[0])
+        for op, part in zip(parts[1::2], parts[2::2]):
+            other = self._value(entity, record, part)
+            numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (total, other))
+            if not numbers or (op == "/" and other == 0):
+                return None
+            if op == "+":  # only the chosen operator: "/" by 0 is refused above
+                total = total + other
+            elif op == "-":
+                total = total - other
+            elif op == "*":
+                total = total * other
+            else:
+                total = total / other
+        return round(total, 2) if isinstance(total, float) else total
+
+    def _select(self, entity, record, selector):
+        wanted = {
+            attr: (want["in"], None) if "in" in want else (None, self._value(entity, record, want))
+            for attr, want in selector["where"].items()
+        }
+        table = self._table(selector["entity"])
+
+        def same(a, b):
+            numeric = isinstance(a, (int, float)) and not isinstance(a, bool)
+            return a == b or (a is not None and b is not None and not numeric and str(a) == str(b))
+
+        return [
+            (key, table[key])
+            for key in sorted(table)
+            if all(
+                (table[key].get(a) in options) if options is not None else same(table[key].get(a), v)
+                for a, (options, v) in wanted.items()
+            )
+        ]
+
+    def _requires(self, tool, entity, record):
+        """The tool's requirements on the target as the call leaves it; the first that fails, said plainly."""
+        for req in self._COMPOUND[tool]["requires"]:
+            why = self._unmet(entity, record, req)
+            if why:
+                return self._fail("precondition_failed", why)
+        return None
+
+    def _unmet(self, entity, record, req):
+        """Why one condition does not hold for a record (None when it holds)."""
+        if req["kind"] == "none":
+            found = self._select(entity, record, req["select"])
+            return f"{req['text']} ({len(found)} match: {[k for k, _ in found][:5]})" if found else None
+        _, owner, attr = self._follow(entity, record, req["left"])
+        left = None if owner is None else owner.get(attr)
+        if req["kind"] == "in":
+            good = (left in req["right"]) == (req["op"] == "in")
+            return None if good else f"{req['text']} ({req['left']} is {left!r})"
+        right = self._value(entity, record, req["right"])
+        if req.get("skip_null") and (left is None or right is None):
+            return None
+        compare = {
+            "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,
+            "!=": lambda a, b: a != b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b,
+        }[req["op"]]
+        try:
+            good = left is not None and right is not None and compare(left, right)
+        except TypeError:
+            good = False
+        return None if good else f"{req['text']} ({req['left']} is {left!r}, needs {req['op']} {right!r})"
+
+    def _commit(self, tool, entity, key, record, delete=False):
+        """Store the target, run the tool's steps on the records they reach, check every record
+        touched, and keep all of it or none of it."""
+        names = {entity, *self._COMPOUND[tool]["touches"]}
+        saved = {self._ENTITIES[n][0]: getattr(self, self._ENTITIES[n][0]) for n in names}
+        for table, rows in saved.items():
+            setattr(self, table, copy.deepcopy(rows))
+        self._table(entity)[str(key)] = copy.deepcopy(record)
+        touched = [(entity, str(key))]
+        for step in self._COMPOUND[tool]["steps"]:
+            current = self._table(entity)[str(key)]
+            if step.get("when") and self._unmet(entity, current, step["when"]):
+                continue
+            kind = step["kind"]
+            if kind in ("set", "add", "subtract"):
+                owner_entity, owner, attr = self._follow(entity, current, step["path"])
+                if owner is None:
+                    continue
+                value = self._value(entity, current, step["value"])
+                if kind != "set":
+                    old = owner.get(attr)
+                    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, value)):
+                        continue
+                    value = old + value if kind == "add" else old - value
+                    value = round(value, 2) if isinstance(value, float) else value
+                owner[attr] = value
+                touched.append((owner_entity, str(owner[self._ENTITIES[owner_entity][1]])))
+            elif kind == "each":
+                values = {a: self._value(entity, current, v) for a, v in step["fields"].items()}
+                for other_key, other in self._select(entity, current, step["select"]):
+                    other.update(copy.deepcopy(values))
+                    touched.append((step["select"]["entity"], other_key))
+            elif kind == "create":
+                side = step["entity"]
+                new = self._blank(side)
+                for a, v in step["fields"].items():
+                    new[a] = self._value(entity, current, v)
+                new_key = self._new_key(side)
+                new[self._ENTITIES[side][1]] = new_key
+                self._table(side)[str(new_key)] = new
+                touched.append((side, str(new_key)))
+        if delete:
+            del self._table(entity)[str(key)]
+            touched = touched[1:]
+        for touched_entity, touched_key in dict.fromkeys(touched):
+            problem = self._check_record(touched_entity, touched_key, self._table(touched_entity)[touched_key])
+            if problem:
+                for table, rows in saved.items():
+                    setattr(self, table, rows)
+                return problem
+        return None
+'''
+
+
+def _compound_literal(spec: EnvSpec) -> dict[str, Any]:
+    out = {}
+    for t in spec.tools:
+        found = compound_of(t)
+        if found is not None:
+            out[t.name] = {
+                "requires": found.get("requires", []),
+                "steps": found.get("steps", []),
+                "touches": list(found.get("touches", [t.entity])),
+            }
+    return out
+
+
 def _literal(value: Any, indent: int = 8) -> str:
     text = pprint.pformat(value, width=104 - indent, sort_dicts=True)
     return textwrap.indent(text, " " * indent).lstrip()
@@ -423,6 +585,25 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
         lines.append("if problem:")
         lines.append("    return problem")
 
+    compound = compound_of(tool) is not None
+    op = tool.op
+
+    def commit(record: str, key: str) -> None:
+        """Preconditions, then the target and every step applied together (or nothing). A move's
+        requirements read the lifecycle where it starts; everything else as the call leaves it."""
+        seen = record
+        if op == "transition":
+            seen = f"{{**{record}, {b['attr']!r}: record.get({b['attr']!r})}}"
+        lines.append(
+            f"problem = self._check_preconditions({tool.name!r}, {ent}, record) or self._requires({tool.name!r}, {ent}, {seen})"
+        )
+        lines.append("if problem:")
+        lines.append("    return problem")
+        lines.append(f"problem = self._commit({tool.name!r}, {ent}, {key}, {record})")
+        lines.append("if problem:")
+        lines.append("    return problem")
+        lines.append(f"return self._ok(copy.deepcopy(self._table({ent})[str({key})]))")
+
     def apply_fields(target: str = "updated") -> None:
         for param, attr in fields.items():
             lines.append(f"if {param} is not None:")
@@ -475,6 +656,9 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
             )
             lines.append(f"    key = {chosen}")
         lines.append(f"record[{e.key!r}] = key")
+        if compound:
+            commit("record", "key")
+            return "\n".join(lines)
         lines.append(
             f"problem = self._check_preconditions({tool.name!r}, {ent}, record) or self._save({ent}, key, record)"
         )
@@ -499,16 +683,17 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
             if not fields and tool.origin == "seed":  # nothing it sends maps onto the state: it reads back
                 lines.append("return self._ok(copy.deepcopy(record))")
                 return "\n".join(lines)
-            if not fields:
+            if not fields and not compound:
                 lines.append(f"return self._fail('invalid_arguments', {tool.name + ': nothing to change'!r})")
                 return "\n".join(lines)
             if tool.origin == "seed":
                 lines.append(f"if all(v is None for v in ({', '.join(fields)},)):")
                 lines.append("    return self._ok(copy.deepcopy(record))")
-            lines.append(f"if all(v is None for v in ({', '.join(fields)},)):")
-            lines.append(
-                f"    return self._fail('invalid_arguments', {tool.name + ': give at least one field to change'!r})"
-            )
+            if fields:  # a compound update may change nothing but what its steps derive
+                lines.append(f"if all(v is None for v in ({', '.join(fields)},)):")
+                lines.append(
+                    f"    return self._fail('invalid_arguments', {tool.name + ': give at least one field to change'!r})"
+                )
             apply_fields()
             status = e.status_attribute
             if status is not None and status.name in fields.values():
@@ -518,6 +703,9 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
                 )
                 lines.append("    if problem:")
                 lines.append("        return problem")
+        if compound:
+            commit("updated", key_param or "None")
+            return "\n".join(lines)
         lines.append(
             f"problem = self._check_preconditions({tool.name!r}, {ent}, record) or self._save({ent}, {key_param}, updated)"
         )
@@ -534,6 +722,14 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
         lines.append(f"problem = self._check_preconditions({tool.name!r}, {ent}, record)")
         lines.append("if problem:")
         lines.append("    return problem")
+        if compound:
+            lines.append(
+                f"problem = self._requires({tool.name!r}, {ent}, record) or self._commit({tool.name!r}, {ent}, {key_param}, record, delete=True)"
+            )
+            lines.append("if problem:")
+            lines.append("    return problem")
+            lines.append(f"return self._ok({{'deleted': {key_param}}})")
+            return "\n".join(lines)
         lines.append(f"del self._table({ent})[str({key_param})]")
         lines.append(f"return self._ok({{'deleted': {key_param}}})")
     elif op == "aggregate":
@@ -631,6 +827,7 @@ def generate_source(spec: EnvSpec) -> str:
         if t.constraints
     }
     tables = "\n".join(f"        self.{e.table} = {{}}" for e in spec.entities)
+    compound = _compound_literal(spec)
     out = [
         HEADER.format(
             title=f"{spec.class_name}: {spec.coordinate.l2} environment",
@@ -649,7 +846,9 @@ def generate_source(spec: EnvSpec) -> str:
         f"    _CONSTRAINTS = {_literal(constraints, 4)}",
         f"    _KEY_KINDS = {_literal(key_kinds(spec), 4)}",
         f"    _FRESH_KEYS = {_literal(fresh_keys(spec), 4)}",
+        *([f"    _COMPOUND = {_literal(compound, 4)}"] if compound else []),
         HELPERS.format(tables=tables).rstrip(),
+        COMPOUND_HELPERS.rstrip() if compound else "",
         "",
         "    # -- tools ----------------------------------------------------------------------------",
     ]

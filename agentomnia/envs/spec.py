@@ -247,3 +247,175 @@ def spec_problems(spec: EnvSpec) -> list[str]:
         if t.entity not in entities:
             problems.append(f"tool {t.name} acts on unknown entity {t.entity!r}")
     return problems
+
+
+# -- compound tools ------------------------------------------------------------------------------
+# A compound tool keeps one of the ops above for its own change to its entity (so task synthesis
+# reads it like any create, update or transition) and carries `binding["compound"]`:
+#   {"requires": [requirement, ...], "steps": [step, ...], "touches": [entity, ...]}
+# in the knowledge base's normal form (`knowledge.Requirement`, `knowledge.Step`, values from
+# `knowledge.value_of`). The functions below are the reference semantics over a plain state
+# (`{table: {key: record}}`): verification compares what the generated class did with them.
+
+
+def compound_of(tool: ToolSpec) -> dict[str, Any] | None:
+    """A tool's cross-entity behaviour, or None for a tool that acts on one record alone."""
+    found = tool.binding.get("compound")
+    return found if isinstance(found, dict) and (found.get("requires") or found.get("steps")) else None
+
+
+def is_compound(spec: EnvSpec, tool: ToolSpec) -> bool:
+    """Whether a tool acts on two or more entities or enforces a rule across entities: a declared
+    or derived compound behaviour, or a domain precondition read through a reference."""
+    if compound_of(tool) is not None:
+        return True
+    return any(
+        r.kind == "precondition" and r.operation == tool.name and r.entity != tool.entity for r in spec.rules
+    )
+
+
+def _table_of(spec: EnvSpec, entity: str) -> str:
+    return spec.entity(entity).table
+
+
+def follow(
+    spec: EnvSpec, state: dict[str, Any], entity: str, record: dict[str, Any], path: str
+) -> tuple[str, dict[str, Any] | None, str]:
+    """(owner entity, owner record or None, attribute) at the end of a path from a record."""
+    hops = path.split("->")
+    current_entity: str = entity
+    current: dict[str, Any] | None = record
+    for hop in hops[:-1]:
+        attr = spec.entity(current_entity).attribute(hop)
+        value = current.get(hop) if current is not None else None
+        if attr is None or attr.ref is None or value is None:
+            return (attr.ref if attr is not None and attr.ref else current_entity), None, hops[-1]
+        current_entity = attr.ref
+        current = (state.get(_table_of(spec, current_entity)) or {}).get(str(value))
+    return current_entity, current, hops[-1]
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def compound_value(
+    spec: EnvSpec, state: dict[str, Any], entity: str, record: dict[str, Any], value: dict[str, Any], now: str
+) -> Any:
+    if "const" in value:
+        return value["const"]
+    if "path" in value:
+        _, owner, attr = follow(spec, state, entity, record, value["path"])
+        return None if owner is None else owner.get(attr)
+    if "clock" in value:
+        return now if value["clock"] == "now" else now[:10]
+    if "expr" in value:
+        parts = value["expr"]
+        total = compound_value(spec, state, entity, record, parts[0], now)
+        for op, part in zip(parts[1::2], parts[2::2], strict=True):
+            other = compound_value(spec, state, entity, record, part, now)
+            if not (_num(total) and _num(other)) or (op == "/" and other == 0):
+                return None
+            if op == "+":  # only the chosen operator: "/" by 0 is refused above
+                total = total + other
+            elif op == "-":
+                total = total - other
+            elif op == "*":
+                total = total * other
+            else:
+                total = total / other
+        return round(total, 2) if isinstance(total, float) else total
+    if "count" in value:
+        return len(select(spec, state, entity, record, value["count"], now))
+    if "sum" in value:
+        found = select(spec, state, entity, record, value["sum"], now)
+        return round(sum(r.get(value["attr"]) or 0 for _, r in found if _num(r.get(value["attr"]))), 2)
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b or (a is not None and b is not None and not _num(a) and str(a) == str(b))
+
+
+def select(
+    spec: EnvSpec, state: dict[str, Any], entity: str, record: dict[str, Any], sel: dict[str, Any], now: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """The records a selector matches, by key."""
+    wanted = {
+        attr: (want["in"], None)
+        if "in" in want
+        else (None, compound_value(spec, state, entity, record, want, now))
+        for attr, want in sel["where"].items()
+    }
+    table = state.get(_table_of(spec, sel["entity"])) or {}
+    out = []
+    for key in sorted(table):
+        rec = table[key]
+        if all(
+            (rec.get(a) in options) if options is not None else _same(rec.get(a), v)
+            for a, (options, v) in wanted.items()
+        ):
+            out.append((key, rec))
+    return out
+
+
+_COMPARE = {
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b,
+}  # fmt: skip
+
+
+def requirement_failure(
+    spec: EnvSpec, state: dict[str, Any], entity: str, record: dict[str, Any], req: dict[str, Any], now: str
+) -> str | None:
+    """Why a requirement does not hold for the target record, or None when it holds."""
+    if req["kind"] == "none":
+        found = select(spec, state, entity, record, req["select"], now)
+        if found:
+            return f"{req['text']} ({len(found)} {req['select']['entity'].replace('_', ' ')} records match: {[k for k, _ in found][:5]})"
+        return None
+    _, owner, attr = follow(spec, state, entity, record, req["left"])
+    left = None if owner is None else owner.get(attr)
+    if req["kind"] == "in":
+        good = left in req["right"] if req["op"] == "in" else left not in req["right"]
+        return None if good else f"{req['text']} ({req['left']} is {left!r})"
+    right = compound_value(spec, state, entity, record, req["right"], now)
+    if req.get("skip_null") and (left is None or right is None):
+        return None  # an empty reference agrees with anything
+    try:
+        good = left is not None and right is not None and _COMPARE[req["op"]](left, right)
+    except TypeError:
+        good = False
+    return None if good else f"{req['text']} ({req['left']} is {left!r}, needs {req['op']} {right!r})"
+
+
+def apply_steps(
+    spec: EnvSpec, state: dict[str, Any], entity: str, key: str, now: str, steps: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The state after a compound tool's steps, given the state with its own change to the target
+    already applied (a new dict; the input is left alone). New side records take the ids
+    `new_ids[entity]` yields, in order; a step whose path ends nowhere changes nothing."""
+    import copy
+
+    out = {k: copy.deepcopy(v) if isinstance(v, dict) else v for k, v in state.items()}
+    table = _table_of(spec, entity)
+    for step in steps:
+        record = out[table].get(str(key)) or {}
+        if step.get("when") and requirement_failure(spec, out, entity, record, step["when"], now):
+            continue
+        if step["kind"] in ("set", "add", "subtract"):
+            owner_entity, owner, attr = follow(spec, out, entity, record, step["path"])
+            if owner is None:
+                continue
+            value = compound_value(spec, out, entity, record, step["value"], now)
+            if step["kind"] == "set":
+                owner[attr] = value
+            elif _num(owner.get(attr)) and _num(value):
+                moved = owner[attr] + value if step["kind"] == "add" else owner[attr] - value
+                owner[attr] = round(moved, 2) if isinstance(moved, float) else moved
+        elif step["kind"] == "each":
+            values = {a: compound_value(spec, out, entity, record, v, now) for a, v in step["fields"].items()}
+            for _, rec in select(spec, out, entity, record, step["select"], now):
+                rec.update(copy.deepcopy(values))
+        # `create` steps are checked against the records that appeared (their ids are the class's)
+    return out

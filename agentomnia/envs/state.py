@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from agentomnia.envs.semantic import MISSING, World, is_derived, order_lifecycle, semantic_value
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
 from agentomnia.envs.values import (
     BASE_DAY,
@@ -63,15 +64,25 @@ def entity_order(spec: EnvSpec) -> list[EntitySpec]:
     return [by_name[n] for n in done]
 
 
-def make_value(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, index: int) -> Any:
-    """A plausible value of an attribute: by its type and name, and within what the seed declares
-    for it (`attr.declared`) where it declares something. A name-based value that the declared
-    schema takes is kept (a loose `{"type": "string"}` called `email` still reads as an e-mail);
-    otherwise the value is made from the schema."""
+def make_value(
+    attr: AttributeSpec,
+    entity: EntitySpec,
+    rng: random.Random,
+    index: int,
+    *,
+    world: World | None = None,
+    record: dict[str, Any] | None = None,
+    target_label: Callable[[AttributeSpec, Any], str | None] | None = None,
+) -> Any:
+    """A plausible value of an attribute: a semantic one first (`semantic.semantic_value`: the
+    domain's vocabulary in `world`, else the attribute's name, type and entity; free text about
+    `record`), within what the seed declares for it (`attr.declared`) where it declares something.
+    A semantic value that the declared schema takes is kept (a loose `{"type": "string"}` called
+    `email` still reads as an e-mail); otherwise the value is made from the schema."""
     if attr.declared is None:
-        return _hinted_value(attr, entity, rng, index)
+        return _hinted_value(attr, entity, rng, index, world, record, target_label)
     try:
-        hinted = _hinted_value(attr, entity, rng, index)
+        hinted = _hinted_value(attr, entity, rng, index, world, record, target_label)
     except (IndexError, ValueError):  # e.g. an enum attribute whose options only the schema lists
         hinted = None
     if fits_hint(hinted, attr.declared):
@@ -79,11 +90,22 @@ def make_value(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, inde
     return schema_value(attr.declared, rng, name=attr.name, index=index)
 
 
-def _hinted_value(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, index: int) -> Any:
+def _hinted_value(
+    attr: AttributeSpec,
+    entity: EntitySpec,
+    rng: random.Random,
+    index: int,
+    world: World | None = None,
+    record: dict[str, Any] | None = None,
+    target_label: Callable[[AttributeSpec, Any], str | None] | None = None,
+) -> Any:
     n = attr.name
     if attr.default is not None and rng.random() < 0.3:
         return attr.default
     t = attr.type
+    meant = semantic_value(attr, entity, rng, index, world, record, target_label)
+    if meant is not MISSING:
+        return meant
     if t == "enum":
         return rng.choice(attr.enum)
     if t == "bool":
@@ -138,6 +160,25 @@ def _hinted_value(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, i
     return f"{rng.choice(WORDS).title()} {label} {index}"
 
 
+def world_for(spec: EnvSpec, state: Mapping[str, Any] | None = None) -> World:
+    """The value world of a spec (its domain's vocabulary, locale, the attributes kept distinct); with
+    `state`, the names its records already hold count as given out, so a record made later (a task's
+    create, a hardening twin) does not take an existing record's name."""
+    distinct = frozenset(
+        (r.entity, r.attrs[0]) for r in spec.rules if r.kind == "unique" and r.entity and len(r.attrs) == 1
+    )
+    world = World.for_spec(spec.coordinate.taxonomy_id, spec.entities, distinct)
+    for entity in spec.entities if state is not None else ():
+        table = state.get(entity.table) if state is not None else None
+        for record in table.values() if isinstance(table, Mapping) else ():
+            if isinstance(record, Mapping):
+                for a in entity.attributes:
+                    value = record.get(a.name)
+                    if isinstance(value, (str, int, float)):
+                        world.used.setdefault((entity.name, a.name), set()).add(value)
+    return world
+
+
 def generate_state(
     spec: EnvSpec, seed: int = 0, sizes: Mapping[str, int] | None = None
 ) -> dict[str, dict[str, dict[str, Any]]]:
@@ -149,6 +190,7 @@ def generate_state(
     A reference holds the referenced record's key value, as typed.
     """
     rng = _rng(spec, seed)
+    world = world_for(spec)
     state: dict[str, dict[str, dict[str, Any]]] = {}
     for entity in entity_order(spec):
         count = (sizes or {}).get(entity.name, rng.randint(6, 14))
@@ -169,7 +211,7 @@ def generate_state(
             key = str(key_value)
             taken.add(key)
             for _attempt in range(20):  # redraw until every uniqueness rule holds; else skip the record
-                record = _make_record(spec, state, entity, key_value, rng, i)
+                record = _make_record(spec, state, entity, key_value, rng, i, world)
                 combos = [tuple(record.get(a) for a in attrs) for attrs in uniques]
                 if all(None in c or c not in seen[j] for j, c in enumerate(combos)):
                     for j, c in enumerate(combos):
@@ -256,10 +298,29 @@ def _drop_rule_breakers(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]
 
 
 def _make_record(
-    spec: EnvSpec, state: Mapping[str, Any], entity: EntitySpec, key: Any, rng: random.Random, index: int
+    spec: EnvSpec,
+    state: Mapping[str, Any],
+    entity: EntitySpec,
+    key: Any,
+    rng: random.Random,
+    index: int,
+    world: World | None = None,
 ) -> dict[str, Any]:
+    """One record: its own fields first, then what reads from them (free text, e-mails), then its
+    dates put in lifecycle order."""
+    world = world if world is not None else World()
+    world.person = None
     record: dict[str, Any] = {}
-    for a in entity.attributes:
+
+    def target_label(a: AttributeSpec, value: Any) -> str | None:
+        target = lookup(state.get(_table(spec, a.ref)), value)
+        other = spec.entity(a.ref) if target is not None and a.ref else None
+        label = other.label_attribute if other is not None else None
+        shown = target.get(label.name) if target is not None and label is not None else None
+        return shown if isinstance(shown, str) and shown else None
+
+    later = [a for a in entity.attributes if a.name != entity.key and is_derived(a)]
+    for a in [a for a in entity.attributes if a not in later]:
         if a.name == entity.key:
             record[a.name] = key
         elif a.type == "ref":
@@ -269,8 +330,16 @@ def _make_record(
         elif _may_be_null(a) and rng.random() < 0.08:
             record[a.name] = None
         else:
-            record[a.name] = make_value(a, entity, rng, index)
-    return record
+            record[a.name] = make_value(a, entity, rng, index, world=world, record=record)
+    order_lifecycle(entity, record, rng)
+    for a in later:
+        if _may_be_null(a) and rng.random() < 0.08:
+            record[a.name] = None
+        else:
+            record[a.name] = make_value(
+                a, entity, rng, index, world=world, record=record, target_label=target_label
+            )
+    return {a.name: record[a.name] for a in entity.attributes}
 
 
 def _may_be_null(a: AttributeSpec) -> bool:

@@ -9,6 +9,15 @@ redundant ones, and makes sure multi-step chains are possible (whatever a write 
 can be found by a read). Diversification adds the hard shapes the paper names: mode-selector
 tools, tools with constraints across parameters, structured multi-field outputs and confusable
 near-twins. Every candidate's fate — kept, merged, split, rewritten, removed — is recorded.
+
+Compound tools carry the domain's behaviour across entities (`binding["compound"]`, see
+`spec.compound_of`) while keeping a plain op (create, update, transition, assign, delete) for task
+synthesis: the knowledge base's declared `effects` compile onto its operations (`from_behaviour`),
+and where it declares none, structure gives honest generic ones (`guarded`): a record is created,
+pointed or moved forward only under live parents whose references agree, a parent ends only with no
+open children (or together with them, `close_with_children`), a parent's capacity bounds its open
+children, and a parent's count of children (and a document's total of its lines) stays in step.
+A seed-led environment keeps the seed's tools exactly and gets none of these.
 """
 
 from __future__ import annotations
@@ -30,11 +39,13 @@ from agentomnia.envs.spec import (
     ParamConstraint,
     ToolOp,
     ToolSpec,
+    compound_of,
 )
 from agentomnia.envs.state_space import FILTER_PARAMS, schema_type
 from agentomnia.seeds.inference import tool_entity
 from agentomnia.seeds.models import Seed, SeedTool
 from agentomnia.taxonomy import load_knowledge
+from agentomnia.taxonomy.knowledge import Behaviour, Operation
 
 Fate = Literal["kept", "merged", "split", "rewritten", "removed"]
 
@@ -504,7 +515,9 @@ def from_kb_operation(
     if op == "transition" and target and e.status_attribute and target in e.status_attribute.enum:
         base = gen_transition(e, target, name=name)
     elif op == "assign" and others:
-        base = gen_assign(e, others[0])
+        # the reference the name speaks of (`assign_model_portfolio` points `model_id`), else the first
+        named = [a for a in others if (a.ref or "") in name or a.name.removesuffix("_id") in name]
+        base = gen_assign(e, (named or others)[0])
     elif op in ("get", "lookup"):
         base = gen_get(e)
     elif op in ("list", "search", "range", "overview"):
@@ -529,13 +542,659 @@ def from_kb_operation(
 
 def _signature(t: ToolSpec) -> tuple[Any, ...]:
     b = t.binding
+    steps = (compound_of(t) or {}).get("steps") or ()
     return (
         t.op,
         t.entity,
         b.get("attr"),
         b.get("value"),
         tuple(sorted(t.parameters.get("properties", {}))) if t.op in ("list", "search") else None,
+        repr(steps) if steps else None,  # a tool with other effects is another operation
     )
+
+
+# -- compound tools: cross-entity behaviour ----------------------------------------------------
+# Lifecycle values that end a record's life (nothing more is added under it) and those that
+# finish it (its work is done); the rest are open. Matched on the value's first word.
+ENDED = (
+    "closed", "cancelled", "canceled", "archived", "expired", "rejected", "declined", "terminated", "retired",
+    "inactive", "suspended", "deleted", "void", "voided", "withdrawn", "revoked", "discontinued", "blocked",
+    "banned", "dismissed", "failed", "lost", "dissolved", "deceased", "churned", "written", "denied", "abandoned",
+    "disabled", "locked", "frozen", "obsolete", "retracted", "superseded", "cancel", "close", "ended",
+    "demobilized", "decommissioned", "dormant", "discharged", "disposed", "scrapped", "sold", "vacated",
+    "offboarded", "departed", "resigned", "defaulted", "foreclosed", "out", "offline", "paused", "hold",
+    "unavailable", "lapsed", "closing", "stopped", "halted", "removed", "rescinded", "deprecated",
+)  # fmt: skip
+# Flags on a parent that say whether it takes new related records (true) or refuses them (false).
+LIVE_FLAGS = (
+    "active",
+    "is_active",
+    "enabled",
+    "is_enabled",
+    "available",
+    "is_available",
+    "approved",
+    "is_approved",
+    "verified",
+    "is_verified",
+    "kyc_verified",
+    "certified",
+    "licensed",
+    "published",
+    "is_published",
+    "open",
+)
+DEAD_FLAGS = (
+    "blocked", "is_blocked", "suspended", "archived", "is_archived", "deleted", "frozen", "closed", "inactive",
+    "discontinued", "is_discontinued", "cancelled", "banned", "retired", "on_hold", "is_retired", "locked",
+)  # fmt: skip
+FINISHED = (
+    "sent", "read", "succeeded", "successful", "answered", "responded", "replied", "received", "processed",
+    "completed", "complete", "done", "resolved", "fulfilled", "delivered", "shipped", "filled", "settled",
+    "paid", "approved", "accepted", "finished", "returned", "refunded", "issued", "executed", "signed",
+    "published", "converted", "won", "reversed", "passed", "graded", "released", "confirmed",
+)  # fmt: skip
+# The values a parent is closed with, most preferred first, and those its open children take then.
+CLOSING = ("closed", "cancelled", "canceled", "archived", "terminated", "retired", "completed", "resolved")
+CHILD_CLOSING = ("cancelled", "canceled", "closed", "void", "voided", "withdrawn", "dismissed", "terminated")
+
+
+def _ended(value: str) -> bool:
+    return value in ENDED or any(w in ENDED for w in value.split("_"))
+
+
+def _finished(value: str) -> bool:
+    return not _ended(value) and (value in FINISHED or any(w in FINISHED for w in value.split("_")))
+
+
+def open_values(e: EntitySpec) -> list[str]:
+    """The lifecycle values under which a record takes new related records (neither ended nor done)."""
+    status = e.status_attribute
+    if status is None:
+        return []
+    return [v for v in status.enum if not _ended(v) and not _finished(v)]
+
+
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _or(values: Sequence[str]) -> str:
+    values = [_words(str(v)) for v in values]
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " or " + values[-1]
+
+
+def _requirement_text(e: EntitySpec, req: dict[str, Any]) -> str:
+    if req["kind"] == "none":
+        sel = req["select"]
+        what = "; ".join(
+            f"{_words(a)} {_or(w['in'])}" if "in" in w else _words(a)
+            for a, w in sel["where"].items()
+            if "in" in w
+        )
+        return f"no {_words(sel['entity'])} may be {what or 'linked'}"
+    hops = [_words(h.removesuffix("_id")) for h in req["left"].split("->")]
+    owners = hops[:-1] or [_words(e.name)]
+    subject = " ".join([*[h + "'s" for h in owners], hops[-1]])
+    right = req.get("right")
+    if (
+        req["kind"] == "compare"
+        and req["op"] in ("==", "!=")
+        and isinstance(right, dict)
+        and isinstance(right.get("const"), bool)
+    ):
+        flag = hops[-1].removeprefix("is ")
+        whose = " of the ".join(reversed(hops[:-1])) or e.name.replace("_", " ")
+        positive = right["const"] == (req["op"] == "==")
+        return f"the {whose} must {'' if positive else 'not '}be {flag}"
+    if req["kind"] == "in":
+        verb = "must be" if req["op"] == "in" else "must not be"
+        return f"the {subject} {verb} {_or(req['right'])}"
+    right = req["right"]
+    shown = _value_text(right).removeprefix("its ")
+    if "path" in right:
+        shown = "the " + shown
+    words = {"<": "below", "<=": "at most", "==": "", "!=": "other than", ">=": "at least", ">": "above"}
+    return f"the {subject} must be {words[req['op']] + ' ' if words[req['op']] else ''}{shown}".replace(
+        "  ", " "
+    )
+
+
+def _guard(spec: EnvSpec, e: EntitySpec, refs: Sequence[AttributeSpec]) -> list[dict[str, Any]]:
+    """Requirements that the records `refs` point at are alive: an open lifecycle, an active flag,
+    and the domain's comparisons read through those references."""
+    out: list[dict[str, Any]] = []
+    for a in refs:
+        parent = next((x for x in spec.entities if x.name == a.ref), None)
+        if parent is None or parent.name == e.name:
+            continue
+        status = parent.status_attribute
+        live = open_values(parent)
+        if status is not None and live and len(live) < len(status.enum):
+            out.append({"kind": "in", "left": f"{a.name}->{status.name}", "op": "in", "right": live})
+        for flag in parent.attributes:
+            if flag.type == "bool" and flag.name in LIVE_FLAGS + DEAD_FLAGS:
+                live_flag = flag.name in LIVE_FLAGS
+                out.append(
+                    {
+                        "kind": "compare",
+                        "left": f"{a.name}->{flag.name}",
+                        "op": "==",
+                        "right": {"const": live_flag},
+                    }
+                )
+        out += _capacity(spec, e, a, parent)
+    names = {a.name for a in refs}
+    for r in spec.rules:
+        if r.kind != "compare" or not isinstance(r.left, str) or r.op is None:
+            continue
+        sides = [r.left, r.right] if isinstance(r.right, str) else [r.left]
+        if not all(s.startswith(e.name + ".") for s in sides):
+            continue
+        paths = [s.split(".", 1)[1] for s in sides]
+        if not any(p.split("->")[0] in names and "->" in p for p in paths):
+            continue
+        right: dict[str, Any] = {"path": paths[1]} if len(paths) == 2 else {"const": r.right}
+        out.append({"kind": "compare", "left": paths[0], "op": r.op, "right": right, "text": r.text})
+    for req in out:
+        req.setdefault("text", _requirement_text(e, req)[:1].upper() + _requirement_text(e, req)[1:])
+    return out
+
+
+def _agreement(spec: EnvSpec, e: EntitySpec, refs: Sequence[AttributeSpec]) -> list[dict[str, Any]]:
+    """Requirements that a record's references agree about what they share: a line's part belongs to
+    the line's product (`cad_model_id->product_id == $product_id`), an order's recommendation is for
+    the account's client (`recommendation_id->client_id == $account_id->client_id`). A reference
+    left empty agrees with anything."""
+    names = {x.name: x for x in spec.entities}
+    all_refs = [a for a in e.attributes if a.type == "ref" and a.ref in names and a.ref != e.name]
+    out: list[dict[str, Any]] = []
+    for b in refs:
+        if b not in all_refs:
+            continue
+        for a in all_refs:
+            if a.name == b.name:
+                continue
+            target = names[b.ref or ""]
+            # b's record points at the record a points at
+            # (same role only: a field of the same name, so a payer is never taken for a group's owner)
+            via = next(
+                (
+                    c
+                    for c in target.attributes
+                    if c.type == "ref" and c.ref == a.ref and c.name == a.name and c.ref != target.name
+                ),
+                None,
+            )
+            left, right = (f"{b.name}->{via.name}", {"path": a.name}) if via is not None else (None, None)
+            if via is None:  # or both point at a shared parent
+                other = names[a.ref or ""]
+                shared = [
+                    (c, d)
+                    for c in target.attributes
+                    for d in other.attributes
+                    if c.type == "ref"
+                    and d.type == "ref"
+                    and c.ref == d.ref
+                    and c.name == d.name
+                    and c.ref not in (target.name, other.name, e.name)
+                ]
+                if len(shared) != 1:
+                    continue
+                c, d = shared[0]
+                left, right = f"{b.name}->{c.name}", {"path": f"{a.name}->{d.name}"}
+            text = f"The {_words(b.name.removesuffix('_id'))} must belong to the same {_words(str(left).split('->')[-1].removesuffix('_id'))} as the {_words(a.name.removesuffix('_id'))}"
+            req = {
+                "kind": "compare",
+                "left": left,
+                "op": "==",
+                "right": right,
+                "text": text,
+                "skip_null": True,
+            }
+            if not any(r["left"] == req["left"] and r["right"] == req["right"] for r in out):
+                out.append(req)
+    return out[:3]
+
+
+def _cross_rules(spec: EnvSpec, e: EntitySpec) -> list[dict[str, Any]]:
+    """The domain's comparisons from this entity's fields to a referenced record's, as requirements
+    (`reads`: the own fields they read, so a tool that writes one of them states the rule)."""
+    out = []
+    for r in spec.rules:
+        if (
+            r.kind != "compare"
+            or not isinstance(r.left, str)
+            or r.op is None
+            or not r.left.startswith(e.name + ".")
+        ):
+            continue
+        left = r.left.split(".", 1)[1]
+        if not isinstance(r.right, str) or not r.right.startswith(e.name + ".") or "->" not in r.right + left:
+            continue
+        right = r.right.split(".", 1)[1]
+        reads = {p.split("->")[0] for p in (left, right)}
+        out.append(
+            {
+                "kind": "compare",
+                "left": left,
+                "op": r.op,
+                "right": {"path": right},
+                "text": r.text,
+                "reads": reads,
+            }
+        )
+    return out
+
+
+def _frozen_under(spec: EnvSpec, e: EntitySpec) -> list[dict[str, Any]]:
+    """Requirements that the records this one belongs to (its required references) have not ended."""
+    out = []
+    for a in e.attributes:
+        parent = next((x for x in spec.entities if x.name == a.ref), None)
+        if a.type != "ref" or a.nullable or parent is None or parent.name == e.name:
+            continue
+        status = parent.status_attribute
+        ended = [v for v in status.enum if _ended(v)] if status is not None else []
+        if status is not None and ended and len(ended) < len(status.enum):
+            out.append({
+                "kind": "in", "left": f"{a.name}->{status.name}", "op": "not in", "right": ended,
+                "text": f"The {_words(a.name.removesuffix('_id'))} must not be {_or(ended)}",
+            })  # fmt: skip
+    return out
+
+
+def _no_open_children(spec: EnvSpec, parent: EntitySpec) -> list[dict[str, Any]]:
+    out = []
+    for child in spec.entities:
+        status = child.status_attribute
+        live = open_values(child)
+        link = next((a for a in child.attributes if a.type == "ref" and a.ref == parent.name), None)
+        if (
+            child.name == parent.name
+            or link is None
+            or status is None
+            or not live
+            or len(live) == len(status.enum)
+        ):
+            continue
+        out.append(
+            {
+                "kind": "none",
+                "select": {
+                    "entity": child.name,
+                    "where": {link.name: {"path": parent.key}, status.name: {"in": live}},
+                },
+                "text": f"No {_words(child.name)} of the {_words(parent.name)} may still be {_or(live)}",
+            }
+        )
+    return out[:2]
+
+
+def _capacity(spec: EnvSpec, e: EntitySpec, link: AttributeSpec, parent: EntitySpec) -> list[dict[str, Any]]:
+    """A parent's `max_<children>` (or `capacity`) bounds how many records of this entity it holds:
+    a new one is refused once the parent is full (only open ones count where there is a lifecycle)."""
+    from agentomnia.seeds.inference import singular
+
+    child_words = e.name.split("_")
+    only_child = (
+        sum(1 for x in spec.entities for a in x.attributes if a.type == "ref" and a.ref == parent.name) == 1
+    )
+    for attr in parent.attributes:
+        if attr.type != "int":
+            continue
+        words = attr.name.split("_")
+        named = words[0] == "max" and singular(words[-1]) in child_words
+        if not named and not (
+            attr.name in ("capacity", "max_capacity", "seats") and (only_child or e.status_attribute)
+        ):
+            continue
+        where: dict[str, Any] = {link.name: {"path": link.name}}
+        status = e.status_attribute
+        live = open_values(e)
+        if status is not None and live and len(live) < len(status.enum):
+            where[status.name] = {"in": live}
+        return [
+            {
+                "kind": "compare", "left": f"{link.name}->{attr.name}", "op": ">",
+                "right": {"count": {"entity": e.name, "where": where}},
+                "text": f"The {_words(parent.name)} already holds its maximum of open {_words(e.table)} ({_words(attr.name)})",
+            }
+        ]  # fmt: skip
+    return []
+
+
+def _tally_steps(
+    spec: EnvSpec, e: EntitySpec, refs: Sequence[AttributeSpec], sign: str
+) -> list[dict[str, Any]]:
+    """Steps that keep a parent's count (and, for lines and items, its total) of this entity's records in step."""
+    out: list[dict[str, Any]] = []
+    for a in refs:
+        parent = next((x for x in spec.entities if x.name == a.ref), None)
+        if parent is None or parent.name == e.name:
+            continue
+        for attr in parent.attributes:
+            words = attr.name.split("_")
+            if attr.type != "int" or not (words[-1] == "count" or words[0] == "num"):
+                continue
+            counted = "_".join(w for w in words if w not in ("count", "num", "total"))
+            if counted and (
+                counted in (e.name, e.table)
+                or any(w.startswith(counted.rstrip("s")) for w in e.name.split("_"))
+            ):
+                out.append({"kind": sign, "path": f"{a.name}->{attr.name}", "value": {"const": 1}})
+                break
+        amount = next(
+            (x for x in ("amount", "line_total") if getattr(e.attribute(x), "type", None) == "money"), None
+        )
+        total = next(
+            (x for x in ("total_amount", "total") if getattr(parent.attribute(x), "type", None) == "money"),
+            None,
+        )
+        # only lines and items make up their parent's total (a requisition's total is a budget)
+        if amount and total and e.name.endswith(("_line", "_item", "line", "item")):
+            out.append({"kind": sign, "path": f"{a.name}->{total}", "value": {"path": amount}})
+    return out
+
+
+def _with_compound(
+    tool: ToolSpec, requires: list[dict[str, Any]], steps: list[dict[str, Any]], spec: EnvSpec
+) -> ToolSpec:
+    if not requires and not steps:
+        return tool
+    e = spec.entity(tool.entity)
+    touches = {tool.entity}
+    for s in steps:
+        if s["kind"] == "create":
+            touches.add(s["entity"])
+        elif s["kind"] == "each":
+            touches.add(s["select"]["entity"])
+        else:
+            owner = e.name
+            for hop in s["path"].split("->")[:-1]:
+                attr = spec.entity(owner).attribute(hop)
+                owner = attr.ref if attr is not None and attr.ref else owner
+            touches.add(owner)
+    rules = [r["text"].rstrip(".") for r in requires]
+    effects = [_step_text(spec, e, s) for s in steps]
+    extra = ""
+    if effects:
+        extra += " Also " + "; ".join(effects) + "."
+    if rules:
+        extra += " Refused unless: " + "; ".join(r[:1].lower() + r[1:] for r in rules) + "."
+    requires = [{k: v for k, v in r.items() if k != "reads"} for r in requires]
+    binding = {**tool.binding, "compound": {"requires": requires, "steps": steps, "touches": sorted(touches)}}
+    return tool.model_copy(
+        update={"binding": binding, "description": (tool.description.rstrip() + extra)[:1000]}
+    )
+
+
+def _value_text(v: dict[str, Any]) -> str:
+    if "const" in v:
+        return _words(str(v["const"]).lower())
+    if "path" in v:
+        return "its " + " of the ".join(
+            _words(h.removesuffix("_id")) for h in reversed(v["path"].split("->"))
+        )
+    if "clock" in v:
+        return "the current time" if v["clock"] == "now" else "today's date"
+    if "count" in v:
+        return f"the number of matching {_words(v['count']['entity'])} records"
+    if "sum" in v:
+        return f"the total {_words(v['attr'])} of matching {_words(v['sum']['entity'])} records"
+    return "the computed " + " ".join(_value_text(p) if isinstance(p, dict) else p for p in v["expr"])
+
+
+def _step_text(spec: EnvSpec, e: EntitySpec, s: dict[str, Any]) -> str:
+    text = _plain_step_text(spec, e, s)
+    when = s.get("when")
+    return (
+        f"{text} when {when['text'][:1].lower() + when['text'][1:].replace(' must be ', ' is ')}"
+        if when
+        else text
+    )
+
+
+def _plain_step_text(spec: EnvSpec, e: EntitySpec, s: dict[str, Any]) -> str:
+    if s["kind"] == "create":
+        return f"creates a {_words(s['entity'])} record"
+    if s["kind"] == "each":
+        sel = s["select"]
+        sets = " and ".join(f"{_words(a)} {_value_text(v)}" for a, v in s["fields"].items())
+        states = [f"{_or(w['in'])}" for w in sel["where"].values() if "in" in w]
+        still = f" still {' and '.join(states)}" if states else ""
+        return f"every {_words(sel['entity'])} of it{still} gets {sets}"
+    hops = s["path"].split("->")
+    where = " of the ".join(_words(h.removesuffix("_id")) for h in reversed(hops))
+    if s["kind"] == "set":
+        return f"sets the {where} to {_value_text(s['value'])}"
+    verb = "raises" if s["kind"] == "add" else "lowers"
+    return f"{verb} the {where} by {_value_text(s['value'])}"
+
+
+def guarded(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
+    """A generated create or assign that only links a record to live parents (and keeps their counts
+    and totals in step); a delete of a child that gives its share of those back."""
+    if tool.origin == "seed" or compound_of(tool) is not None:
+        return tool
+    e = spec.entity(tool.entity)
+    if tool.op == "create":
+        refs = [
+            a for a in e.attributes if a.type == "ref" and a.name in tool.binding.get("fields", {}).values()
+        ]
+        return _with_compound(
+            tool, _guard(spec, e, refs) + _agreement(spec, e, refs), _tally_steps(spec, e, refs, "add"), spec
+        )
+    if tool.op == "assign":
+        refs = [a for a in e.attributes if a.name == tool.binding.get("attr")]
+        return _with_compound(tool, _guard(spec, e, refs) + _agreement(spec, e, refs), [], spec)
+    if tool.op in ("update", "delete"):
+        # a record under an ended parent is frozen; an update states the cross-entity rules it must keep
+        written = set(tool.binding.get("fields", {}).values())
+        rules = [r for r in _cross_rules(spec, e) if r["reads"] & written] if tool.op == "update" else []
+        steps = (
+            _tally_steps(spec, e, [a for a in e.attributes if a.type == "ref"], "subtract")
+            if tool.op == "delete"
+            else []
+        )
+        return _with_compound(tool, _frozen_under(spec, e) + rules, steps, spec)
+    if tool.op == "transition" and _ended(str(tool.binding.get("value"))):
+        # a record ends only once nothing under it is still open (the `_and_open_` tools close both)
+        return _with_compound(tool, _no_open_children(spec, e), [], spec)
+    if tool.op == "transition" and not _ended(str(tool.binding.get("value"))):
+        # work on a record moves forward only while what it belongs to is alive
+        refs = [a for a in e.attributes if a.type == "ref" and not a.nullable]
+        lifecycle = [r for r in _guard(spec, e, refs) if r["kind"] != "compare" or "->" in r["left"]]
+        return _with_compound(tool, [r for r in lifecycle if "count" not in str(r.get("right"))], [], spec)
+    return tool
+
+
+def close_with_children(spec: EnvSpec, limit: int = 6) -> list[ToolSpec]:
+    """`close_<parent>_and_open_<children>`: a parent's lifecycle ends together with its open
+    children (each moves to its own closing value, where its lifecycle allows)."""
+    allowed: dict[str, dict[str, tuple[str, ...]]] = {
+        r.entity: dict(r.allowed) for r in spec.rules if r.kind == "transition" and r.entity
+    }
+    out: list[ToolSpec] = []
+    for parent in spec.entities:
+        status = parent.status_attribute
+        if status is None:
+            continue
+        moves = allowed.get(parent.name)
+        closing = next(
+            (
+                v
+                for v in CLOSING
+                if v in status.enum and (moves is None or any(v in t for t in moves.values()))
+            ),
+            None,
+        )
+        if closing is None:
+            continue
+        for child in spec.entities:
+            cstatus = child.status_attribute
+            link = next((a for a in child.attributes if a.type == "ref" and a.ref == parent.name), None)
+            if child.name == parent.name or cstatus is None or link is None:
+                continue
+            cmoves = allowed.get(child.name)
+            end = next((v for v in CHILD_CLOSING if v in cstatus.enum), None)
+            if end is None:
+                continue
+            live = [
+                v for v in open_values(child) if v != end and (cmoves is None or end in cmoves.get(v, ()))
+            ]
+            if not live:
+                continue
+            base = gen_transition(parent, closing)
+            verb = (
+                base.name.removesuffix("_" + parent.name)
+                if base.name.endswith("_" + parent.name)
+                else "close"
+            )
+            name = f"{verb}_{parent.name}_and_open_{child.table}"[:64]
+            tool = base.model_copy(
+                update={
+                    "name": name,
+                    "description": f"{_words(verb).capitalize()} a {_words(parent.name)} together with its open {_words(child.table)}: "
+                    f"the {_words(parent.name)} becomes {_words(closing)}.",
+                }
+            )
+            step = {
+                "kind": "each",
+                "select": {
+                    "entity": child.name,
+                    "where": {link.name: {"path": parent.key}, cstatus.name: {"in": live}},
+                },
+                "fields": {cstatus.name: {"const": end}},
+            }
+            out.append(_with_compound(tool, [], [step], spec))
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def from_behaviour(op: Operation, spec: EnvSpec) -> tuple[ToolSpec | None, Normalization]:
+    """A knowledge-base operation with declared behaviour, compiled onto this environment's state. A
+    behaviour that names what this state lacks falls back to the plain operation, with the reason."""
+    b: Behaviour = op.effects  # type: ignore[assignment]
+    tool, note = from_kb_operation(op.name, op.entity, op.kind, op.description, spec)
+    e = next((x for x in spec.entities if x.name == op.entity), None)
+    if e is None:
+        return tool, note
+    base: ToolSpec | None = tool
+    if b.do == "transition" or b.to is not None:
+        status = e.status_attribute
+        base = gen_transition(e, b.to, name=op.name) if status is not None and b.to in status.enum else None
+    elif b.do == "create" or (b.do is None and tool is not None and tool.op == "create"):
+        base = gen_create(e)
+    elif b.do == "update":
+        base = gen_update(e) or gen_get(e).model_copy(update={"op": "update", "kind": "write"})
+    elif b.do == "delete":
+        base = gen_delete(e)
+    if base is None:
+        return tool, note.model_copy(
+            update={"reason": note.reason + "; its behaviour does not fit this state"}
+        )
+    base = base.model_copy(update={"name": op.name[:64], "description": op.description, "origin": "kb"})
+    requires = [r.model_dump(exclude_none=True) for r in b.requires]
+    steps = [s.model_dump(exclude_none=True, exclude_defaults=True) | {"kind": s.kind} for s in b.steps]
+    for step, declared in zip(steps, b.steps, strict=True):
+        if declared.when is not None:
+            step["when"] = declared.when.model_dump(exclude_none=True)
+            step["when"]["text"] = step["when"].get("text") or _requirement_text(e, step["when"])
+    # a field the steps derive on the target itself is computed, not given: it is no argument
+    derived = {
+        st["path"] for st in steps if st["kind"] in ("set", "add", "subtract") and "->" not in st["path"]
+    }
+    if derived and base.op in ("create", "update"):
+        props = {
+            k: v
+            for k, v in base.parameters.get("properties", {}).items()
+            if base.binding.get("fields", {}).get(k) not in derived
+        }
+        fields = {k: v for k, v in base.binding.get("fields", {}).items() if v not in derived}
+        params = {
+            **base.parameters,
+            "properties": props,
+            "required": [r for r in base.parameters.get("required", []) if r in props],
+        }
+        base = base.model_copy(update={"parameters": params, "binding": {**base.binding, "fields": fields}})
+    missing = _missing(spec, e, requires, steps)
+    if missing:
+        return tool, note.model_copy(
+            update={"reason": note.reason + f"; plain, since the state lacks {missing}"}
+        )
+    for req in requires:
+        req["text"] = req.get("text") or _requirement_text(e, req)[:1].upper() + _requirement_text(e, req)[1:]
+    compiled = _with_compound(base, requires, steps, spec)
+    return compiled, Normalization(
+        candidate=op.name, origin="kb", fate="kept", tool=compiled.name,
+        reason=f"{compiled.op} on {e.name}"
+        + (f" with effects on {', '.join(compiled.binding['compound']['touches'])}" if "compound" in compiled.binding else ""),
+    )  # fmt: skip
+
+
+def _missing(
+    spec: EnvSpec, e: EntitySpec, requires: list[dict[str, Any]], steps: list[dict[str, Any]]
+) -> str | None:
+    """What a behaviour names that this state does not hold (an entity or attribute), if anything."""
+    names = {x.name: x for x in spec.entities}
+
+    def path_ok(path: str) -> bool:
+        owner: EntitySpec | None = e
+        for hop in path.split("->"):
+            attr = owner.attribute(hop) if owner is not None else None
+            if attr is None:
+                return False
+            owner = names.get(attr.ref or "") if attr.type == "ref" else None
+        return True
+
+    def value_ok(v: Any) -> bool:
+        if not isinstance(v, dict):
+            return True
+        if "path" in v:
+            return path_ok(v["path"])
+        if "expr" in v:
+            return all(value_ok(p) for p in v["expr"][0::2])
+        sel = v.get("sum") or v.get("count")
+        return (
+            sel is None
+            or sel_ok(sel)
+            and ("sum" not in v or names[sel["entity"]].attribute(v["attr"]) is not None)
+        )
+
+    def sel_ok(sel: dict[str, Any]) -> bool:
+        other = names.get(sel["entity"])
+        return other is not None and all(
+            other.attribute(a) is not None and ("in" in w or value_ok(w)) for a, w in sel["where"].items()
+        )
+
+    for r in requires:
+        if r["kind"] == "none" and not sel_ok(r["select"]):
+            return f"what requirement `none: {r['select']['entity']}` selects"
+        if r["kind"] != "none" and (not path_ok(r["left"]) or not value_ok(r.get("right"))):
+            return f"{r['left']}"
+    for s in steps:
+        when = s.get("when")
+        if when and when["kind"] != "none" and (not path_ok(when["left"]) or not value_ok(when.get("right"))):
+            return when["left"]
+        if s["kind"] in ("set", "add", "subtract") and (not path_ok(s["path"]) or not value_ok(s["value"])):
+            return s["path"]
+        if s["kind"] == "create":
+            side = names.get(s["entity"])
+            if side is None or any(
+                side.attribute(a) is None or not value_ok(v) for a, v in s["fields"].items()
+            ):
+                return f"the {s['entity']} fields"
+        if s["kind"] == "each":
+            other = names.get(s["select"]["entity"])
+            if (
+                not sel_ok(s["select"])
+                or other is None
+                or any(other.attribute(a) is None for a in s["fields"])
+            ):
+                return f"the {s['select']['entity']} selection"
+    return None
 
 
 def _coverage(spec: EnvSpec, offer: Any) -> None:
@@ -615,7 +1274,11 @@ def synthesize_toolset(
             offer(*from_seed_tool(seed_tool, spec, tool_entities))
     kb = load_knowledge().get(spec.coordinate.taxonomy_id) if kb_used else None
     for op in kb.operations if kb else ():
-        offer(*from_kb_operation(op.name, op.entity, op.kind, op.description, spec))
+        if op.effects is not None:
+            offer(*from_behaviour(op, spec))
+        else:
+            tool, note = from_kb_operation(op.name, op.entity, op.kind, op.description, spec)
+            offer(guarded(spec, tool) if tool is not None else None, note)
 
     # A seed of a service the knowledge base does not know (a real API outside its domains) that
     # brings a service's worth of operations is mirrored, not embellished: the platform adds only the
@@ -631,7 +1294,9 @@ def synthesize_toolset(
             if not ops & {"list", "search", "range"}:
                 offer(gen_list(e), None)
     else:
-        _coverage(spec, offer)
+        _coverage(spec, lambda tool, note: offer(guarded(spec, tool) if tool is not None else None, note))
+        for tool in close_with_children(spec):
+            offer(tool, None)
 
     if cfg.diversify and not seed_led:
         ranked = sorted(
@@ -656,13 +1321,42 @@ def synthesize_toolset(
 
     kept_tools = list(chosen.values())
     if len(kept_tools) > cfg.max_tools:
-        priority = {"seed": 0, "kb": 1, "diversified": 2, "generated": 3}
-        ordered = sorted(kept_tools, key=lambda t: (priority[t.origin], t.kind == "write", t.name))
-        keep = {t.name for t in ordered[: cfg.max_tools]} | {t.name for t in kept_tools if t.origin == "seed"}
-        # reads that writes depend on stay: every entity keeps its get_ and list_ tool
-        for t in kept_tools:
-            if t.name in (f"get_{t.entity}", f"list_{plural(t.entity)}"):
-                keep.add(t.name)
+        # after the seed's own: the domain's operations, the diversified shapes of the first entity
+        # (every hard shape stays represented), compound tools, then the rest
+        shaped = [t.name for t in kept_tools if t.origin == "diversified"][:6]
+
+        def rank(t: ToolSpec) -> int:
+            if t.origin in ("seed", "kb"):
+                return 0 if t.origin == "seed" else 1
+            if t.name in shaped:
+                return 2
+            # a delete is an entity's only way to remove a record, an overview its one structured
+            # multi-field read: they rank with the compound tools
+            return (
+                3
+                if compound_of(t) is not None or t.op in ("delete", "overview")
+                else 4
+                if t.origin == "diversified"
+                else 5
+            )
+
+        ordered = sorted(kept_tools, key=lambda t: (rank(t), t.kind == "write", t.name))
+        # the seed's tools and the reads that writes depend on (every entity's get_ and list_) stay;
+        # the rest fill what the bound leaves, in priority order
+        keep = {
+            t.name
+            for t in kept_tools
+            if t.origin == "seed" or t.name in (f"get_{t.entity}", f"list_{plural(t.entity)}")
+        }
+        # and every entity keeps a way to make a record (its best-ranked create)
+        for e in spec.entities:
+            creates = sorted((t for t in ordered if t.entity == e.name and t.op == "create"), key=rank)
+            if creates and not any(c.name in keep for c in creates):
+                keep.add(creates[0].name)
+        for t in ordered:
+            if len(keep) >= cfg.max_tools:
+                break
+            keep.add(t.name)
         for t in kept_tools:
             if t.name not in keep:
                 table.append(

@@ -51,6 +51,15 @@ CITIES = [
     "Tallinn",
 ]
 WORDS = ["alpha", "harbor", "summit", "cedar", "orbit", "maple", "vertex", "river", "quartz", "atlas", "nimbus", "coral", "falcon", "lumen", "pioneer", "beacon", "meridian", "canyon", "willow", "ember"]  # fmt: skip
+# Free text a schema leaves open, said the way a person of any domain would write it.
+NOTES = [
+    "Customer asked to move this to next week.", "Checked and confirmed, nothing further needed.",
+    "Waiting on the signed paperwork before we continue.", "Please call before delivery; the gate code changed.",
+    "Approved by the team lead after a second review.", "Duplicate of an earlier request, kept for reference.",
+    "Priority raised after a complaint from the client.", "Paid in full; receipt sent by e-mail.",
+    "Documents scanned and filed with the original.", "Follow up on Monday if there is no reply.",
+    "Needs a quote from the supplier before approval.", "Handled over the phone, no visit required.",
+]  # fmt: skip
 BASE_DAY = date(2026, 3, 2)
 BASE_MOMENT = datetime(2026, 3, 2, 9, 0)
 
@@ -239,9 +248,10 @@ def hint_string(name: str, rng: random.Random, index: int = 1) -> str:
     if re.search(r"(^|_)(id|sid|uid|key)$", n):
         return f"{rng.choice(WORDS)}-{index:03d}"
     if re.search("note|description|comment|reason|summary|details|body|message|text|content", n):
-        return f"{rng.choice(WORDS).title()} {rng.choice(WORDS)} follow-up {index}."
-    label = re.sub(r"[_\W]+", " ", name).strip().title()
-    return f"{rng.choice(WORDS).title()} {label} {index}".replace("  ", " ")
+        return rng.choice(NOTES)
+    from agentomnia.envs.semantic import QUALIFIERS, THEMES  # semantic builds on this module
+
+    return f"{rng.choice(QUALIFIERS)} {rng.choice(THEMES)}"
 
 
 def int_hint(name: str, rng: random.Random) -> int:
@@ -371,6 +381,11 @@ def _emit(items: Any, rng: random.Random, stretch: int, groups: dict[int, str]) 
     return "".join(out)
 
 
+@lru_cache(maxsize=2048)
+def _parsed(pattern: str) -> tuple[re.Pattern[str], Any]:
+    return re.compile(pattern), _sre.parse(pattern)
+
+
 def regex_string(
     pattern: str,
     rng: random.Random,
@@ -383,8 +398,7 @@ def regex_string(
     """A string that `re.search(pattern, ...)` finds (JSON Schema's semantics) with a length in
     [min_len, max_len] that `accept` takes, or None when none turns up in `tries` draws."""
     try:
-        compiled = re.compile(pattern)
-        parsed = _sre.parse(pattern)
+        compiled, parsed = _parsed(pattern)
     except (re.error, RecursionError, OverflowError, TypeError):
         return None
     stretch = max(3, min_len // 2)

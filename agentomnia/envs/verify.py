@@ -6,9 +6,12 @@
 - initialization: the class instantiates with s0, the state it holds is s0, and s0 keeps every
   field-level invariant (types, enums, references, rules);
 - tool: every tool is exercised by generated unit checks — a valid call succeeds and changes state
-  only as its spec says (reads change nothing; writes touch only their entity's table, and the
-  record reflects the arguments), and invalid calls (a missing argument, a wrong type, an unknown
-  id) return the protocol's error and leave the state exactly as it was;
+  only as its spec says (reads change nothing; writes touch only their entity's table, or for a
+  compound tool the tables its steps reach, each changed exactly as the spec's reference semantics
+  say, and the record reflects the arguments), and invalid calls (a missing argument, a wrong type,
+  an unknown id, and for a compound tool a call that breaks one of its requirements) return the
+  protocol's error (`precondition_failed` for a broken requirement) and leave the state exactly as
+  it was; every state a valid write leaves keeps every invariant;
 - environment: random multi-tool rollouts from s0 never reach a state that breaks an invariant or a
   reference, and replaying the same calls from the same s0 in a fresh session gives the same state
   hashes step by step.
@@ -25,9 +28,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentomnia.envs.calls import invalid_calls, valid_calls
-from agentomnia.envs.spec import EnvSpec, ToolSpec
-from agentomnia.envs.state import state_violations
+from agentomnia.envs.calls import breaking_calls, invalid_calls, target_view, valid_calls
+from agentomnia.envs.spec import (
+    EnvSpec,
+    ToolSpec,
+    apply_steps,
+    compound_of,
+    compound_value,
+    requirement_failure,
+)
+from agentomnia.envs.state import CLOCK, CLOCK_START, state_violations
 from agentomnia.records import ToolResult
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.conformance import ConformanceReport, check_env
@@ -136,6 +146,83 @@ def _already_so(tool: ToolSpec, args: Mapping[str, Any], table: Mapping[str, Any
     return all(record.get(attr) == args[p] for p, attr in fields.items() if p in args)
 
 
+def touched_tables(spec: EnvSpec, tool: ToolSpec) -> set[str]:
+    """The tables a write may change: its own entity's, and those its compound steps reach."""
+    found = compound_of(tool) or {}
+    return {spec.entity(tool.entity).table} | {spec.entity(n).table for n in found.get("touches", [])}
+
+
+def effect_problems(
+    spec: EnvSpec,
+    tool: ToolSpec,
+    args: Mapping[str, Any],
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    result: Any,
+) -> list[str]:
+    """What a compound tool's call did to each entity it touches, against the spec's reference
+    semantics (`spec.apply_steps`) run on the state before the call: every set, add, subtract and
+    `each` lands where it should and nowhere else, and every `create` step made exactly one linked
+    record with the declared values."""
+    found = compound_of(tool)
+    if found is None or not found.get("steps"):
+        return []
+    e = spec.entity(tool.entity)
+    data = result if isinstance(result, dict) else {}
+    key = data.get(e.key) if tool.op != "delete" else args.get(tool.binding.get("key", ""))
+    if key is None:
+        return [f"the call answered no {e.key}, so its effects cannot be traced"]
+    key = str(key)
+    now = str(before.get(CLOCK) or CLOCK_START)
+    staged = {k: dict(v) if isinstance(v, dict) else v for k, v in before.items()}
+    if tool.op == "create":
+        pre = dict(after.get(e.table, {}).get(key) or {})
+    else:
+        pre = target_view(spec, before, tool, args) or {}
+    staged[e.table] = {**staged.get(e.table, {}), key: pre}
+    expected = apply_steps(spec, staged, e.name, key, now, found["steps"])
+    if tool.op == "delete":
+        expected[e.table] = {k: v for k, v in expected[e.table].items() if k != key}
+    problems: list[str] = []
+    creates: dict[str, list[dict[str, Any]]] = {}
+    for step in found["steps"]:
+        if step["kind"] == "create":
+            creates.setdefault(step["entity"], [])
+            when = step.get("when")
+            if not when or requirement_failure(spec, staged, e.name, pre, when, now) is None:
+                creates[step["entity"]].append(step)
+    for name in found.get("touches", []):
+        table = spec.entity(name).table
+        if name in creates:
+            continue
+        want, got = expected.get(table) or {}, after.get(table) or {}
+        for k in sorted(set(want) | set(got)):
+            if want.get(k) != got.get(k):
+                diff = sorted(
+                    a
+                    for a in set(want.get(k) or {}) | set(got.get(k) or {})
+                    if (want.get(k) or {}).get(a) != (got.get(k) or {}).get(a)
+                )
+                problems.append(
+                    f"{table}[{k!r}] should differ from before only as the steps say; fields {diff[:4]} do not"
+                )
+                break
+    target = (expected.get(e.table) or {}).get(key) or pre
+    for side, steps in creates.items():
+        table = spec.entity(side).table
+        new = sorted(set(after.get(table) or {}) - set(before.get(table) or {}))
+        if len(new) != len(steps):
+            problems.append(f"expected {len(steps)} new {side} record(s), found {len(new)}")
+            continue
+        for k, step in zip(new, steps, strict=True):
+            record = after[table][k]
+            for attr, value in step["fields"].items():
+                want = compound_value(spec, expected, e.name, target, value, now)
+                if record.get(attr) != want and str(record.get(attr)) != str(want):
+                    problems.append(f"new {side} {k}: {attr} is {record.get(attr)!r}, the step says {want!r}")
+    return problems
+
+
 def check_tool(
     session: Session,
     spec: EnvSpec,
@@ -161,7 +248,7 @@ def check_tool(
     for args in valid_calls(spec, s0, tool, rng):
         candidates.append(args)
         rng_after.append(rng.getstate())
-    bad = invalid_calls(spec, s0, tool)
+    bad = invalid_calls(spec, s0, tool) + breaking_calls(spec, s0, tool)
     target = None if session.init_config == s0 else s0  # None: reset to the config it holds, s0
     batch = Batch()
     tried_at = batch.calls([(tool.name, args) for args in candidates], first_ok=True)
@@ -200,8 +287,10 @@ def check_tool(
         changed = _changed_tables(base, after)
         if not changed and not _reads_back(tool) and not _already_so(tool, args, base.get(table) or {}):
             failures.append(f"write succeeded but changed nothing: {args}")
-        elif changed - {table, "now"}:
-            failures.append(f"write touched tables beyond {table}: {sorted(changed - {table})}")
+        elif changed - touched_tables(spec, tool) - {"now"}:
+            allowed = touched_tables(spec, tool)
+            failures.append(f"write touched tables beyond {sorted(allowed)}: {sorted(changed - allowed)}")
+        failures += effect_problems(spec, tool, args, base, after, result.data)
         record = result.data if isinstance(result.data, dict) else {}
         for param, attr in tool.binding.get("fields", {}).items():
             if param in args and record.get(attr) != args[param] and tool.op in ("create", "update"):
@@ -230,6 +319,13 @@ def check_tool(
         for (what, _), result in zip(bad, refused, strict=True):
             if result.ok:
                 failures.append(f"accepted a call with {what}")
+            elif what == "breaks a requirement" and (
+                result.error is None or result.error.code != "precondition_failed"
+            ):
+                code = result.error.code if result.error else "?"
+                failures.append(
+                    f"a call that breaks a requirement was refused as {code}, not precondition_failed"
+                )
         if final_hash != base_hash:
             failures.append("a refused call changed the state")
             session.reset(s0)

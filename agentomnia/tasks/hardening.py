@@ -25,8 +25,9 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentomnia.envs.semantic import World
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
-from agentomnia.envs.state import make_value, repair_rules, state_violations
+from agentomnia.envs.state import make_value, repair_rules, state_violations, world_for
 
 State = dict[str, Any]
 
@@ -131,9 +132,12 @@ def _unique_attrs(spec: EnvSpec, entity: EntitySpec) -> set[str]:
     return {a for r in spec.rules if r.kind == "unique" and r.entity == entity.name for a in r.attrs}
 
 
-def _redraw(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, avoid: Any) -> Any:
+def _redraw(
+    attr: AttributeSpec, entity: EntitySpec, rng: random.Random, avoid: Any, world: World | None = None
+) -> Any:
+    """Another value of the attribute, from the domain's vocabulary (`world`) where there is one."""
     for _ in range(8):
-        value = make_value(attr, entity, rng, rng.randint(100, 999))
+        value = make_value(attr, entity, rng, rng.randint(100, 999), world=world)
         if value != avoid:
             return value
     return avoid
@@ -164,13 +168,15 @@ def _discriminator(entity: EntitySpec, exclude: set[str]) -> AttributeSpec | Non
     return None
 
 
-def _different(attr: AttributeSpec, entity: EntitySpec, rng: random.Random, current: Any) -> Any:
+def _different(
+    attr: AttributeSpec, entity: EntitySpec, rng: random.Random, current: Any, world: World | None = None
+) -> Any:
     if attr.type == "enum":
         others = [v for v in attr.enum if v != current]
         return rng.choice(others) if others else current
     if attr.type == "bool":
         return not current if isinstance(current, bool) else True
-    return _redraw(attr, entity, rng, current)
+    return _redraw(attr, entity, rng, current, world)
 
 
 def multi_candidate(
@@ -206,11 +212,11 @@ def multi_candidate(
         clone = copy.deepcopy(original)
         k = new_key(e, table)
         clone[e.key] = k
-        clone[pick.name] = _different(pick, e, rng, original.get(pick.name))
+        clone[pick.name] = _different(pick, e, rng, original.get(pick.name), world_for(spec, out))
         for u in sorted(uniques - {e.key}):  # sorted: a set's order changes with the hash seed
             attr = e.attribute(u)
             if attr is not None and attr.type not in ("ref",):
-                clone[u] = _redraw(attr, e, rng, original.get(u))
+                clone[u] = _redraw(attr, e, rng, original.get(u), world_for(spec, out))
         table[k] = clone
         added.append(k)
     notes = [
@@ -260,7 +266,7 @@ def distractor_injection(
                 moved = v + step * rng.choice((-2, -1, 1, 2))
                 clone[a.name] = max(moved, 0) if a.type == "money" else moved
             elif a.name in uniques:
-                clone[a.name] = _redraw(a, e, rng, v)
+                clone[a.name] = _redraw(a, e, rng, v, world_for(spec, out))
         for a in e.attributes:  # a shared link inside a uniqueness rule would clash: vary it
             if a.type == "ref" and a.name in uniques:
                 pool = sorted(_table(out, spec.entity(a.ref or "")))
@@ -362,11 +368,11 @@ def cross_entity_evidence(
     clone[parent.key] = k
     pick = _discriminator(parent, _unique_attrs(spec, parent))
     if pick is not None:
-        clone[pick.name] = _different(pick, parent, rng, source.get(pick.name))
+        clone[pick.name] = _different(pick, parent, rng, source.get(pick.name), world_for(spec, out))
     for u in sorted(_unique_attrs(spec, parent) - {parent.key}):
         attr = parent.attribute(u)
         if attr is not None and attr.type != "ref":
-            clone[u] = _redraw(attr, parent, rng, source.get(u))
+            clone[u] = _redraw(attr, parent, rng, source.get(u), world_for(spec, out))
     parents[k] = clone
     table[target][ref.name] = k
     notes = [f"{e.name} {target} now links ({ref.name}) to a new {parent.name} {k}; its facts live there"]
@@ -418,7 +424,7 @@ def aggregatable_history(
                 pool = sorted(_table(out, spec.entity(a.ref or "")))
                 rec[a.name] = pool[(i + 1) % len(pool)] if pool else rec.get(a.name)
             elif a.type in (*_NUMERIC, "date", "datetime", "enum") or a.name in uniques:
-                rec[a.name] = make_value(a, e, rng, len(table) + 1)
+                rec[a.name] = make_value(a, e, rng, len(table) + 1, world=world_for(spec, out))
         table[k] = rec
         added.append(k)
     repair_rules(spec, out)  # fresh amounts may exceed a range or a cross-record comparison
@@ -638,7 +644,7 @@ def _conflicting_value(
         value = min(max(value, low if low is not None else value), high if high is not None else value)
         if value != current:
             return value
-    return _different(attr, entity, rng, current)
+    return _different(attr, entity, rng, current, world_for(spec))
 
 
 def conflicting_target(spec: EnvSpec, entity: EntitySpec) -> bool:
@@ -730,7 +736,7 @@ def _break_tie(
     members = [a for name in attrs if (a := entity.attribute(name)) is not None]
     for a in sorted(members, key=lambda x: x.type == "ref"):
         if a.type != "ref":
-            twin[a.name] = _redraw(a, entity, rng, original.get(a.name))
+            twin[a.name] = _redraw(a, entity, rng, original.get(a.name), world_for(spec, state))
             return
         pool = sorted(_table(state, spec.entity(a.ref or "")))
         others = [k for k in pool if k != original.get(a.name)]

@@ -12,3 +12,8 @@ result_backend = os.environ.get("AGENTOMNIA_CELERY_BACKEND", "redis://127.0.0.1:
 # one step at a time per worker process: a step is minutes of CPU, not milliseconds
 worker_prefetch_multiplier = 1
 broker_connection_retry_on_startup = True
+# A step's message is acknowledged only once the step has run, and a worker process that dies mid-step
+# (an out-of-memory kill, a lost host) hands it back to the queue instead of failing it: another worker
+# runs the step again from its inputs, which earlier steps wrote whole.
+task_acks_late = True
+task_reject_on_worker_lost = True

@@ -1,6 +1,8 @@
 """One round on the many-machines deployment, on this machine: PostgreSQL instance storage, a Redis
 broker, two Celery workers, the daemon and the webserver (deploy/cluster.py), compared record for
-record with the same round run in a single process.
+record with the same round run in a single process. Midway, the worker process running one step is
+killed (SIGKILL, as an out-of-memory kill does): the step goes back to the queue, runs again, and the
+round still matches.
 
 The single-process run goes first; the deployment's home starts with a copy of its sentence
 embedding cache (text hash -> vector, a pure function of the text), which spares the workers the
@@ -19,9 +21,10 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pyarrow.parquet as pq
 import pytest
-from dagster import AssetKey, instance_for_test, materialize
+from dagster import AssetKey, DagsterEventType, instance_for_test, materialize
 
 from agentomnia.lineage import LineageStore
 from agentomnia.lineage.segments import SegmentStore
@@ -115,14 +118,47 @@ def _ui_run_status(cluster: deployment.Cluster, run_id: str) -> str:
         return str(json.load(resp)["data"]["runOrError"]["status"])
 
 
+KILLED_STEP = "dag_tasks"  # a step of several seconds, with steps before and after it
+
+
+def _kill_the_worker_process_running(cluster: deployment.Cluster, run_id: str, step: str) -> str:
+    """SIGKILL the Celery pool process executing `step` once it has started, as an out-of-memory kill
+    would; the worker's name."""
+    deadline = time.monotonic() + 1200
+    while step not in (workers := deployment.step_workers(cluster, run_id)):
+        assert time.monotonic() < deadline, f"step {step} never started"
+        time.sleep(0.5)
+    name = workers[step].split("@")[0]
+    time.sleep(1.0)  # inside the step
+    pool = psutil.Process(cluster.services[name].pid).children(recursive=True)
+    assert pool, f"{name} has no pool process"
+    for proc in pool:
+        proc.kill()
+    return name
+
+
+def _step_starts(cluster: deployment.Cluster, run_id: str, step: str) -> int:
+    with deployment.instance(cluster) as inst:
+        return sum(
+            1
+            for r in inst.all_logs(run_id, of_type=DagsterEventType.STEP_START)
+            if r.dagster_event is not None and r.dagster_event.step_key == step
+        )
+
+
 def test_a_round_runs_across_two_workers_and_matches_a_single_process_run(
     cluster: deployment.Cluster, single_process_home: Path
 ) -> None:
     started = time.perf_counter()
     run_id = deployment.launch_round(cluster, ROUND, RUN_CONFIG)
+    killed = _kill_the_worker_process_running(cluster, run_id, KILLED_STEP)
     final = deployment.wait_for_run(cluster, run_id, timeout_s=1500)
     TIMINGS["distributed_run_s"] = time.perf_counter() - started
     assert final == "SUCCESS", deployment.step_failures(cluster, run_id)
+    # the killed step went back to the queue and ran again, on whichever worker took it
+    assert _step_starts(cluster, run_id, KILLED_STEP) >= 2, (
+        f"{KILLED_STEP} was not rerun after {killed} lost it"
+    )
 
     # every asset step went through the broker, and both workers took a share
     workers = deployment.step_workers(cluster, run_id)

@@ -49,7 +49,7 @@ def test_every_candidate_has_a_recorded_fate_and_tools_are_sorted_and_unique(too
     assert len(toolset.tools) <= ToolsetConfig().max_tools
 
 
-def test_the_bound_drops_the_lowest_priority_tools_but_keeps_every_entitys_reads(
+def test_the_bound_drops_the_lowest_priority_tools_but_keeps_every_entitys_reads_and_a_create(
     space: tuple[EnvSpec, StateSpaceReport, Seed],
 ) -> None:
     spec, report, seed = space
@@ -58,7 +58,13 @@ def test_the_bound_drops_the_lowest_priority_tools_but_keeps_every_entitys_reads
     assert {t.name for t in seed.tools} <= names  # seed tools come first
     beyond = [t for t in small.tools if t.origin != "seed"]
     extra = len(small.tools) - SMALL_BOUND
-    assert extra > 0 and sum(t.name.startswith(("get_", "list_")) for t in beyond) >= extra
+    # what goes beyond the bound is every entity's reads and one way to make each entity's records
+    assert (
+        extra > 0 and sum(t.name.startswith(("get_", "list_")) or t.op == "create" for t in beyond) >= extra
+    )
+    full = synthesize_toolset(spec, [seed], report.tool_entities, ToolsetConfig())
+    creatable = {t.entity for t in full.tools if t.op == "create"}
+    assert creatable <= {t.entity for t in small.tools if t.op == "create"}
     removed = [n for n in small.table if n.fate == "removed" and "bound" in n.reason]
     assert removed and all(n.candidate not in names for n in removed)
     assert all(f"{SMALL_BOUND}-tool bound" in n.reason for n in removed)

@@ -85,3 +85,19 @@ def test_a_bundle_that_cannot_load_fails_before_serving(tmp_path: Path) -> None:
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2 and "cannot serve" in done.stderr and "os" in done.stderr
+
+
+def test_export_mcp_keeps_stdout_for_the_protocol_alone() -> None:
+    """`agentomnia export mcp` ends its session without a byte on stdout that is no MCP message."""
+    init = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "agentomnia.cli", "export", "mcp", str(MOCK_DIR)],
+        input=json.dumps(init) + "\n", capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines, "the server answered nothing"
+    assert all(json.loads(line).get("jsonrpc") == "2.0" for line in lines), done.stdout[-500:]

@@ -206,6 +206,7 @@ def test_report_shows_the_round_stage_by_stage(home: Path, tmp_path: Path) -> No
         "taxonomy",
         "environments",
         "tasks",
+        "realism",
         "trajectories",
         "training",
         "benchmark",
@@ -248,6 +249,10 @@ def test_report_shows_the_round_stage_by_stage(home: Path, tmp_path: Path) -> No
         "1",
         "0.5",
     ]
+
+    realism = section(page, "realism")  # each figure beside its target, from the round's own data
+    assert "distinct trigram share" in realism.lower() and "placeholder share" in realism.lower()
+    assert "&lt; 0.02" in realism
 
     training = section(page, "training")
     assert '<td class="n">0.75</td>' in training  # the SFT loss drop, (2.0 - 0.5) / 2.0
@@ -292,6 +297,7 @@ def test_an_empty_round_reports_every_section_missing(tmp_path: Path) -> None:
         "taxonomy",
         "environments",
         "tasks",
+        "realism",
         "trajectories",
         "training",
         "benchmark",
@@ -299,7 +305,7 @@ def test_an_empty_round_reports_every_section_missing(tmp_path: Path) -> None:
         "alignment",
     }
     assert "rounds with artifacts: r5" in section(rendered.html, "overview")
-    assert rendered.html.count('<span class="badge">not materialized</span>') == 9
+    assert rendered.html.count('<span class="badge">not materialized</span>') == 10
     assert not (root / "artifacts" / ENVIRONMENTS.name).exists()  # the report created nothing in the home
 
 

@@ -76,7 +76,7 @@ def amount_lookup_task(parcel: Parcel) -> Task:
     return Task(
         env_id=parcel.env_id, kind="dag_challenge", init_config=parcel.s0,
         coordinate=parcel.coordinate(["information_gathering"], ["structured_information"]),
-        query=f"What is the amount of claim {cid}? Tell me the amount.",
+        query=f"Get claim {cid} and tell me its amount.",
         reference_calls=(ReferenceCall(tool="get_claim", args={"claim_id": cid}, sources={"claim_id": "query"}),),
         expected_answer={"amount": claim["amount"]},
         rubric=(RubricItem(id="T1", text="Reports the claim amount.", scope="task",

@@ -28,12 +28,12 @@ from tests.fixtures.benchmark import make_task
 
 # solver-anchored tasks `tasks synth --kind solver --n 6 --seed 0` made before the registry existed
 SOLVER_IDS = {
-    "007c1b6bab92b078",
-    "031477b556d7427b",
-    "73af772511e7dbd6",
-    "c9b9306b9413d658",
-    "d4e43e269b89c3b4",
-    "ef0f4c14787ef0a6",
+    "2d5f698bd1733476",
+    "2e2c72f077b30df1",
+    "37ddc4654386b331",
+    "9ac833809f2d671e",
+    "9ec210a2654cdba6",
+    "e119677b880adcca",
 }
 
 

@@ -9,7 +9,10 @@ by rules a reader can check:
   quoted value never ends one). A sentence that says what to do in a recognisable form ("Create a X
   with a: ...; b 1.5", "Reassign X so its A is Y", "Point the A of X to Y", "Mark X as V",
   "Change the F to V of X", "Remove X", or an imperative tool verb such as "Approve claim CLA-1")
-  becomes one write step; a sentence listing `"field": description` pairs asks for a JSON answer.
+  becomes one write step; a sentence listing `"field": description` pairs asks for a JSON answer,
+  and so does a sentence that names one field in double quotes and describes it in its other words
+  ("Tell me how many claims shipment SH2-003 has as "claims""; "how many Xs R has" reads as "the
+  number of Xs of R", "R's A" as "the A of R").
 - Tools: for each step, write tools are scored by how many of the clause's named fields they take
   as parameters, whether they take the record the clause is about (its id prefix), whether their name
   carries the clause's verb or target state, and the embedding similarity of their text to the clause.

@@ -23,7 +23,8 @@ DESCRIPTIVE = frozenset(
 # only in a sentence that ends with a question mark ("Here is what I need done" asks nothing).
 _ASK_VERBS = frozenset({"tell", "give", "show", "list", "report"})
 MASKED = re.compile(r"qv(\d+)qv")  # a masked quoted string: one word, never an id, date or number
-_ID_NAME = re.compile(rf"({ID_PATTERN.pattern})\s*\([^()]*\)")  # "tag TAG-006 (Summit Tag 6)"
+# "tag TAG-006 (Summit Tag 6)"; a quoted field key in parentheses after an id is no label
+_ID_NAME = re.compile(rf"({ID_PATTERN.pattern})\s*\((?!qv\d+qv\))[^()]*\)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“']|qv\d)")
 _ANSWER_FIELD = re.compile(r"qv(\d+)qv\s*:\s*")
 _SETTING = r"(?:,\s*setting the\s+(?P<sets>.+))?"
@@ -43,7 +44,7 @@ _CLAUSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("transition", rf"^(?:please\s+)?mark\s+(?P<subject>.+?)\s+as\s+{_STATE}{_SETTING}$"),
         ("transition", rf"^(?:please\s+)?move\s+(?P<subject>.+?)\s+to\s+{_STATE}{_SETTING}$"),
         ("transition", rf"^(?P<subject>.+?)\s+should now be\s+{_STATE}{_SETTING}$"),
-        ("update", r"^(?:please\s+)?change the\s+(?P<sets>.+\s+to\s+\S+)\s+of\s+(?P<subject>.+)$"),
+        ("update", r"^(?:please\s+)?change the\s+(?P<sets>.+\s+to\s+\S+)\s+(?:of|on|for)\s+(?P<subject>.+)$"),
         ("update", r"^for\s+(?P<subject>.+?),\s*set the\s+(?P<sets>.+)$"),
         ("update", r"^(?:please\s+)?update\s+(?P<subject>.+?):\s*(?P<sets>.+)$"),
     )
@@ -63,10 +64,38 @@ class Ref:
     inner: tuple[Ref, ...] = ()
 
 
+def _resolve_that(text: str) -> str:
+    """ "that <kind>" replaced by the record of that kind last named by its id ("Move alert delivery
+    AL4-013 to failed. Mark that alert delivery as ..." -> "... Mark the alert delivery AL4-013 as ...");
+    a "that <kind>" with no such record before it stays as written."""
+    named: dict[str, str] = {}
+    out: list[str] = []
+    pos = 0
+    pattern = re.compile(
+        rf"\b(?P<that>that\s+(?P<kind>[a-z]+(?:\s+[a-z]+){{0,2}}))\b|(?P<id>{ID_PATTERN.pattern})"
+    )
+    for m in pattern.finditer(text):
+        if m.group("id"):
+            before = words_of(text[max(0, m.start() - 40) : m.start()])
+            for n in (1, 2, 3):
+                if len(before) >= n:
+                    named[" ".join(before[-n:])] = f"the {' '.join(before[-n:])} {m.group('id')}"
+            continue
+        kind = m.group("kind").split()
+        for n in range(len(kind), 0, -1):  # the longest kind named before ("that alert delivery's")
+            key = " ".join(kind[:n])
+            if key in named:
+                out.append(text[pos : m.start()] + named[key])
+                pos = m.start() + len("that ") + len(key)
+                break
+    return "".join(out) + text[pos:]
+
+
 def parse_ref(text: str, quoted: Sequence[str]) -> tuple[Ref, ...]:
     """The readings of a reference phrase, most likely first (several when "of" could split it
-    more than one way, as in "the date of birth of patient PAT-001")."""
-    phrase = text.strip().rstrip(".")
+    more than one way, as in "the date of birth of patient PAT-001"); a possessive ("order
+    ORD-1's customer") reads as "the customer of order ORD-1"."""
+    phrase = _of_form(text.strip().rstrip("."))
     lowered = phrase.casefold()
     spelled = ID_PATTERN.fullmatch(phrase.split()[-1]) if phrase.split() else None
     if spelled and not (set(words_of(lowered)) & DESCRIPTIVE) and " of " not in f" {lowered} ":
@@ -172,10 +201,11 @@ def _imperative_verbs(sentence: str, writes: Sequence[ToolView]) -> tuple[str, .
 def parse_request(request: str, writes: Sequence[ToolView] = ()) -> Plan:
     """Steps, answer fields and whether a free-text question is asked, from the user's words."""
     masked, quoted = mask_quotes(request)
-    masked = _ID_NAME.sub(r"\1", masked)
+    masked = _resolve_that(_ID_NAME.sub(r"\1", masked))
     steps: list[Step] = []
     fields: list[AnswerField] = []
     questions = False
+    previous = ""
     for raw in _SENTENCE_END.split(masked.replace("\n", " ")):
         sentence = raw.strip()
         if not sentence:
@@ -188,6 +218,11 @@ def parse_request(request: str, writes: Sequence[ToolView] = ()) -> Plan:
                 text = sentence[m.end() : end].strip().rstrip(";.").strip()
                 fields.append(AnswerField(quoted[int(m.group(1))], text))
             continue
+        asked = _asked_field(sentence, quoted, request, previous)
+        previous = sentence
+        if asked is not None:
+            fields.append(asked)
+            continue
         clause = sentence.rstrip(".!").strip()
         step = _step_of(clause, quoted, writes)
         if step is not None:
@@ -197,6 +232,83 @@ def parse_request(request: str, writes: Sequence[ToolView] = ()) -> Plan:
     if not steps and not fields:
         questions = True
     return Plan(request, tuple(quoted), tuple(steps), tuple(fields), questions)
+
+
+# Words around a field a sentence asks for ("Tell me X as "k"", "Let me know X ("k")"): what is
+# left once they are gone is the description of the value.
+_ASK_LEAD = re.compile(
+    r"^(?:(?:also|please|and|now|then|so)\s+)*(?:could you\s+|can you\s+|i'd like to\s+|i would like to\s+)?"
+    r"(?:tell me|let me know|find out|know|check|i need|put|work out|read off|what is|what's|give me|report|should be)\s+",
+    re.IGNORECASE,
+)
+_ASK_TAIL = re.compile(
+    r"(?:[\s(;,]+(?:as|under|in|for|call it|answer under|and give it as|use|for it|for me|should be))*[\s()?.!;,]*$",
+    re.IGNORECASE,
+)
+
+
+def _asked_field(
+    sentence: str, quoted: Sequence[str], request: str, previous: str = ""
+) -> AnswerField | None:
+    """A sentence that asks for one field by its key in double quotes, anywhere in the sentence,
+    with the rest of the sentence describing the value; counts asked as questions ("how many Xs
+    there are", "how many Xs R has") read as "the number of ...", a possessive ("R's A") as "the A of R"."""
+    keys = [
+        m
+        for m in MASKED.finditer(sentence)
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", quoted[int(m.group(1))])
+        and f'"{quoted[int(m.group(1))]}"' in request
+    ]
+    if len(keys) != 1:
+        return None
+    key = keys[0]
+    name = quoted[int(key.group(1))]
+    before, after = sentence[: key.start()].strip(), sentence[key.end() :].strip()
+    text = before.split(";")[0] if ";" in before else f"{before} {after}".strip()
+    text = _ASK_LEAD.sub("", _ASK_TAIL.sub("", text).strip()).strip()
+    if re.fullmatch(r"(?:call it|answer|answer under|name it)?", text, re.IGNORECASE) and previous.endswith(
+        "?"
+    ):
+        text = _ASK_LEAD.sub("", previous.rstrip("?").strip()).strip()  # "What is X? Call it "k"."
+    if not text or "json" in text.casefold():  # the format sentence names a key, it asks nothing
+        return None
+    linked = re.fullmatch(r"how many (?P<what>.+?) are linked to (?P<ref>.+)", text, re.IGNORECASE)
+    count = _count_question(text)
+    if linked:
+        text = f"the number of {linked.group('what')} linked to {_of_form(linked.group('ref'))}"
+    elif count:
+        what, owner = count
+        text = f"the number of {what}" + (f" of {_of_form(owner)}" if owner else "")
+    else:
+        text = _of_form(text)
+    return AnswerField(name, text)
+
+
+def _count_question(text: str) -> tuple[str, str] | None:
+    """("claims", "the shipment SH2-003") for "how many claims the shipment SH2-003 has", ("claims", "")
+    for "how many claims there are"; None for anything else. The owner is the shortest tail that
+    starts like a record ("that", "the", "those", "whichever")."""
+    m = re.fullmatch(r"how many (?P<rest>.+?)(?P<end> there are(?: in total)?| has)", text, re.IGNORECASE)
+    if m is None:
+        return None
+    rest = m.group("rest").split()
+    if m.group("end") != " has":
+        return " ".join(rest), ""
+    for i in range(1, len(rest)):
+        owner = rest[i:]
+        if owner[0] in ("that", "the", "those", "whichever"):
+            return " ".join(rest[:i]), " ".join(owner)
+    return None
+
+
+def _of_form(phrase: str) -> str:
+    """A possessive said with "of": "that order's customer's name" -> "the name of the customer of
+    that order"."""
+    parts = phrase.split("'s ")
+    if len(parts) == 1:
+        return phrase
+    nouns = [p.strip().removeprefix("the ") for p in reversed(parts[1:])]
+    return " of ".join(f"the {n}" for n in nouns) + f" of {parts[0].strip()}"
 
 
 def _step_of(clause: str, quoted: Sequence[str], writes: Sequence[ToolView]) -> Step | None:

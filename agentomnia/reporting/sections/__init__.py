@@ -9,7 +9,7 @@ from agentomnia.reporting.model import Section
 from agentomnia.reporting.reader import RoundReader
 from agentomnia.reporting.sections.benchmark import benchmark
 from agentomnia.reporting.sections.evolution import alignment, prds
-from agentomnia.reporting.sections.pipeline import environments, overview, tasks, taxonomy
+from agentomnia.reporting.sections.pipeline import environments, overview, realism, tasks, taxonomy
 from agentomnia.reporting.sections.runs import training, trajectories
 
 Builder = Callable[[RoundReader, Section], None]
@@ -19,6 +19,7 @@ SECTIONS: tuple[tuple[str, str, Builder], ...] = (
     ("taxonomy", "Taxonomy coverage", taxonomy),
     ("environments", "Environments", environments),
     ("tasks", "Tasks", tasks),
+    ("realism", "Realism of worlds, tools and requests", realism),
     ("trajectories", "Trajectories", trajectories),
     ("training", "Training", training),
     ("benchmark", "OmniaBench", benchmark),

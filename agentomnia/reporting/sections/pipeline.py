@@ -253,3 +253,42 @@ def tasks(r: RoundReader, s: Section) -> None:
             open_=True,
         )
     )
+
+
+def realism(r: RoundReader, s: Section) -> None:
+    """How real the round's worlds, tools and requests read (`agentomnia.realism`), beside the targets."""
+    from html import escape
+    from pathlib import Path
+
+    from agentomnia.realism import TARGETS, read_bundles, realism_figures
+
+    if not r.need(s, "environments", ENVIRONMENTS):
+        return
+    worlds = read_bundles(Path(e["path"]) for e in r.artifacts.environments() if e.get("path"))
+    queries = [t.query for t in r.tasks()]
+    if not queries:
+        s.lack("task requests", f"no task stage materialized for this round ({r.task_stage_names()})")
+    figures = realism_figures(worlds, queries)
+    rows = [
+        {
+            "figure": label(name),
+            "value": figures.get(name),
+            "target": f"{op} {bound:.3g}",
+            "met": "yes" if figures["meets"].get(name) else "no",
+        }
+        for name, (op, bound) in TARGETS.items()
+    ]
+    s.add(table(rows, caption="realism of the round's data"))
+    others = {
+        label(k): v
+        for k, v in figures.items()
+        if k not in TARGETS and isinstance(v, (int, float)) and k != "meets"
+    }
+    s.add(pairs(others, caption="counts behind the figures"))
+    if figures.get("placeholder_examples"):
+        s.add(
+            details(
+                "placeholder values still present",
+                "<br>".join(escape(x) for x in figures["placeholder_examples"]),
+            )
+        )

@@ -25,6 +25,8 @@ def words(name: str) -> str:
 
 def plural(name: str) -> str:
     w = words(name)
+    if w.endswith(("sales", "series", "news", "data")):
+        return w  # already plural, or the same in both
     if w.endswith("y") and not w.endswith(("ay", "ey", "oy")):
         return w[:-1] + "ies"
     return w + ("es" if w.endswith(("s", "x", "ch", "sh")) else "s")
@@ -100,4 +102,7 @@ def describe_record(
             head = f"the {words(entity.name)} {'named' if 'name' in attr else 'called'} {say(record[attr])}"
         else:
             parts.append(cue(entity, attr, record[attr]))
-    return head + (" with " + " and ".join(parts) if parts else "")
+    if not parts:
+        return head
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{head} with {listed}"

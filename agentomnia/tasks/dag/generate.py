@@ -20,12 +20,24 @@ from typing import Any
 import networkx as nx
 
 from agentomnia.envs.calls import _precondition_ok as precondition_ok
-from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec
-from agentomnia.envs.state import make_value
+from agentomnia.envs.calls import requirement_problem
+from agentomnia.envs.semantic import World
+from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec, compound_of
+from agentomnia.envs.state import make_value, world_for
 from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
 from agentomnia.tasks.dag.describe import cue, describe_record, plural, say, words
 from agentomnia.tasks.dag.graph import carries_value, edge_data
+from agentomnia.tasks.dag.phrasing import (
+    article,
+    ask,
+    context,
+    count_question,
+    demonstrative,
+    is_handle,
+    key_words,
+    possessive,
+)
 from agentomnia.tasks.dag.sampling import ToolGroup
 
 _SCALAR = ("str", "int", "float", "money", "enum", "bool", "date")
@@ -50,6 +62,7 @@ class Executed:
     data: Any
     focus: tuple[str, str] | None  # (entity, key) of the record the call is about
     phrase: str | None  # how the description refers to that record
+    handle: str | None = None  # how later steps of its chain refer to it, once the request has named it
 
 
 @dataclass
@@ -62,6 +75,7 @@ class Reported:
     step: int | None = None
     items: list[dict[str, Any]] | None = None  # list outputs, for FILTER/EXTRACT
     subject: str = ""  # the records a count is about ("the play events of ..."), for FILTER/EXTRACT
+    unit: str = ""  # what the number measures ("count:tracks", "attr:duration"); only like units are combined
 
 
 @dataclass
@@ -75,7 +89,22 @@ class Generated:
     chains_run: list[list[str]] = field(default_factory=list)
 
 
-def _answer_key(taken: Mapping[str, Any] | Sequence[str], base: str) -> str:
+def _listing(parts: Sequence[str]) -> str:
+    """`a`, `b`, `c` -> "a, b and c"."""
+    parts = [p for p in parts if p]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
+
+
+def _detail(part: str) -> str:
+    """A create detail as said in a sentence: a reference whose record phrase already names its
+    kind drops the label (`employee: the employee named 'X'` -> "the employee named 'X'")."""
+    label, sep, phrase = part.partition(": ")
+    if sep and set(label.split()) <= set(phrase.replace("'s", " ").split()[:6]):
+        return phrase
+    return f"{label} set to {phrase}" if sep else part
+
+
+def _answer_key(taken: Mapping[str, Any] | Sequence[str] | set[str], base: str) -> str:
     if base not in taken:
         return base
     n = 2
@@ -193,18 +222,29 @@ class Generator:
         *,
         allow_ids: bool,
         preferred: Mapping[str, Sequence[str]] | None = None,
+        wording: random.Random | None = None,
     ) -> None:
         self.spec = spec
         self.session = session
         self.graph = graph
         self.rng = rng
+        # wording draws come from their own generator, so how a request is phrased never changes
+        # which records, values or questions the task is made of
+        self.wording = wording or random.Random(f"wording:{hash(rng.getstate()[1])}")
         self.allow_ids = allow_ids
         self.preferred = {k: list(v) for k, v in (preferred or {}).items()}
         self.initial = session.state()
+        self._world: World | None = None
         # The session's state as last fetched; grounding reads it many times between calls (every
         # candidate record's preconditions), so it is fetched again only after a write or a restore.
         self._live: dict[str, Any] | None = self.initial
         self.out = Generated()
+        # step index -> (clauses written when its handle was given, the noun the handle stands for)
+        self._marks: dict[int, tuple[int, str]] = {}
+        # answer field names must not spell a tool name or a parameter key (the leakage check)
+        self._code_words = {t.name.casefold() for t in spec.tools} | {
+            p.casefold() for t in spec.tools for p in t.parameters.get("properties", {})
+        }
 
     def live_state(self) -> dict[str, Any]:
         """The session's current state (treat as read-only: it is shared until the next write)."""
@@ -293,6 +333,16 @@ class Generator:
     def _admits(self, tool: ToolSpec, record: Mapping[str, Any]) -> bool:
         if not precondition_ok(self.spec, self.live_state(), tool, record):
             return False
+        key = tool.binding.get("key")
+        entity = self.spec.entity(tool.entity)
+        # a compound tool's requirements across records (the shipment must be in transit...)
+        if (
+            key
+            and compound_of(tool) is not None
+            and tool.op != "create"
+            and requirement_problem(self.spec, self.live_state(), tool, {key: record.get(entity.key)})
+        ):
+            return False
         if tool.op != "transition":
             return True
         attr, target = tool.binding.get("attr"), tool.binding.get("value")
@@ -332,7 +382,9 @@ class Generator:
             return None
         if attr.type in ("str", "text", "date", "datetime", "enum"):
             for _ in range(6):
-                value = make_value(attr, entity, self.rng, self.rng.randint(2, 98))
+                if self._world is None:  # the domain's vocabulary, the state's names taken
+                    self._world = world_for(self.spec, self.initial)
+                value = make_value(attr, entity, self.rng, self.rng.randint(2, 98), world=self._world)
                 if value != current and value is not None:
                     return value
         return None
@@ -398,7 +450,7 @@ class Generator:
         parts = path.split(".")[1:]
         host = self.spec.entity(prev.tool.entity)
         entity = self.spec.entity(entity_name)
-        that = prev.phrase or f"that {words(host.name)}"
+        that = self._handle(prev) or prev.phrase or demonstrative(host.name)
         if parts[0] == "items[]":
             items = [i for i in data.get("items", []) if isinstance(i, dict)]
             picked = self._pick_item(host, items)
@@ -406,29 +458,31 @@ class Generator:
                 return None
             index, how = picked
             value = items[index].get(parts[1])
-            chosen = (
-                f"the only one of {that}"
-                if how.startswith("(")
-                else f"the {words(host.name)} {how} among {that}"
-            )
-            phrase = chosen if parts[1] == host.key else f"the {words(self._ref_word(parts[1]))} of {chosen}"
+            if how.startswith("("):
+                chosen = f"the only one of {that}"
+            elif self.wording.random() < 0.5:
+                chosen = f"whichever of {that} has {how.removeprefix('with ')}"
+            else:
+                chosen = f"the {words(host.name)} {how} among {that}"
+            phrase = chosen if parts[1] == host.key else possessive(chosen, words(self._ref_word(parts[1])))
             return (value, f"data.items[{index}].{parts[1]}", phrase) if isinstance(value, str) else None
         if parts[0] == "related":
             ids = data.get("related", {}).get(parts[1].rstrip("[]"), [])
             if len(ids) != 1:
                 return None
-            return (
-                ids[0],
-                f"data.related.{parts[1].rstrip('[]')}[0]",
-                f"the only {words(entity.name)} of {that}",
+            only = (
+                f"{that}'s only {words(entity.name)}"
+                if is_handle(that)
+                else f"the only {words(entity.name)} of {that}"
             )
+            return ids[0], f"data.related.{parts[1].rstrip('[]')}[0]", only
         record = data.get("record", {}) if parts[0] == "record" else data
         attr = parts[-1]
         value = record.get(attr) if isinstance(record, dict) else None
         if not isinstance(value, str):
             return None
         concrete = ".".join(["data", *parts])
-        phrase = that if attr == host.key else f"the {words(self._ref_word(attr))} of {that}"
+        phrase = that if attr == host.key else possessive(that, words(self._ref_word(attr)))
         return value, concrete, phrase
 
     @staticmethod
@@ -488,7 +542,7 @@ class Generator:
                     in_phrase if tool.op == "assign" else f"{words(self._ref_word(param))}: {in_phrase}"
                 )
                 if tool.op in ("list", "search", "range"):
-                    phrase = f"the {plural(entity.name)} of {in_phrase}"
+                    phrase = possessive(in_phrase, plural(entity.name))
         if tool.op == "manage":
             raise Reject(
                 "grounding", f"{tool.name} is a mode-selector tool; DAG chains use single-purpose tools"
@@ -618,8 +672,42 @@ class Generator:
                 )
                 self.out.dag.link(f"c{prev.index}", f"c{step.index}", kind)
             self._describe_step(step, extra, last=pos == len(chain) - 1)
+            if pos < len(chain) - 1:
+                self._introduce(step)
             prev = step
         self.out.dag.chains.append(nodes)
+
+    def _introduce(self, step: Executed) -> None:
+        """Name the record (or the list) a chain goes on from once, so later steps can say "that
+        <entity>" ("those <entities>") instead of repeating the whole description.
+
+        A write has already named its record in its own sentence; a read gets a short sentence of
+        its own. A later step uses the handle only while nothing else of the same kind has been
+        mentioned since (`_handle`), so a reference never becomes ambiguous."""
+        phrase = step.phrase
+        if phrase is None or is_handle(phrase):
+            return
+        entity = self.spec.entity(step.tool.entity)
+        if step.focus is not None:
+            noun, handle = words(entity.name), demonstrative(entity.name)
+        elif step.tool.op in ("list", "search", "range") and (" of " in phrase or "'s " in phrase):
+            noun, handle = plural(entity.name), f"those {plural(entity.name)}"
+        else:
+            return
+        if step.tool.kind != "write":
+            self.out.clauses.append(context(self.wording, phrase))
+        step.handle = handle
+        self._marks[step.index] = (len(self.out.clauses), noun)
+
+    def _handle(self, step: Executed) -> str | None:
+        """`step.handle` while it still points at one thing: nothing else of its kind named since."""
+        if step.handle is None or step.index not in self._marks:
+            return None
+        mark, noun = self._marks[step.index]
+        since = " ".join(self.out.clauses[mark:]).casefold()
+        noun = noun.casefold()
+        word = step.handle.split()[0]
+        return step.handle if since.count(noun) == since.count(f"{word} {noun}") else None
 
     def _output_for(self, tool: ToolSpec, key: str) -> Any:
         """What a call about one record returns, as far as the next step can use it, worked out from
@@ -685,21 +773,25 @@ class Generator:
 
     def _describe_step(self, step: Executed, extra: list[str], *, last: bool) -> None:
         tool, entity = step.tool, self.spec.entity(step.tool.entity)
-        phrase = step.phrase or f"that {words(entity.name)}"
+        phrase = step.phrase or demonstrative(entity.name)
         op = tool.op
+        choose = self.wording.choice
         if tool.kind == "write":
             if op == "create":
                 step.focus = (entity.name, str((step.data or {}).get(entity.key)))
                 step.phrase = f"the new {words(entity.name)}"
-                detail = "; ".join(extra)
-                text = self.rng.choice(
+                detail = _listing([_detail(part) for part in extra]) or "the usual defaults"
+                text = choose(
                     (
-                        "Please add a new {e} ({d}).",
-                        "Create a {e} record with {d}.",
-                        "Register a new {e}: {d}.",
+                        "Please add a new {e} with {d}.",
+                        "Create {a} with {d}.",
+                        "I need a new {e} set up: {d}.",
+                        "Register a new {e} with {d}.",
+                        "Can you open a new {e}? It should have {d}.",
                     )
                 )
-                self.out.clauses.append(text.format(e=words(entity.name), d=detail or "default details"))
+                noun = words(entity.name)
+                self.out.clauses.append(text.format(e=noun, a=article(noun), d=detail))
                 self.out.objectives.append(
                     {
                         "step": step.index,
@@ -717,34 +809,57 @@ class Generator:
                 for p, v in step.args.items()
                 if step.sources.get(p) == "query" and p in tool.binding.get("fields", {})
             ]
-            setting = " and ".join(f"{f} to {v}" for f, v in set_fields)
+            its = _listing([f"its {f} is {v}" for f, v in set_fields])
+            upper = phrase[:1].upper() + phrase[1:]
             if op == "update":
-                text = self.rng.choice(
-                    ("Change the {d} of {p}.", "For {p}, set the {d}.", "Please update {p}: {d}.")
+                text = choose(
+                    (
+                        "Change the {d} on {p}.",
+                        "For {p}, set the {d}.",
+                        "Please update {p} so {its}.",
+                        "{P} needs updating: {its} now.",
+                        "Could you fix {p}? {Its}.",
+                    )
                 )
-                detail = " and ".join(f"{f} to {v}" for f, v in set_fields)
-                if text.startswith("Change"):
-                    detail = " and the ".join(f"{f} to {v}" for f, v in set_fields)
-                self.out.clauses.append(text.format(d=detail, p=phrase))
-            elif op == "transition":
-                value = tool.binding["value"]
-                text = self.rng.choice(("Mark {p} as {v}.", "Move {p} to {v}.", "{P} should now be {v}."))
-                clause = text.format(p=phrase, P=phrase[:1].upper() + phrase[1:], v=words(str(value)))
-                self.out.clauses.append(clause[:-1] + f", setting the {setting}." if setting else clause)
-            elif op == "assign":
-                text = self.rng.choice(("Reassign {p} so its {a} is {t}.", "Point the {a} of {p} to {t}."))
+                detail = _listing([f"{f} to {v}" for f, v in set_fields])
                 self.out.clauses.append(
-                    text.format(p=phrase, a=words(self._ref_word(tool.binding["attr"])), t=extra[-1])
+                    text.format(d=detail, p=phrase, P=upper, its=its, Its=its[:1].upper() + its[1:])
+                )
+            elif op == "transition":
+                value = words(str(tool.binding["value"]))
+                text = choose(
+                    (
+                        "Mark {p} as {v}.",
+                        "Move {p} to {v}.",
+                        "{P} should now be {v}.",
+                        "Please set {p} to {v}.",
+                        "{P} can be marked {v} now.",
+                    )
+                )
+                clause = text.format(p=phrase, P=upper, v=value)
+                self.out.clauses.append(clause[:-1] + f", and make sure {its}." if its else clause)
+            elif op == "assign":
+                text = choose(
+                    (
+                        "Reassign {p} so its {a} is {t}.",
+                        "Point the {a} of {p} to {t}.",
+                        "{P} should go to {t} as its {a}.",
+                        "Switch the {a} on {p} over to {t}.",
+                    )
+                )
+                self.out.clauses.append(
+                    text.format(p=phrase, P=upper, a=words(self._ref_word(tool.binding["attr"])), t=extra[-1])
                 )
             elif op == "delete":
-                text = self.rng.choice(
+                text = choose(
                     (
                         "Remove {p}.",
                         "Delete {p}; it is no longer needed.",
                         "Please take {p} out of the system.",
+                        "{P} can go, so please delete it.",
                     )
                 )
-                self.out.clauses.append(text.format(p=phrase))
+                self.out.clauses.append(text.format(p=phrase, P=upper))
             self.out.objectives.append(
                 {"step": step.index, "table": entity.table, "key": step.focus[1], "mention": phrase, "op": op}
             )
@@ -753,9 +868,25 @@ class Generator:
             return  # an identifying read: its phrase lives on in the next step's words
         self._report(step, phrase)
 
+    def _key(self, *candidates: str) -> str:
+        """The first answer field name among `candidates` (words joined by `_`) that is free and
+        spells no tool name or parameter key; a numbered one when none is."""
+        taken = {r.field for r in self.out.reports}
+        names = [k for k in (key_words(c) for c in candidates) if k]
+        for name in names:
+            if name not in taken and ("_" not in name or name not in self._code_words):
+                return name
+        base, n = names[0] if names else "answer", 2
+        while f"{base}_{n}" in taken:
+            n += 1
+        return f"{base}_{n}"
+
+    def _ask(self, reported: Reported, noun: str) -> None:
+        self.out.reports.append(reported)
+        self.out.clauses.append(ask(self.wording, noun, reported.field))
+
     def _report(self, step: Executed, phrase: str) -> None:
         tool, entity, data = step.tool, self.spec.entity(step.tool.entity), step.data
-        fields = [r.field for r in self.out.reports]
         node = f"c{step.index}"
         if tool.op in ("get", "lookup") or (tool.op == "overview" and self.rng.random() < 0.5):
             record = data.get("record", data) if isinstance(data, dict) else {}
@@ -771,24 +902,21 @@ class Generator:
                 raise Reject("grounding", f"{tool.name} returns nothing reportable for {phrase}")
             numeric = [a for a in attrs if a.type in _NUMERIC]
             a: AttributeSpec = self.rng.choice(numeric or attrs)
-            key = _answer_key(fields, "amount" if a.type in _NUMERIC else "value")
-            self.out.reports.append(
+            noun = possessive(phrase, words(a.name))
+            key = self._key(a.name, f"current {a.name}", f"{entity.name} {a.name}")
+            self._ask(
                 Reported(
-                    node,
-                    key,
-                    record[a.name],
-                    f"the {words(a.name)} of {phrase}",
-                    a.type in _NUMERIC,
-                    step.index,
-                )
+                    node, key, record[a.name], noun, a.type in _NUMERIC, step.index, unit=f"attr:{a.name}"
+                ),
+                noun,
             )
         elif tool.op == "overview":
             counts = data.get("counts", {}) if isinstance(data, dict) else {}
             if not counts:
                 raise Reject("grounding", f"{tool.name} shows no related records for {phrase}")
             table = self.rng.choice(sorted(counts))
-            key = _answer_key(fields, "count")
-            self.out.reports.append(
+            key = self._key(f"{table} count", f"linked {table}", f"{entity.name} {table}")
+            self._ask(
                 Reported(
                     node,
                     key,
@@ -796,14 +924,16 @@ class Generator:
                     f"the number of {words(table)} linked to {phrase}",
                     True,
                     step.index,
-                )
+                    unit=f"count:{table}",
+                ),
+                f"how many {words(table)} are linked to {phrase}",
             )
         elif tool.op in ("list", "search", "range"):
-            key = _answer_key(fields, "count")
             items = data.get("items", []) if isinstance(data, dict) else []
             subject = phrase.removeprefix("all ")
             listed = items if data.get("count") == len(items) else None
-            self.out.reports.append(
+            key = self._key(f"{entity.name} count", f"{entity.table} found", f"matching {entity.table}")
+            self._ask(
                 Reported(
                     node,
                     key,
@@ -813,7 +943,9 @@ class Generator:
                     step.index,
                     listed,
                     subject,
-                )
+                    unit=f"count:{entity.table}",
+                ),
+                count_question(phrase),
             )
         elif tool.op == "aggregate":
             groups = data.get("groups", {}) if isinstance(data, dict) else {}
@@ -821,39 +953,55 @@ class Generator:
                 raise Reject("grounding", f"{tool.name} returned no groups")
             label = self.rng.choice(sorted(groups))
             by = step.args.get("group_by", "")
-            key = _answer_key(fields, "count")
-            self.out.reports.append(
+            which = f"{plural(entity.name)} whose {words(str(by))} is {say(label)}"
+            key = self._key(
+                f"{entity.table} {label}", f"{entity.name} count by {by}", f"{entity.table} in group"
+            )
+            self._ask(
                 Reported(
                     node,
                     key,
                     groups[label]["count"],
-                    f"the number of {plural(entity.name)} whose {words(str(by))} is {say(label)}",
+                    f"the number of {which}",
                     True,
                     step.index,
-                )
+                    unit=f"count:{entity.table}",
+                ),  # fmt: skip
+                f"how many {which} there are",
             )
         else:
             raise Reject("grounding", f"{tool.name} ({tool.op}) has no reportable output")
 
     def add_virtual(self, count: int, stack: bool) -> None:
-        """Join reported values with virtual nodes; with `stack`, a later node may consume an earlier one."""
-        pool = [
-            r
-            for r in self.out.reports
-            if r.numeric and isinstance(r.value, (int, float)) and not isinstance(r.value, bool)
-        ]
-        listy = [r for r in self.out.reports if r.items]
+        """Questions over the reported values, each one a user would ask about them: a total or a
+        comparison of two figures of the same kind, whether a figure reaches a level, how many of
+        the listed records have some property, which of them stands out. With `stack`, a later one
+        may build on an earlier one's number. A question with nothing fitting to ask about is left
+        out rather than made up of unrelated quantities."""
+        used: set[tuple[str, ...]] = set()
         for n in range(count):
-            fields = [r.field for r in self.out.reports]
-            vid = f"v{n}"
+            pool = [
+                r
+                for r in self.out.reports
+                if r.numeric and isinstance(r.value, (int, float)) and not isinstance(r.value, bool)
+            ]
+            listy = [r for r in self.out.reports if r.items]
+            pairs = [
+                (a, b)
+                for i, a in enumerate(pool)
+                for b in pool[:i]
+                if a.unit and a.unit == b.unit and ("pair", a.node, b.node) not in used
+            ]
             options: list[str] = []
-            if len(pool) >= 2:
+            if pairs:
                 options += ["COMPUTE", "TRANSFORM", "LOGIC"]
-            if len([r for r in pool if r.field.startswith("count")]) >= 2:
+            same = [u for u in {r.unit for r in pool if r.unit.startswith("count:")}
+                    if sum(1 for r in pool if r.unit == u) >= 3 and ("agg", u) not in used]  # fmt: skip
+            if same:
                 options.append("AGGREGATE")
-            if pool:
+            if any(("check", r.node) not in used for r in pool):
                 options.append("VALIDATE")
-            if listy:
+            if any(("list", r.node) not in used for r in listy):
                 options += ["FILTER", "EXTRACT"]
             if not options:
                 return
@@ -863,121 +1011,126 @@ class Generator:
                     o for o in options if o in ("COMPUTE", "TRANSFORM", "AGGREGATE", "FILTER")
                 ] or options
             kind = self.rng.choice(options)
-            node = self._virtual(vid, kind, pool, listy, fields)
-            if node is None:
+            made = self._virtual(f"v{n}", kind, pool, pairs, sorted(same), listy, used)
+            if made is None:
                 continue
+            node, noun, unit = made
             self.out.dag.add_virtual(node)
-            reported = Reported(
-                vid,
-                node.field,
-                node.value,
-                node.text,
-                isinstance(node.value, (int, float)) and not isinstance(node.value, bool),
-            )
-            self.out.reports.append(reported)
-            if reported.numeric:
-                pool.append(reported)
+            numeric = isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+            self._ask(Reported(node.id, node.field, node.value, node.text, numeric, unit=unit), noun)
 
     def _virtual(
-        self, vid: str, kind: str, pool: list[Reported], listy: list[Reported], fields: list[str]
-    ) -> VirtualNode | None:
+        self,
+        vid: str,
+        kind: str,
+        pool: list[Reported],
+        pairs: list[tuple[Reported, Reported]],
+        same: list[str],
+        listy: list[Reported],
+        used: set[tuple[str, ...]],
+    ) -> tuple[VirtualNode, str, str] | None:
+        """(node, how the request asks for it, its unit), or None when the pick has nothing to say."""
         if kind in ("COMPUTE", "TRANSFORM", "LOGIC"):
-            # the newest value meets the deepest other one, so the join lengthens the longest path
+            # the newest pair first, and within it the deepest partner, so the join lengthens the path
             graph = self.out.dag.graph()
             depth = {n: len(nx.ancestors(graph, n)) for n in graph}
-            a = pool[-1]
-            b = max(pool[:-1], key=lambda r: (depth.get(r.node, 0), r.node))
+            a, b = max(pairs, key=lambda p: (pool.index(p[0]), depth.get(p[1].node, 0), p[1].node))
+            used.add(("pair", a.node, b.node))
+            what = a.unit.split(":", 1)[1]
             if kind == "COMPUTE":
-                return VirtualNode(
-                    id=vid,
-                    type="COMPUTE",
-                    inputs=(a.node, b.node),
-                    field=_answer_key(fields, "total"),
-                    value=round(a.value + b.value, 2),
-                    text=f"the sum of {a.text} and {b.text}",
-                )
+                text = f'the total of "{a.field}" and "{b.field}"'
+                node = VirtualNode(
+                    id=vid, type="COMPUTE", inputs=(a.node, b.node), field=self._key(f"total {what}"),
+                    value=round(a.value + b.value, 2), text=text,
+                )  # fmt: skip
+                return node, f'the two figures in "{a.field}" and "{b.field}" added together', a.unit
             if kind == "TRANSFORM":
-                return VirtualNode(
-                    id=vid,
-                    type="TRANSFORM",
-                    inputs=(a.node, b.node),
-                    field=_answer_key(fields, "difference"),
-                    value=round(a.value - b.value, 2),
-                    text=f"{a.text} minus {b.text}",
-                )
-            return VirtualNode(
-                id=vid,
-                type="LOGIC",
-                inputs=(a.node, b.node),
-                field=_answer_key(fields, "larger"),
-                value=bool(a.value > b.value),
-                text=f"whether {a.text} is greater than {b.text} (true or false)",
-            )
+                text = f'"{a.field}" minus "{b.field}"'
+                node = VirtualNode(
+                    id=vid, type="TRANSFORM", inputs=(a.node, b.node), field=self._key(f"{what} gap"),
+                    value=round(a.value - b.value, 2), text=text,
+                )  # fmt: skip
+                return node, f'how far "{a.field}" is above "{b.field}" (negative if below)', a.unit
+            text = f'whether "{a.field}" is greater than "{b.field}" (true or false)'
+            node = VirtualNode(
+                id=vid, type="LOGIC", inputs=(a.node, b.node), field=self._key(f"{a.field} is larger"),
+                value=bool(a.value > b.value), text=text,
+            )  # fmt: skip
+            return node, text, ""
         if kind == "AGGREGATE":
-            counts = [r for r in pool if r.field.startswith("count")]
-            return VirtualNode(
-                id=vid,
-                type="AGGREGATE",
-                inputs=tuple(r.node for r in counts),
-                field=_answer_key(fields, "combined"),
-                value=sum(r.value for r in counts),
-                text="the combined total of " + " and ".join(r.text for r in counts),
-            )
+            unit = same[0]
+            counts = [r for r in pool if r.unit == unit]
+            used.add(("agg", unit))
+            fields = ", ".join(f'"{r.field}"' for r in counts[:-1]) + f' and "{counts[-1].field}"'
+            node = VirtualNode(
+                id=vid, type="AGGREGATE", inputs=tuple(r.node for r in counts),
+                field=self._key(f"all {unit.split(':', 1)[1]}"), value=sum(r.value for r in counts),
+                text=f"the combined total of {fields}",
+            )  # fmt: skip
+            return node, f"the combined total of {fields}", unit
         if kind == "VALIDATE":
-            a = pool[-1]
+            open_ = [r for r in pool if ("check", r.node) not in used]
+            a = open_[-1]
+            used.add(("check", a.node))
             threshold = (
                 round(a.value) if self.rng.random() < 0.5 else round(a.value) + self.rng.choice((-2, 1, 3))
             )
-            return VirtualNode(
-                id=vid,
-                type="VALIDATE",
-                inputs=(a.node,),
-                field=_answer_key(fields, "check"),
-                value=bool(a.value >= threshold),
-                text=f"whether {a.text} is at least {threshold} (true or false)",
-            )
-        source = self.rng.choice(listy)
+            text = self.wording.choice(
+                (
+                    'whether "{f}" is at least {t} (true or false)',
+                    'whether "{f}" reaches {t}, as true or false',
+                    'if "{f}" comes to {t} or more (true or false)',
+                    'whether "{f}" is {t} or higher (true/false)',
+                )
+            ).format(f=a.field, t=threshold)
+            node = VirtualNode(
+                id=vid, type="VALIDATE", inputs=(a.node,), field=self._key(f"{a.field} at least {threshold}"),
+                value=bool(a.value >= threshold), text=text,
+            )  # fmt: skip
+            return node, text, ""
+        source = self.rng.choice([r for r in listy if ("list", r.node) not in used])
         items = source.items or []
         entity = self.spec.entity(self.out.calls[source.step or 0].tool.entity)
+        counted = f'the {plural(entity.name)} counted in "{source.field}"'
         if kind == "FILTER":
             step = self.out.calls[source.step or 0]
-            used = set(step.tool.binding.get("filters", {}).values()) & {
+            used_filters = set(step.tool.binding.get("filters", {}).values()) & {
                 step.tool.binding.get("filters", {}).get(p) for p in step.args
             }
             # a filter on the attribute the list was already narrowed by would count everything
             splits = [
                 (attr, v)
                 for attr in entity.attributes
-                if attr.type in ("enum", "bool") and attr.name not in used
+                if attr.type in ("enum", "bool") and attr.name not in used_filters
                 for v in sorted({str(i.get(attr.name)) for i in items})
                 if 0 < sum(1 for i in items if str(i.get(attr.name)) == v) < len(items)
             ]
             if not splits:
                 return None
             split, shown = self.rng.choice(splits)
+            used.add(("list", source.node))
             value = next(i.get(split.name) for i in items if str(i.get(split.name)) == shown)
             hits = [i for i in items if i.get(split.name) == value]
-            return VirtualNode(
-                id=vid,
-                type="FILTER",
-                inputs=(source.node,),
-                field=_answer_key(fields, "matching"),
-                value=len(hits),
-                text=f"how many of {source.subject} have {cue(entity, split.name, value)}",
-            )
+            text = f"how many of {counted} have {cue(entity, split.name, value)}"
+            node = VirtualNode(
+                id=vid, type="FILTER", inputs=(source.node,),
+                field=self._key(f"{entity.table} {shown}", f"{entity.table} {split.name} {shown}"),
+                value=len(hits), text=text,
+            )  # fmt: skip
+            return node, text, f"count:{entity.table}"
         label = entity.label_attribute
         picked = self._pick_item(entity, items)
         if label is None or picked is None or not items or picked[1].startswith("("):
             return None
+        used.add(("list", source.node))
         index, how = picked
-        return VirtualNode(
-            id=vid,
-            type="EXTRACT",
-            inputs=(source.node,),
-            field=_answer_key(fields, "top"),
-            value=items[index].get(label.name),
-            text=f"the {words(label.name)} of the one {how} among {source.subject}",
-        )
+        text = f"the {words(label.name)} of whichever of {counted} has {how.removeprefix('with ')}"
+        node = VirtualNode(
+            id=vid, type="EXTRACT", inputs=(source.node,),
+            field=self._key(f"top {entity.name}", f"top {entity.name} {label.name}"),
+            value=items[index].get(label.name), text=text,
+        )  # fmt: skip
+        return node, text, ""
 
     def recheck_answers(self) -> None:
         """Every reported read gives the same value on the end state, or the task is order-dependent."""

@@ -25,15 +25,16 @@ PERSONA_NAMES = ("Dana", "Ravi", "Mei", "Tomás", "Aisha", "Jonas", "Lena", "Kof
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-def _literal(value: Any) -> str | None:
-    """How a value is written in a request built by the task composer, or None if not withholdable."""
+def _literals(value: Any) -> list[str]:
+    """How a value may be written in a request built by the task composer (a quoted string, or a
+    bare enum value such as "status received"), most specific first; none if not withholdable."""
     if isinstance(value, bool) or value is None:
-        return None
+        return []
     if isinstance(value, (int, float)):
-        return f"{value}"
+        return [f"{value}"]
     if isinstance(value, str) and len(value) >= 3:
-        return f"'{value}'"
-    return None
+        return [f"'{value}'", value] if value.replace("_", "").isalnum() else [f"'{value}'"]
+    return []
 
 
 def withholdable(task: Task) -> list[tuple[str, Any, str]]:
@@ -44,14 +45,13 @@ def withholdable(task: Task) -> list[tuple[str, Any, str]]:
         for param, value in call.args.items():
             if call.sources.get(param) != "query" or param in seen:
                 continue
-            text = _literal(value)
-            if text is None or task.query.count(text) != 1:
-                continue
-            # the value must stand alone, not inside a longer number or word
-            if not re.search(rf"(?<![\w.]){re.escape(text)}(?![\w]|\.\d)", task.query):
-                continue
-            seen.add(param)
-            out.append((param, value, text))
+            for text in _literals(value):
+                # the value must stand alone, once, not inside a longer number, word or quote
+                alone = re.findall(rf"(?<![\w.'-]){re.escape(text)}(?![\w'-]|\.\d)", task.query)
+                if len(alone) == 1 and task.query.count(text) == 1:
+                    seen.add(param)
+                    out.append((param, value, text))
+                    break
     return out
 
 

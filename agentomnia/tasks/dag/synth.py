@@ -47,6 +47,7 @@ from agentomnia.tasks.dag.generate import (
 )
 from agentomnia.tasks.dag.graph import build_tool_graph
 from agentomnia.tasks.dag.interaction import make_multi_turn
+from agentomnia.tasks.dag.phrasing import answer_format
 from agentomnia.tasks.dag.profiles import RefinementProfile, profile_for
 from agentomnia.tasks.dag.sampling import ToolGroup, chain_pool, sample_groups
 from agentomnia.tasks.dag.variations import profile_for_directives, variation_metadata
@@ -64,6 +65,7 @@ from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.models import ReferenceCall, Task, task_rejection
 from agentomnia.tasks.quality import consistency_problems
 from agentomnia.tasks.rubric import build_rubric
+from agentomnia.tasks.wording import opening
 from agentomnia.taxonomy import Coordinate
 from agentomnia.taxonomy.axes import lever
 
@@ -211,28 +213,12 @@ def _writes_to_unavailable(out: Generated, hardening: Sequence[HardeningResult])
 
 
 def _compose(spec: EnvSpec, out: Generated, profile: RefinementProfile, rng: random.Random) -> str:
-    domain = spec.coordinate.l2.lower()
-    if profile.indirect:
-        intro = rng.choice((
-            f"A few things in our {domain} records need sorting out.",
-            f"I'm tidying up the {domain} data and could use a hand.",
-            f"Some {domain} records need attention today.",
-        ))  # fmt: skip
-    else:
-        intro = rng.choice((
-            f"I need help with our {domain} system.",
-            f"Please handle the following in the {domain} system.",
-            f"Here is what I need done in {domain}.",
-        ))  # fmt: skip
-    parts = [intro, *out.clauses]
+    """The request: an opening in the user's voice, the steps and questions in the order they arise
+    (`Generated.clauses`), and the answer format in one plain sentence."""
+    voice = opening(rng, spec.coordinate.split, spec.coordinate.l2, indirect=profile.indirect)
+    parts = [voice, *out.clauses]
     if out.reports:
-        asks = "; ".join(f'"{r.field}": {r.text}' for r in out.reports)
-        lead = rng.choice((
-            "When you are done, reply with a JSON object with these fields —",
-            "In your final answer, give a JSON object with",
-            "Report back as a JSON object with",
-        ))  # fmt: skip
-        parts.append(f"{lead} {asks}.")
+        parts.append(answer_format(rng, [r.field for r in out.reports]))
     return " ".join(p.strip() for p in parts if p.strip())
 
 
@@ -323,7 +309,10 @@ def build_task(
     """
     state, hardening, preferred = _harden(spec, bundle.s0, group, profile, rng, s0_valid=s0_valid)
     sandbox_session.reset(state)
-    gen = Generator(spec, sandbox_session, graph, rng, allow_ids=profile.allow_ids, preferred=preferred)
+    wording = random.Random(f"wording:{rng.random()}")  # one draw: phrasing never steers generation
+    gen = Generator(
+        spec, sandbox_session, graph, rng, allow_ids=profile.allow_ids, preferred=preferred, wording=wording
+    )
     spares = [c for c in spares_from if not set(c) & group.tools][:4]
     out = run_group(
         gen,
@@ -342,7 +331,7 @@ def build_task(
         raise Reject("hardening", dead)
     gen.recheck_answers()
     forbid = {"forbid_ids": not profile.allow_ids}
-    query = _compose(spec, out, profile, rng)
+    query = _compose(spec, out, profile, wording)
     phrased_by = "template"
     if llm is not None:
         text = _rephrase(llm, query)
@@ -496,8 +485,9 @@ def _synthesize_variant(
     if directives is not None:
         profile = profile_for_directives(profile, directives)
     rng = random.Random(f"{env_id}:{profile.variant}:{seed}")
-    # longer groups fail more often (every call must succeed), so a Challenge task gets more tries
-    tries = attempts_per_task or (10 if is_challenging_kind(profile.variant) else 4)
+    # longer groups fail more often (every call must succeed), so a Challenge task gets more tries;
+    # compound tools refuse what their requirements across records rule out, which costs tries too
+    tries = attempts_per_task or (14 if is_challenging_kind(profile.variant) else 6)
     if attempts_per_task is None and profile.chain_len[1] > base.chain_len[1]:
         tries += tries // 2  # a round that deepens the chains pays for it in failed runs
     pool = chain_pool(graph, rng, min_len=profile.chain_len[0], max_len=profile.chain_len[1])

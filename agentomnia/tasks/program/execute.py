@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentomnia.envs.spec import EnvSpec
+from agentomnia.envs.spec import EnvSpec, compound_of
 from agentomnia.llm import LLM
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.errors import SandboxError
@@ -289,6 +289,7 @@ def alignment_problems(
     """Trace-state alignment: every successful write changed its record, and nothing changed unwritten."""
     tools = {t.name: t for t in spec.tools}
     written: set[tuple[str, str]] = set()
+    side_tables: set[str] = set()  # where a compound tool's declared effects may change other records
     for c in calls:
         tool = tools.get(c.tool)
         if tool is None or tool.kind != "write" or not c.result.ok:
@@ -297,7 +298,14 @@ def alignment_problems(
         table = spec.entity(tool.entity).table
         if key_param and key_param in c.arguments:
             written.add((table, str(c.arguments[key_param])))
+        compound = compound_of(tool)
+        if compound is not None:
+            side_tables |= {spec.entity(e).table for e in compound.get("touches", []) if e}
     changed = {(d["table"], str(d["key"])) for d in diff_states(before, after) if d["table"] != "now"}
     problems = [f"{t}[{k}] was written but did not change" for t, k in sorted(written - changed)]
-    problems += [f"{t}[{k}] changed without a write to it" for t, k in sorted(changed - written)]
+    problems += [
+        f"{t}[{k}] changed without a write to it"
+        for t, k in sorted(changed - written)
+        if t not in side_tables
+    ]
     return problems

@@ -8,9 +8,13 @@ call sequence, no record ids. Attribute names are spoken as words ("declared val
 
 from __future__ import annotations
 
+import random
+
 from agentomnia.envs.spec import EnvSpec
+from agentomnia.records import content_hash
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.program.plan import Predicate, ProgramPlan
+from agentomnia.tasks.wording import opening
 
 _OP_WORDS = {">": "above", ">=": "at least", "<": "below", "<=": "at most", "==": "equal to"}
 
@@ -40,12 +44,17 @@ def _rule(pred: Predicate, subject: str) -> str:
     return f"whose {subject}{words(pred.attr)} is {_OP_WORDS[pred.op]} {pred.value:g}"
 
 
-def _action(plan: ProgramPlan) -> str:
+def _action(plan: ProgramPlan, digest: str = "") -> str:
+    """What to do to each selected record; `digest` picks one of its wordings."""
     w = plan.write
     value = spoken(w.value)
     if w.op == "transition":
-        return f"move it to {value}"
-    return f"set its {words(w.attr)} to {value}"
+        return _pick(
+            digest, "action", ("move it to {v}", "mark it {v}", "switch it to {v}", "set it to {v}")
+        ).format(v=value)
+    return _pick(
+        digest, "action", ("set its {a} to {v}", "change its {a} to {v}", "make its {a} {v}")
+    ).format(a=words(w.attr), v=value)
 
 
 def _already(plan: ProgramPlan) -> str:
@@ -53,8 +62,20 @@ def _already(plan: ProgramPlan) -> str:
     return f"{spoken(w.value)}" if w.op == "transition" else "set that way"
 
 
+def _pick(digest: str, slot: str, options: tuple[str, ...]) -> str:
+    """One wording of a sentence, fixed by the plan's content (same plan, same request)."""
+    return options[int(content_hash({"plan": digest, "slot": slot}), 16) % len(options)]
+
+
+def _keys(names: list[str]) -> str:
+    quoted = [f'"{n}"' for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
 def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
-    """The request a user would write for this plan."""
+    """The request a user would write for this plan: several wordings per sentence, one picked per
+    plan, and the answer fields the rubric checks named plainly (`rubric_for`)."""
+    digest = content_hash(plan.model_dump(mode="json"))
     things = plural(plan.entity)
     scope = ""
     for param, value in plan.list_args.items():
@@ -65,37 +86,157 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
         )
         scope = f" with {words(attr.name if attr else param)} {words(str(value))}"
     pred = plan.predicate
+    action = _action(plan, digest)
+    top = _pick(digest, "top", ("the {m} {a}", "the {m} {a} of all", "the very {m} {a}")).format(
+        m="latest" if pred.kind == "date" else "highest", a=words(pred.attr)
+    )
     if plan.template == "filter_write":
-        text = (
-            f"Please go through all {things}{scope} and, for every one {_rule(pred, '')}, {_action(plan)}. "
-            f"Leave any that are already {_already(plan)} alone. If none of them qualifies, do it only "
-            f"for the one with the {'latest' if pred.kind == 'date' else 'highest'} {words(pred.attr)} instead and tell me "
-            "that you had to fall back."
-        )
-        if plan.total_attr:
-            text += f" Report which {things} you changed, how many, and the total {words(plan.total_attr)} of those."
-        else:
-            text += f" Report which {things} you changed and how many."
+        goal = _pick(
+            digest,
+            "goal",
+            (
+                "Please go through all {t}{s} and, for every one {r}, {a}.",
+                "Every one of our {t}{s} {r} needs the same fix: {a}.",
+                "I want all {t}{s} {r} handled; for each of them, {a}.",
+                "Can you check our {t}{s}? Wherever one's {q}, {a}.",
+                "Some of our {t}{s} need changing: for each one {r}, {a}.",
+                "Go over the {t}{s} for me; every one {r} needs the same change: {a}.",
+            ),
+        ).format(t=things, s=scope, r=_rule(pred, ""), q=_rule(pred, "").removeprefix("whose "), a=action)
+        skip = _pick(
+            digest,
+            "skip",
+            (
+                "Leave any that are already {x} alone.",
+                "Ones already {x} can stay as they are.",
+                "Don't touch those already {x}.",
+            ),
+        ).format(x=_already(plan))
+        fallback = _pick(
+            digest,
+            "fallback",
+            (
+                "If none of them qualifies, do it only for the one with {top} instead and tell me that you had to fall back.",
+                "Should nothing qualify, apply it to the one with {top} and let me know you fell back.",
+                "If no record fits, fall back to the one with {top}, and say that you did.",
+            ),
+        ).format(top=top)
+        parts = [goal, skip, fallback]
     elif plan.template == "join_write":
         parent = words(plan.join.parent) if plan.join else "related record"
         rule = _rule(pred, parent + "'s ")
-        text = (
-            f"For every {words(plan.entity)} {rule}, "
-            f"{_action(plan)}; the deciding detail is on the {parent}, not on the {words(plan.entity)} itself. "
-            f"Skip the ones that are already {_already(plan)}. If none qualifies, change nothing and say so. "
-            f"Report which {things} you changed and how many."
+        goal = _pick(
+            digest,
+            "goal",
+            (
+                "For every {e} {r}, {a}.",
+                "Any {e} {r} needs attention: {a}.",
+                "Please find each {e} {r} and {a}.",
+                "Each {e} {r} should be dealt with: {a}.",
+            ),
+        ).format(e=words(plan.entity), r=rule, a=action)
+        where = _pick(
+            digest,
+            "where",
+            (
+                "The deciding detail is on the {p}, not on the {e} itself.",
+                "You will have to check each {p}; the {e} alone doesn't say.",
+                "What decides it is recorded on the {p}.",
+            ),
+        ).format(p=parent, e=words(plan.entity))
+        skip = _pick(
+            digest,
+            "skip",
+            (
+                "Skip the ones that are already {x}.",
+                "Ones already {x} need nothing.",
+            ),
+        ).format(x=_already(plan))
+        none = _pick(
+            digest,
+            "none",
+            (
+                "If none qualifies, change nothing and say so.",
+                "If there are none, leave everything as it is and tell me.",
+            ),
         )
+        parts = [goal, where, skip, none]
     else:
         total = words(plan.total_attr or "")
-        text = (
-            f"Look at all {things} {_rule(pred, '')} and work out their total and average {total}. Then take the one "
-            f"with the highest {total} (if two are tied, the one that was registered first) and {_action(plan)}. "
-            f"If there are no such {things}, change nothing and say so. Report how many you looked at, the total "
-            f"and average {total}, and which one you changed."
-        )
+        look = _pick(
+            digest,
+            "goal",
+            (
+                "Look at all {t} {r} and work out their total and average {w}.",
+                "I'd like the total and average {w} across all {t} {r}.",
+                "Add up the {w} of all {t} {r}, and work out the average too.",
+                "Across all the {t} {r}, what are the total and the average {w}?",
+            ),
+        ).format(t=things, r=_rule(pred, ""), w=total)
+        act = _pick(
+            digest,
+            "act",
+            (
+                "Then take the one with the highest {w} (if two are tied, the one registered first) and {a}.",
+                "The one with the highest {w} (on a tie, the one registered first) needs an update: {a}.",
+            ),
+        ).format(w=total, a=action)
+        none = _pick(
+            digest,
+            "none",
+            (
+                "If there are no such {t}, change nothing and say so.",
+                "If no {t} match, leave everything alone and tell me.",
+            ),
+        ).format(t=things)
+        parts = [look, act, none]
     if plan.record_refusals or plan.guard_status:
-        text += " If the system will not allow the change for one of them, skip it and tell me why."
-    return text
+        parts.append(_pick(digest, "refusal", (
+            "If the system will not allow the change for one of them, skip it and tell me why.",
+            "Where the system refuses a change, skip that one and note the reason.",
+        )))  # fmt: skip
+    fields = ["changed", "count"]
+    told = [
+        f"which {things} you changed",
+        _pick(digest, "how", ("how many", "how many that was", "the number changed")),
+    ]
+    if plan.template == "aggregate_pick":
+        fields += ["considered", "total", "average"]
+        told += ["how many you looked at", f"the total and the average {words(plan.total_attr or '')}"]
+    elif plan.total_attr:
+        fields.append("total")
+        told.append(f"their total {words(plan.total_attr)}")
+    fields.append("fallback_used")
+    flag = "nothing qualified" if plan.template != "filter_write" else "you had to fall back"
+    note = _pick(digest, "flag", (
+        f"(true if {flag})",
+        f"(set to true when {flag})",
+        f"(true when {flag}, otherwise false)",
+        f"(a yes/no flag: true if {flag})",
+        f"(true only if {flag})",
+    ))  # fmt: skip
+    listed = ", ".join(told[:-1]) + " and " + told[-1]
+    if _pick(digest, "style", ("list", "inline")) == "list":
+        report = _pick(digest, "report", (
+            "Tell me {w}, as JSON with {k} {n}.",
+            "When you're done, I need {w}; put it in JSON as {k} {n}.",
+            "Answer with {w}, using the JSON keys {k} {n}.",
+            "Report {w} in a JSON object with {k} {n}.",
+            "Send back {w} in JSON form: {k} {n}.",
+        )).format(w=listed, k=_keys(fields), n=note)  # fmt: skip
+    else:
+        under = _pick(digest, "under", ("under", "as", "in"))
+        slots = [f'{what} {under} "{field}"' for what, field in zip(told, fields, strict=False)]
+        if len(fields) - 1 > len(told):  # aggregate_pick: the total and the average get a key each
+            shared = " and ".join(f'"{f}"' for f in fields[len(told) - 1 : -1])
+            slots[-1] = f"{told[-1]} {under} {shared}"
+        report = _pick(digest, "report", (
+            "In your JSON reply, give {s}, plus \"fallback_used\" {n}.",
+            "Reply in JSON with {s}; add \"fallback_used\" {n}.",
+            "I'd like a JSON answer: {s}, and \"fallback_used\" {n}.",
+        )).format(s=", ".join(slots), n=note)  # fmt: skip
+    voice = opening(random.Random(digest), spec.coordinate.split, spec.coordinate.l2)
+    return " ".join([voice, *parts, report])
 
 
 def query_problems(query: str, spec: EnvSpec) -> list[str]:

@@ -3,6 +3,7 @@ outcome, leak nothing their variant forbids, and Challenge tasks are larger than
 
 from __future__ import annotations
 
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from agentomnia.tasks.grading import Outcome, grade
 from agentomnia.tasks.leakage import id_literals
 from agentomnia.tasks.models import ReferenceCall, Task
 from agentomnia.tasks.quality import consistency_problems, grounding_problems
+from agentomnia.tasks.wording import query_metrics
 
 Synth = tuple[list[Task], list[Rejection]]
 
@@ -71,6 +73,23 @@ def test_descriptions_leak_no_tools_or_keys_and_challenge_quotes_no_ids(
         for field in task.expected_answer:
             assert f'"{field}"' in task.query  # the description says what to report
     assert all(id_literals(t.query, freight_spec) == [] for t in challenge[0])
+
+
+def test_requests_read_as_a_person_writes_them(standard: Synth, challenge: Synth) -> None:
+    tasks = standard[0] + challenge[0]
+    metrics = query_metrics(t.query for t in tasks)
+    assert metrics["chained_of_sentences"] == 0, metrics
+    assert metrics["mean_sentence_words"] < 22, metrics
+    assert len({t.query.split(".")[0] for t in tasks}) >= 3  # openings vary from task to task
+    for task in tasks:
+        # answer fields say what they hold: no numbered repeats ("count2"), each asked once in its
+        # own sentence and listed once in the format sentence
+        for field in task.expected_answer:
+            assert not re.fullmatch(r"[a-z]+\d+", field), field
+            assert task.query.count(f'"{field}"') >= 2, (field, task.query)
+        # no question adds up or subtracts figures of different kinds
+        for text in task.internal_spec["answers"].values():
+            assert " minus the " not in text and "the sum of the" not in text, text
 
 
 def test_challenge_tasks_are_longer_and_deeper(standard: Synth, challenge: Synth) -> None:

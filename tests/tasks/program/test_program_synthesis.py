@@ -56,6 +56,24 @@ def test_tasks_have_loops_branches_and_clean_queries(
                 assert any(src.startswith(("out:", "s0:")) for src in call.sources.values()), call
 
 
+def test_queries_name_every_checked_answer_field_and_vary_with_the_plan(
+    synthesized: tuple[list[Task], list[Any]], parcel_env: BuiltEnv
+) -> None:
+    tasks, _ = synthesized
+    for task in tasks:
+        checked = [i.check.field for i in task.rubric if i.check and i.check.kind == "answer_equals"]
+        assert checked and all(f'"{f}"' in task.query for f in checked), task.query
+    import random
+
+    plans = propose_plans(parcel_env.spec, parcel_env.s0, random.Random(0))
+    queries = {render_query(parcel_env.spec, p) for p in plans}
+    assert len(queries) == len(plans)
+    # the same plan is always worded the same way; different plans are opened differently
+    assert render_query(parcel_env.spec, plans[0]) == render_query(parcel_env.spec, plans[0])
+    if len(plans) >= 4:
+        assert len({q.split(".")[0] for q in queries}) >= 2
+
+
 def test_oracle_reference_passes_empty_and_one_wrong_item_fail(
     synthesized: tuple[list[Task], list[Any]], parcel_bundle: Path, sandbox: Sandbox
 ) -> None:
@@ -146,10 +164,7 @@ class TemplateModel:
 
     model = "template-stub"
 
-    def __init__(self, spec: Any, state: Mapping[str, Any]) -> None:
-        import random
-
-        plan = next(p for p in propose_plans(spec, state, random.Random(5)) if p.template == "join_write")
+    def __init__(self, spec: Any, plan: Any) -> None:
         self.naive = render(plan)  # raises on a refused write
         self.plan = plan.model_copy(update={"record_refusals": True, "guard_status": True})
         self.spec = spec
@@ -171,9 +186,25 @@ class TemplateModel:
 def test_model_proposed_program_goes_through_the_same_checks(
     parcel_env: BuiltEnv, parcel_bundle: Path, sandbox: Sandbox
 ) -> None:
-    model = TemplateModel(parcel_env.spec, parcel_env.s0)
-    tasks, rejections = synthesize_program_tasks(parcel_bundle, sandbox, n=1, seed=1, llm=model)
-    assert len(tasks) == 1, rejections
-    assert tasks[0].internal_spec["template"] == "llm" and tasks[0].metadata["template"] == "llm", rejections
-    assert model.repairs >= 1 and tasks[0].metadata["repairs"] >= 1  # the trace drove a model-written repair
+    import random
+
+    # joins whose write some records refuse (a guarded transition): the naive program fails on them
+    plans = [
+        p
+        for seed in range(5, 40)
+        for p in propose_plans(parcel_env.spec, parcel_env.s0, random.Random(seed))
+        if p.template == "join_write" and p.write.allowed_from
+    ]
+    assert plans, "the parcel environment has a guarded join to exercise"
+    tried = []
+    for plan in plans[:12]:  # the first whose robust program changes something in this state
+        model = TemplateModel(parcel_env.spec, plan)
+        tasks, rejections = synthesize_program_tasks(parcel_bundle, sandbox, n=1, seed=1, llm=model)
+        if tasks and tasks[0].metadata.get("template") == "llm" and model.repairs:
+            break
+        tried.append([r.reason for r in rejections])
+    else:
+        raise AssertionError(tried)
+    assert tasks[0].internal_spec["template"] == "llm" and tasks[0].metadata["template"] == "llm"
+    assert tasks[0].metadata["repairs"] >= 1  # the trace drove a model-written repair
     assert check_program_task(tasks[0], sandbox, Bundle.load(parcel_bundle)).passed

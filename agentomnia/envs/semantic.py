@@ -1,0 +1,1043 @@
+"""Values that mean something: the generator an initial state asks first for each attribute.
+
+A world reads as real when its providers have company names, its people have names, e-mails and
+phones of one locale, its codes look like the codes of that trade, its amounts sit in plausible
+ranges, its dates follow each record's lifecycle and its notes talk about their record. The choice
+is made per attribute from the domain's vocabulary (`agentomnia.taxonomy.vocab`) where it has one,
+else from the attribute's name, type and entity; Faker supplies people, companies and addresses by
+locale. Everything is a function of the `random.Random` given (Faker draws from it too), so the same
+spec and seed make the same state in every process and thread. `MISSING` means "no opinion": the
+caller falls back to its own value.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import cache
+from typing import Any
+
+from agentomnia.envs.spec import AttributeSpec, EntitySpec
+from agentomnia.envs.values import regex_string
+from agentomnia.taxonomy.vocab import PLACE_FIELD, DomainVocab, LinkedGroup, VocabEntry, free_text, vocab_for
+
+MISSING: Any = object()
+NOW = datetime(2026, 3, 2, 9, 0)  # the clock's start (state.CLOCK_START): dates spread around it
+
+# Entities whose records are people: the last word of the entity's name is a role a person holds
+# (`team_member`, `pet_owner`), or such a role before `account`/`profile` (`owner_account`).
+_PERSON_WORDS = (
+    "user|customer|employee|patient|member|person|people|individual|staff|staffer|driver|agent|contact|owner"
+    "|guest|student|pupil|candidate|applicant|tutor|learner|trainee|intern|apprentice|technician"
+    "|technologist|physician|doctor|nurse|clinician|surgeon|dentist|pharmacist|midwife|dietitian|therapist"
+    "|psychologist|counsel+or|caregiver|carer|trader|analyst|engineer|architect|advis[eo]r|manager"
+    "|participant|prescriber|client|travel+er|passenger|rider|tenant|renter|resident|occupant|volunteer"
+    "|coach|trainer|instructor|teacher|professor|lecturer|author|writer|editor|reviewer|recruiter|worker"
+    "|stylist|pilot|courier|athlete|player|competitor|contestant|subscriber|donor|investor|lawyer|attorney"
+    "|solicitor|paralegal|buyer|seller|bidder|landlord|homeowner|householder|shopper|visitor|attendee"
+    "|speaker|artist|performer|musician|photographer|designer|developer|inspector|auditor|accountant"
+    "|adjuster|underwriter|appraiser|realtor|citizen|voter|taxpayer|dependent|dependant|wearer|insured"
+    "|policyholder|cardholder|holder|shareholder|stockholder|stakeholder|beneficiary|claimant|plaintiff"
+    "|defendant|witness|juror|inmate|offender|victim|enrollee|subscriber|borrower|debtor|guarantor|signer"
+    "|signatory|respondent|interviewee|mentor|mentee|parent|guardian|child|spouse|relative|kin|retiree"
+    "|pensioner|veteran|soldier|officer|firefighter|paramedic|responder|dispatcher|mechanic|electrician"
+    "|plumber|installer|cleaner|housekeeper|chef|cook|waiter|bartender|barista|cashier|clerk|receptionist"
+    "|assistant|secretary|executive|director|founder|proprietor|researcher|scientist|investigator|scholar"
+    "|fellow|graduate|alumnus|veterinarian|vet|farmer|grower|fisher|fisherman|caller|requester|reporter"
+    "|recipient|addressee|follower|patron|diner|camper|golfer|runner|cyclist|swimmer|jockey|referee"
+    "|umpire|judge|mediator|arbitrator|interpreter|translator|journalist|blogger|influencer|creator"
+    "|streamer|gamer|lead|prospect|freelancer|employer_contact|adopter|foster|sitter|walker|groomer|nanny"
+    "|lessee|preparer|filer|sender|reader|listener|viewer|captain|sailor|seafarer|mariner|attendant|tour_guide"
+    "|actor|dancer|singer|composer|hiker|angler|hunter|breeder|rancher|miner|cadet|recruit"
+)
+PERSON_ENTITY = re.compile(rf"(^|_)({_PERSON_WORDS})(_(account|profile))?$")
+# Compounds whose last word is a person's role but whose records are machines or software
+_NOT_PERSON = re.compile(
+    r"(^|_)(build|ci|software|ai|llm|monitoring|deploy(ment)?|user|ssh|proxy|sync|backup|update|install)_agent$"
+    r"|(^|_)(media|video|audio|music|game)_player$|(^|_)(device|printer|database|db|jdbc|gpu|software)_driver$"
+    r"|(^|_)(background|job|queue|celery|task|cloud|build|thread|render|cron|service)_worker$"
+    r"|(^|_)(data|log|metrics|garbage)_collector$|(^|_)(test|load|job|ci|github)_runner$"
+    r"|(^|_)(company|corporate|business|merchant|vendor|supplier|partner|org|organi[sz]ation)_(account|profile)$"
+    r"|(^|_)(event|webhook)_(subscriber|listener)$|(^|_)(secret|token|key|cert)_holder$"
+    r"|(^|_)(card|badge|rfid|barcode|qr|nfc|feed|rss|pdf|ebook|smart_card)_reader$|(^|_)(event|message)_listener$"
+    r"|(^|_)(ai|voice|virtual|code)_assistant$|(^|_)(api|oauth|http|grpc|rest|sdk|vpn|mqtt)_client$"
+)
+# Entities that are people only in some domains (an advisory client, an agency contact)
+PERSON_ROLE_ATTR = re.compile(
+    r"^(owner|assignee|reviewer|requester|reporter|author|tester|head|approver|principal_investigator"
+    r"|referring_physician|raised_by|reserved_by|reported_by|created_by|signed_by|contact_person"
+    r"|supervisor|manager|coordinator|technician|inspector|owner_pm|recipient|sender|attendee|host_name"
+    r"|[a-z_]*_by|[a-z_]*_name_of_person)$"
+)
+ORG_ATTR = re.compile(
+    r"(^|_)(company|employer|organi[sz]ation|vendor|supplier|carrier|manufacturer|brand|publisher|insurer"
+    r"|payer|payer_name|bank|merchant|custodian|firm|sponsor|agency|lender|counterparty|operator|broker"
+    r"|distributor|landlord_company|airline|maker|label|studio|issuer|provider_name|legal_name)($|_name$)"
+)
+ORG_ENTITY = re.compile(
+    r"(^|_)(company|vendor|supplier|carrier|partner|merchant|provider|agency|firm|bank|brand|publisher|lab"
+    r"|laboratory|clinic|hospital|school|restaurant|hotel|insurer|payer|manufacturer|consultant|contractor"
+    r"|shop|store|airline|studio|sponsor|charity|organization|organisation|practice|pharmacy|corporate_client)$"
+)
+PLACE_ENTITY = re.compile(
+    r"(^|_)(warehouse|site|location|branch|office|depot|facility|venue|room|building|campus|property|unit"
+    r"|zone|dock|station|terminal|hub|plant|yard|gate|ward|store_location|region|territory|kitchen|court)$"
+)
+QUALIFIERS = ["Riverside", "Lakeside", "Northgate", "Westfield", "Oakwood", "Hillcrest", "Brookside", "Kingsway", "Fairview", "Greenfield", "Maplewood", "Harborview", "Eastside", "Southbank", "Bayview", "Pinecrest", "Stonebridge", "Ashford", "Clearwater", "Redwood", "Silverline", "Highland", "Meadowbrook", "Granite", "Bluewater", "Elmhurst", "Crescent", "Windmill", "Foxglove", "Juniper", "Marlow", "Sterling", "Thornbury", "Whitmore", "Ironwood", "Copperfield", "Larkspur", "Bramble", "Kestrel", "Hawthorne"]  # fmt: skip
+THEMES = ["Renewal", "Growth", "Launch", "Pilot", "Expansion", "Migration", "Modernization", "Outreach", "Onboarding", "Retention", "Compliance", "Quality", "Safety", "Wellness", "Readiness", "Resilience", "Transition", "Upgrade", "Integration", "Consolidation", "Recovery", "Optimization", "Discovery", "Partnership", "Community", "Excellence", "Efficiency", "Innovation", "Heritage", "Horizon"]  # fmt: skip
+_VARIANTS = ["Plus", "Select", "Premier", "Express", "Classic", "Prime", "Pro", "Lite", "Max", "Elite", "Essentials", "Signature", "Advantage", "Standard", "Deluxe", "Core", "Flex", "Reserve", "Compact", "Ultra"]  # fmt: skip
+_DEPARTMENTS = ["Finance", "Operations", "Human Resources", "Engineering", "Sales", "Marketing", "Customer Support", "Legal", "Procurement", "IT Services", "Facilities", "Quality Assurance", "Research", "Logistics", "Compliance"]  # fmt: skip
+_TEAMS = ["Platform", "Payments", "Checkout", "Search", "Data Infrastructure", "Mobile", "Identity", "Growth", "Billing", "Observability", "Core Services", "Developer Experience", "Security", "Fulfilment", "Analytics"]  # fmt: skip
+_INDUSTRIES = ["Manufacturing", "Healthcare", "Retail", "Logistics", "Software", "Construction", "Hospitality", "Financial Services", "Energy", "Agriculture", "Education", "Telecommunications", "Real Estate", "Media", "Automotive"]  # fmt: skip
+_UNITS = ["each", "box", "case", "kg", "litre", "pack", "pallet", "hour", "metre", "dozen"]
+_WEATHER = ["Sunny, light wind", "Overcast", "Light rain", "Heavy rain, site paused", "Clear and cold", "Hot and humid", "Fog until mid-morning", "Gusty wind", "Snow showers", "Partly cloudy"]  # fmt: skip
+_CURRENCY = {"en_US": "USD", "en_GB": "GBP", "ja_JP": "JPY", "en_CA": "CAD", "en_AU": "AUD", "de_CH": "CHF", "zh_CN": "CNY", "ko_KR": "KRW", "en_IN": "INR", "pt_BR": "BRL", "es_MX": "MXN"}  # fmt: skip
+_SYMBOL = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$", "INR": "₹", "CNY": "¥"}
+_AIRLINES = ["AA", "DL", "UA", "BA", "LH", "AF", "KL", "EK", "QR", "SQ", "NH", "JL", "AC", "IB", "TP"]
+_FAMILY_FIRST = ("ja_JP", "zh_CN", "zh_TW", "ko_KR", "hu_HU")
+
+
+# ---------------------------------------------------------------- Faker, per thread and locale
+
+
+_local = threading.local()
+_pool_lock = threading.Lock()
+
+
+def faker(locale: str, rng: random.Random) -> Any:
+    """This thread's Faker generator for `locale`, drawing from `rng` (no shared random state)."""
+    gens: dict[str, Any] = getattr(_local, "gens", None) or {}
+    _local.gens = gens
+    gen = gens.get(locale)
+    if gen is None:
+        from faker import Faker
+        from faker.config import AVAILABLE_LOCALES
+
+        gen = gens[locale] = Faker(locale if locale in AVAILABLE_LOCALES else "en_US").factories[0]
+    gen.random = rng
+    return gen
+
+
+@dataclass(frozen=True)
+class Pools:
+    """Draws from Faker's locale data made once per process (Faker's own weighted draws are slow):
+    first and last names, companies, streets, cities, jobs, title phrases."""
+
+    first: tuple[str, ...]
+    last: tuple[str, ...]
+    companies: tuple[str, ...]
+    streets: tuple[str, ...]
+    secondary: tuple[str, ...]
+    cities: tuple[str, ...]
+    states: tuple[str, ...]
+    countries: tuple[str, ...]
+    jobs: tuple[str, ...]
+    phrases: tuple[str, ...]
+    domains: tuple[str, ...] = field(default=())
+
+
+@cache
+def pools(locale: str) -> Pools:
+    with _pool_lock:
+        gen = faker(locale, random.Random(20260302))
+        en = faker("en_US", random.Random(20260302)) if locale != "en_US" else gen
+
+        def draw(fn: Any, n: int) -> tuple[str, ...]:
+            return tuple(dict.fromkeys(str(fn()) for _ in range(n)))
+
+        def maybe(name: str, n: int, fallback: Any) -> tuple[str, ...]:
+            fn = getattr(gen, name, None)
+            try:
+                return draw(fn, n) if fn is not None else draw(fallback, n)
+            except (AttributeError, TypeError):
+                return draw(fallback, n)
+
+        return Pools(
+            first=draw(gen.first_name, 400),
+            last=draw(gen.last_name, 400),
+            companies=draw(gen.company, 300),
+            streets=draw(gen.street_address, 300),
+            secondary=maybe("secondary_address", 60, lambda: f"Suite {gen.random.randint(100, 900)}"),
+            cities=draw(gen.city, 200),
+            states=maybe("state", 120, gen.city),
+            countries=draw(en.country, 120),
+            jobs=draw(gen.job, 200),
+            phrases=draw(lambda: en.bs().capitalize(), 300),
+            domains=draw(en.free_email_domain, 20),
+        )
+
+
+# ---------------------------------------------------------------- the world a state is made in
+
+
+@dataclass
+class World:
+    """What generating one state shares: the domain's vocabulary, its locale, the names given out
+    (so two records do not share a name) and the record being made."""
+
+    vocab: DomainVocab | None = None
+    locale: str = "en_US"
+    used: dict[tuple[str, str], set[Any]] = field(default_factory=dict)
+    person: tuple[str, str] | None = None  # the current record's own person (first, last)
+    distinct: frozenset[tuple[str, str]] = frozenset()  # (entity, attr) a uniqueness rule covers
+
+    @classmethod
+    def for_spec(
+        cls,
+        domain_id: int | None,
+        entities: tuple[EntitySpec, ...],
+        distinct: frozenset[tuple[str, str]] = frozenset(),
+    ) -> World:
+        """The world of a spec: its domain's vocabulary applies to the entities the domain contributed;
+        `distinct` names the attributes a uniqueness rule keeps apart (they are handed out once)."""
+        vocab = vocab_for(domain_id) if domain_id is not None else None
+        if vocab is not None:
+            kb = {e.name for e in entities if e.source in ("kb", "merged")}
+            vocab = DomainVocab(
+                id=vocab.id,
+                locale=vocab.locale,
+                values={k: v for k, v in vocab.values.items() if k in kb},
+                linked={k: v for k, v in vocab.linked.items() if k in kb},
+            )
+        return cls(vocab=vocab, locale=vocab.locale if vocab is not None else "en_US", distinct=distinct)
+
+    def entry(self, entity: str, attr: str) -> VocabEntry | None:
+        return self.vocab.entry(entity, attr) if self.vocab is not None else None
+
+
+def is_person(entity: EntitySpec) -> bool:
+    return person_entity(entity.name)
+
+
+@cache
+def person_entity(name: str) -> bool:
+    """Whether records of an entity so named are people (a citizen, a dependent, an owner's account),
+    not things or organisations (a vessel, a clinic, a company's account, a media player)."""
+    return PERSON_ENTITY.search(name) is not None and _NOT_PERSON.search(name) is None
+
+
+def is_free_text(attr: AttributeSpec) -> bool:
+    return _free_text(attr.type, attr.name)
+
+
+@cache
+def _free_text(type_: str, name: str) -> bool:
+    return free_text(type_, name)  # an `address` typed text is still an address
+
+
+def is_derived(attr: AttributeSpec) -> bool:
+    """Values that read from the record's other fields: free text, e-mails, user names, web sites."""
+    if attr.type not in ("str", "text"):
+        return False
+    return (
+        is_free_text(attr)
+        or re.search(r"e_?mail|user_?name|handle|login|website|homepage", attr.name) is not None
+    )
+
+
+NAMING = frozenset(
+    {"name", "title", "full_name", "display_name", "legal_name", "hostname", "handle", "username", "label"}
+)
+
+
+def naming_attr(attr: AttributeSpec, entity: EntitySpec) -> bool:
+    """An attribute that names its record, so two records should not share it: a name, title, label
+    or display name (`EntitySpec.label_attribute` when it is one of those, not its fallback to the
+    first str field). A venue, currency, unit or authority is shared by many records and is not one."""
+    return attr.name in NAMING and attr.type in ("str", "text")
+
+
+def kept_apart(attr: AttributeSpec, entity: EntitySpec, world: World) -> bool:
+    """Values two records may not share: names of records, and what a uniqueness rule covers alone."""
+    return naming_attr(attr, entity) or (entity.name, attr.name) in world.distinct
+
+
+# ---------------------------------------------------------------- numbers
+
+
+def _round(x: float, decimals: int) -> float:
+    return round(x, decimals)
+
+
+# The state checker (`state._value_problem`) still holds every money value to 0 or more, so a
+# vocabulary's negative money range (a credit, an adjustment) is drawn from its part at or above 0.
+MONEY_MAY_BE_NEGATIVE = False
+
+
+def money_floor(attr: AttributeSpec, value: Any) -> Any:
+    if attr.type == "money" and not MONEY_MAY_BE_NEGATIVE and isinstance(value, (int, float)) and value < 0:
+        return type(value)(0)
+    return value
+
+
+def from_range(entry: VocabEntry, attr: AttributeSpec, rng: random.Random) -> int | float:
+    lo, hi = entry.min, entry.max
+    if attr.type == "money" and not MONEY_MAY_BE_NEGATIVE and lo < 0:
+        lo = min(0.0, hi) if hi >= 0 else lo
+    if attr.type == "int":
+        return rng.randint(math.ceil(lo), max(math.ceil(lo), math.floor(hi)))
+    decimals = entry.decimals if entry.decimals is not None else 2
+    v = _round(rng.uniform(lo, hi), decimals)
+    return money_floor(attr, int(v) if decimals == 0 else v)
+
+
+_NUMBER_RANGES: list[tuple[str, float, float, int]] = [
+    # (name pattern, low, high, decimals) for money/float/int attributes
+    (r"salary|annual_income|income", 32000, 185000, 0),
+    (r"net_worth|revenue|turnover", 150000, 25000000, 0),
+    (r"hourly_rate|rate_per_hour", 18, 240, 2),
+    (r"budget|contract_value|limit_amount|credit_limit|requested_limit|approved_limit", 5000, 500000, 0),
+    (r"balance", 0, 48000, 2),
+    (r"ticket_price|fare", 12, 480, 2),
+    (r"copay|co_pay", 5, 75, 2),
+    (r"deposit", 50, 2500, 2),
+    (r"unit_price|unit_cost|price|cost|fee", 4, 900, 2),
+    (r"amount|total|paid|refund|value", 15, 4800, 2),
+    (r"weight_kg|weight", 0.2, 95, 1),
+    (r"height_cm", 150, 198, 0),
+    (r"height_m|depth_m|length_m|span_m|width_m", 1.5, 60, 2),
+    (r"area_m2|floor_area|sq_?m", 40, 12000, 0),
+    (r"temp|temperature", -5, 38, 1),
+    (r"distance_km|km", 1, 850, 1),
+    (r"speed_kmh|speed", 10, 120, 0),
+    (r"age$|age_years", 18, 84, 0),
+    (r"latitude|lat$", -55, 65, 4),
+    (r"longitude|lng$|lon$", -160, 170, 4),
+    (r"percent|pct|_rate$|ratio|share|probability|confidence|utilization", 0.02, 0.98, 3),
+    (r"quantity|qty|units|count|pieces", 1, 48, 0),
+    (r"capacity|seats|slots", 4, 240, 0),
+    (r"stock|on_hand|inventory|available", 0, 420, 0),
+    (r"duration_min|minutes|_min$", 15, 180, 0),
+    (r"duration_s|seconds|_s$", 5, 1800, 0),
+    (r"hours", 0.5, 12, 1),
+    (r"days", 1, 45, 0),
+    (r"weeks", 1, 26, 0),
+    (r"dose_mg|_mg$", 5, 800, 1),
+    (r"volume_ml|_ml$", 5, 500, 1),
+    (r"pages", 24, 860, 0),
+    (r"year", 2012, 2026, 0),
+]
+
+
+@cache
+def _number_range(name: str) -> tuple[float, float, int] | None:
+    if re.search(r"rating|stars", name):
+        return (1, 5, 1)
+    for pattern, lo, hi, dec in _NUMBER_RANGES:
+        if re.search(pattern, name):
+            if re.search(r"percent|pct", name) and pattern.startswith("percent"):
+                return (0, 100, 1)
+            return (lo, hi, dec)
+    return None
+
+
+def number_for(attr: AttributeSpec, rng: random.Random) -> Any:
+    """A plausible number by the attribute's name (MISSING: the caller's own heuristics)."""
+    found = _number_range(attr.name)
+    if found is not None:
+        lo, hi, dec = found
+        if attr.type == "int":
+            return rng.randint(math.ceil(lo), max(math.ceil(lo), math.floor(hi)))
+        if attr.type == "money":
+            lo = max(lo, 0)
+        v = _round(rng.uniform(lo, hi), dec)
+        return float(v) if dec else float(int(v))
+    return MISSING
+
+
+# ---------------------------------------------------------------- dates and lifecycles
+
+_BIRTH = re.compile(r"birth|dob|born")
+_PHASES: list[tuple[int, re.Pattern[str]]] = [
+    (4, re.compile(r"due|expir|valid_until|valid_to|deadline|renewal|maturity|next_|expected|target|_by$|until")),
+    (3, re.compile(r"closed|complet|resolved|ended|(^|_)end|finish|deliver|paid|shipped|returned|cancel|approved|decided|settled|dispensed|filled|fulfil|check_?out|arriv|dropoff|published|released|terminated|discharged|merged|done")),
+    (2, re.compile(r"updated|modified|(^|_)last_|changed|reviewed|edited")),
+    (1, re.compile(r"created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|booked|start|begin|(^|_)from|effective|check_?in|depart|pickup|reported|raised|logged|received|detected|occurred|onboarded|launched|(^|_)since")),
+]  # fmt: skip
+_PAST = re.compile(
+    r"created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|reported|raised|logged|received|detected|occurred|onboarded|(^|_)last_|updated|modified"
+)
+
+
+@cache
+def _is_birth(name: str) -> bool:
+    return _BIRTH.search(name) is not None
+
+
+@cache
+def phase(name: str) -> int:
+    """Where a date sits in its record's life: 1 start, 2 update, 3 end, 4 due (0: unordered)."""
+    return next((p for p, rx in _PHASES if rx.search(name)), 0)
+
+
+@cache
+def _date_span(name: str) -> tuple[int, int]:
+    return (-240, -1) if _PAST.search(name) else (-60, 150) if phase(name) == 4 else (-240, 120)
+
+
+def date_for(attr: AttributeSpec, entity: EntitySpec, rng: random.Random) -> str:
+    n = attr.name
+    if _is_birth(n):
+        years = rng.randint(18, 84) if is_person(entity) else rng.randint(1, 15)
+        day = NOW.date() - timedelta(days=365 * years + rng.randint(0, 364))
+        return day.isoformat() if attr.type == "date" else datetime.combine(day, NOW.time()).isoformat()
+    lo, hi = _date_span(n)
+    moment = NOW + timedelta(days=rng.randint(lo, hi), minutes=15 * rng.randint(-12, 36))
+    return moment.date().isoformat() if attr.type == "date" else moment.isoformat(timespec="seconds")
+
+
+def _moment(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        m = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return m.replace(tzinfo=None)
+
+
+def _as(value: str, moment: datetime) -> str:
+    """`moment` written the way `value` is written (a date, a datetime, with a trailing Z)."""
+    if len(value) == 10:
+        return moment.date().isoformat()
+    text = moment.isoformat(timespec="seconds")
+    return text + "Z" if value.endswith("Z") else text
+
+
+def order_lifecycle(entity: EntitySpec, record: dict[str, Any], rng: random.Random) -> None:
+    """Dates of one record in lifecycle order: created <= updated <= closed, ends after starts, due
+    and expiry dates after the record was issued or started. Only undeclared dates are moved."""
+    dated = [
+        (phase(a.name), a.name, m)
+        for a in entity.attributes
+        if a.type in ("date", "datetime") and a.declared is None and not _BIRTH.search(a.name)
+        if (m := _moment(record.get(a.name))) is not None
+    ]
+    ordered = sorted([d for d in dated if d[0] in (1, 2, 3)], key=lambda d: (d[0], d[1]))
+    moments = sorted(m for p, _, m in ordered)
+    previous: datetime | None = None
+    for (p, name, _), moment in zip(ordered, moments, strict=True):
+        if previous is not None and p == 3 and moment.date() <= previous.date():
+            moment = previous + timedelta(days=rng.randint(1, 14))  # an end falls after its start
+        record[name] = _as(record[name], moment)
+        previous = moment
+    starts = [m for p, _, m in ordered if p == 1]
+    start = _moment(record[next(n for p, n, _ in ordered if p == 1)]) if starts else None
+    for p, name, m in dated:
+        if p == 4 and start is not None and m <= start:
+            record[name] = _as(record[name], start + timedelta(days=rng.randint(7, 90)))
+
+
+# ---------------------------------------------------------------- strings
+
+
+def _ascii(text: str) -> str:
+    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+
+
+def _abbr(word: str) -> str:
+    letters = re.sub(r"[^a-z]", "", word.lower())
+    consonants = letters[0] + re.sub("[aeiou]", "", letters[1:]) if letters else "ref"
+    return (consonants if len(consonants) >= 3 else letters)[:3].upper() or "REF"
+
+
+def person_name(world: World, rng: random.Random) -> tuple[str, str]:
+    p = pools(world.locale)
+    return rng.choice(p.first), rng.choice(p.last)
+
+
+def full_name(first: str, last: str, locale: str) -> str:
+    if locale in _FAMILY_FIRST:
+        return f"{last}{first}" if locale != "hu_HU" else f"{last} {first}"
+    return f"{first} {last}"
+
+
+_CODES: list[tuple[str, str]] = [
+    (r"(^|_)sku$", "[A-Z]{3}-[0-9]{4}-[A-Z]{2}"),
+    (r"(^|_)vin$", "[A-HJ-NPR-Z0-9]{17}"),
+    (r"tracking", "1Z[0-9A-Z]{16}"),
+    (r"(^|_)(ip|ip_address)$", "10\\.[0-9]{1,2}\\.[0-9]{1,2}\\.[1-9][0-9]?"),
+    (r"sha|checksum|hash|fingerprint", "[0-9a-f]{12}"),
+    (r"ticker|(^|_)symbol$", "[A-Z]{3,4}"),
+    (r"iata|airport_code", "[A-Z]{3}"),
+    (r"(^|_)lei$", "[0-9]{4}00[A-Z0-9]{12}[0-9]{2}"),
+    (r"(^|_)npi$", "1[0-9]{9}"),
+    (r"icd", "[A-TV-Z][0-9]{2}\\.[0-9]"),
+    (r"(^|_)ndc$", "[0-9]{5}-[0-9]{4}-[0-9]{2}"),
+    (r"(^|_)mrn$", "[0-9]{8}"),
+    (r"cusip", "[0-9]{3}[0-9A-Z]{5}[0-9]"),
+    (r"account_number|acct", "[0-9]{10}"),
+    (r"routing", "[0-9]{9}"),
+    (r"serial", "SN[0-9A-Z]{10}"),
+    (r"(^|_)(lot|batch)", "(LOT|BT)-[0-9]{6}"),
+    (r"version|firmware|release_tag|(^|_)tag$", "[1-4]\\.[0-9]{1,2}\\.[0-9]{1,2}"),
+    (r"postcode|zip|postal", ""),
+    (r"license_number|licence_number|registration_number", "[A-Z]{2}-[0-9]{6}"),
+    (r"dea", "[A-Z]{2}[0-9]{7}"),
+]
+
+
+@cache
+def _code_patterns(name: str) -> list[tuple[str, str]]:
+    return [(rx, pattern) for rx, pattern in _CODES if re.search(rx, name)][:1]
+
+
+def _code(attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random) -> Any:
+    n = attr.name
+    for rx, pattern in _code_patterns(n):
+        if rx:
+            if not pattern:
+                return str(faker(world.locale, rng).postcode())
+            return regex_string(f"^{pattern}$", rng) or MISSING
+    if re.search(r"plate|registration$", n):
+        return str(faker(world.locale, rng).license_plate())
+    if re.search(r"iban", n):
+        return str(faker(world.locale, rng).iban())
+    if re.search(r"swift|(^|_)bic$", n):
+        return str(faker(world.locale, rng).swift())
+    if re.search(r"isbn", n):
+        return str(faker("en_US", rng).isbn13())
+    if re.search(r"ean|barcode|upc|gtin", n):
+        return str(faker(world.locale, rng).ean13())
+    if re.search(r"flight", n):
+        return f"{rng.choice(_AIRLINES)}{rng.randint(100, 2999)}"
+    if re.search(r"(^|_)(hostname|host)$", n):
+        return f"{rng.choice(('web', 'api', 'db', 'cache', 'worker', 'edge'))}-{rng.randint(1, 40):02d}.{rng.choice(('us-east-1', 'eu-west-1', 'ap-south-1'))}.internal"
+    m = re.search(r"^(?P<what>[a-z_]*?)_?(number|no|ref|reference|code|id)$", n)
+    if m:
+        what = m["what"] or entity.name
+        prefix = _abbr(what.split("_")[-1])
+        if re.search(r"invoice|order|po|claim|case|ticket|booking|reservation|confirmation|policy", what):
+            return f"{prefix}-{NOW.year - rng.randint(0, 1)}-{rng.randint(1, 99999):05d}"
+        if n.endswith("code"):
+            return f"{prefix}{rng.randint(100, 9999)}"
+        return f"{prefix}-{rng.randint(100000, 999999)}"
+    return MISSING
+
+
+def name_for(attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random) -> str:
+    """The name or title of a record that is not a person."""
+    p = pools(world.locale)
+    label = entity.name.replace("_", " ").title()
+    if ORG_ENTITY.search(entity.name) and attr.name != "title":
+        return rng.choice(p.companies) if rng.random() < 0.6 else f"{rng.choice(p.last)} {label}"
+    if PLACE_ENTITY.search(entity.name):
+        return f"{rng.choice(p.cities if rng.random() < 0.5 else QUALIFIERS)} {label}"
+    if re.search(r"title|subject|headline|summary_line", attr.name):
+        return rng.choice(p.phrases)
+    return f"{rng.choice(QUALIFIERS)} {rng.choice(THEMES)} {label}"
+
+
+# (kind, pattern on the attribute name), first match wins; `_string_kind` decides once per name
+_STRING_KINDS: list[tuple[str, str]] = [
+    ("email", r"e_?mail"),
+    ("username", r"user_?name|handle|login"),
+    ("website", r"website|homepage|(^|_)url$|link"),
+    ("phone", r"phone|mobile|fax|telephone"),
+    ("first_name", r"(^|_)first_?name$"),
+    ("last_name", r"(^|_)(last_?name|surname|family_name)$"),
+    ("other_person", r"(full|contact|person|patient|customer|driver|guest|owner|employee)_?name$"),
+    ("company", ORG_ATTR.pattern),
+    ("secondary", r"suite|apartment"),
+    ("state", r"(^|_)(state|province|county|license_state)$"),
+    ("country_code", r"country_code"),
+    ("country", r"nationality"),
+    ("place", r"(^|_)(location|site|venue|branch|office|region|area|district|neighbou?rhood)$"),
+    ("currency", r"currency"),
+    ("language", r"language"),
+    ("timezone", r"timezone|time_zone|tz$"),
+    ("color", r"colou?r"),
+    ("file_name", r"file_?name|attachment|(^|_)file$"),
+    ("path", r"(^|_)path$"),
+    ("mime", r"mime|content_type|media_type"),
+    ("job", r"job|position|occupation|(^|_)role$|specialty|specialism"),
+    ("department", r"department|(^|_)dept"),
+    ("team", r"(^|_)team$|_team$|squad"),
+    ("industry", r"industry|sector"),
+    ("unit", r"(^|_)unit$|uom"),
+    ("weather", r"weather"),
+]
+
+
+_PERSON_NAMED = re.compile(rf"(^|_)({_PERSON_WORDS})_?name$")
+
+
+def _place_kind(name: str) -> str:
+    """Which part of an address a PLACE_FIELD attribute holds."""
+    if re.search(r"(^|_)(city|town)$", name):
+        return "city"
+    if re.search(r"country$", name):
+        return "country"
+    if re.search(r"post|zip", name):
+        return "postcode"
+    if re.search(r"(line_?|address_?|_)2$", name):
+        return "secondary"
+    if re.search(r"street|line_?1$|address_?1$", name):
+        return "street"
+    return "address"
+
+
+@cache
+def _string_kind(name: str, person: bool) -> str:
+    if person and name in ("name", "display_name", "displayname"):
+        return "own_name"
+    if PLACE_FIELD.match(name):
+        return _place_kind(name)
+    if re.search(r"(^|_)mac(_address)?$", name):
+        return "mac"
+    if re.fullmatch(r"full_?name", name):
+        return "own_name" if person else "other_person"
+    if re.fullmatch(r"display_?name", name):
+        return "name"
+    if _PERSON_NAMED.search(name) and not ORG_ATTR.search(name):
+        return "other_person"
+    if PERSON_ROLE_ATTR.search(name) and not name.endswith("_id") and not ORG_ATTR.search(name):
+        kinds = [k for k, rx in _STRING_KINDS[:6] if re.search(rx, name)]
+        return kinds[0] if kinds else "other_person"
+    for kind, rx in _STRING_KINDS:
+        if re.search(rx, name):
+            return kind
+    return (
+        "code"
+        if any(re.search(rx, name) for rx, _ in _CODES)
+        or re.search(
+            r"plate|registration$|iban|swift|(^|_)bic$|isbn|ean|barcode|upc|gtin|flight|(^|_)(hostname|host)$"
+            r"|(number|no|ref|reference|code|id)$",
+            name,
+        )
+        else "name"
+        if re.search(r"(^|_)(name|title|label|subject|headline)$", name)
+        else "other"
+    )
+
+
+def string_for(
+    attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random, record: dict[str, Any]
+) -> Any:
+    """A plausible non-free-text string by name, entity and locale (MISSING: no opinion)."""
+    n = attr.name
+    p = pools(world.locale)
+    kind = _string_kind(n, is_person(entity))
+    if kind == "email":
+        return email_for(world, rng, record)
+    if kind == "username":
+        first, last = world.person or person_name(world, rng)
+        return (
+            f"{_ascii(first)[:1]}{_ascii(last)}{rng.randint(1, 99) if rng.random() < 0.4 else ''}" or "user"
+        )
+    if kind == "website":
+        base = re.sub(r"[^a-z0-9]+", "", _ascii(str(record.get("name") or rng.choice(p.companies))))[:24]
+        return f"https://www.{base or 'example'}.com"
+    if kind == "phone":
+        return str(faker(world.locale, rng).phone_number())
+    if kind in ("first_name", "last_name", "own_name"):
+        world.person = world.person or person_name(world, rng)
+        first, last = world.person
+        return (
+            first
+            if kind == "first_name"
+            else last
+            if kind == "last_name"
+            else full_name(first, last, world.locale)
+        )
+    if kind == "other_person":
+        return full_name(*person_name(world, rng), world.locale)
+    simple: dict[str, tuple[str, ...]] = {
+        "company": p.companies, "street": p.streets, "secondary": p.secondary, "city": p.cities,
+        "state": p.states, "country": p.countries, "place": p.cities, "job": p.jobs,
+        "department": tuple(_DEPARTMENTS), "team": tuple(_TEAMS), "industry": tuple(_INDUSTRIES),
+        "unit": tuple(_UNITS), "weather": tuple(_WEATHER),
+    }  # fmt: skip
+    if kind in simple:
+        return rng.choice(simple[kind])
+    if kind == "address":
+        street = rng.choice(p.streets)
+        if entity.attribute("city") is not None:
+            return street
+        return f"{street}, {rng.choice(p.cities)} {faker(world.locale, rng).postcode()}"
+    if kind == "postcode":
+        return str(faker(world.locale, rng).postcode())
+    if kind == "mac":
+        return str(faker("en_US", rng).mac_address())
+    if kind == "currency":
+        home = _CURRENCY.get(world.locale, "EUR")
+        return home if rng.random() < 0.7 else rng.choice(("USD", "EUR", "GBP", "JPY", "CAD", "CHF"))
+    providers = {"country_code": "country_code", "language": "language_name", "timezone": "timezone",
+                 "color": "color_name", "file_name": "file_name", "mime": "mime_type"}  # fmt: skip
+    if kind in providers:
+        return str(
+            getattr(faker(world.locale if kind == "country_code" else "en_US", rng), providers[kind])()
+        )
+    if kind == "path":
+        return str(faker("en_US", rng).file_path(depth=2))
+    if kind == "code":
+        code = _code(attr, entity, world, rng)
+        if code is not MISSING:
+            return code
+    if kind == "name" or naming_attr(attr, entity):
+        return name_for(attr, entity, world, rng)
+    return (
+        f"{rng.choice(QUALIFIERS)} {rng.choice(THEMES)}"
+        if attr.type == "str"
+        else f"{n.replace('_', ' ').capitalize()}."
+    )
+
+
+def email_for(world: World, rng: random.Random, record: dict[str, Any]) -> str:
+    p = pools(world.locale)
+    first, last = world.person or person_name(world, rng)
+    local = re.sub(r"[^a-z]", "", _ascii(first)), re.sub(r"[^a-z]", "", _ascii(last))
+    if not all(local):
+        return f"user{rng.randint(100, 9999)}@{rng.choice(p.domains)}"
+    style = rng.randint(0, 3)
+    name = (
+        f"{local[0]}.{local[1]}",
+        f"{local[0][0]}{local[1]}",
+        f"{local[0]}{rng.randint(1, 99)}",
+        f"{local[0]}_{local[1]}",
+    )[style]
+    return f"{name}@{rng.choice(p.domains)}"
+
+
+# ---------------------------------------------------------------- vocabulary entries
+
+
+def from_vocab(
+    entry: VocabEntry, attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random
+) -> Any:
+    """A value from a vocabulary entry; a list hands out unused values first, then varies them."""
+    if entry.kind == "range":
+        return from_range(entry, attr, rng)
+    if entry.kind == "pattern":
+        return regex_string(f"^(?:{entry.pattern})$", rng) or MISSING
+    if entry.kind == "faker":
+        try:
+            return str(getattr(faker(world.locale, rng), entry.faker)())
+        except (AttributeError, TypeError):
+            return MISSING
+    values = list(entry.values)
+    if attr.type in ("int", "float", "money"):
+        v = rng.choice(values)
+        return money_floor(attr, int(v) if attr.type == "int" else float(v))
+    if is_free_text(attr) or not kept_apart(attr, entity, world):
+        return rng.choice(values)  # a category (venue, unit, authority) repeats freely
+    used = world.used.get((entity.name, attr.name), set())
+    fresh = [v for v in values if v not in used]
+    if fresh:
+        return rng.choice(fresh)
+    return vary(rng.choice(values), rng)
+
+
+def from_group(
+    group: LinkedGroup, attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random,
+    record: dict[str, Any],
+) -> Any:  # fmt: skip
+    """An attribute's column of the row its record draws from a linked group: the row that agrees with
+    the group's values the record already holds, else a row not yet handed out (then any row)."""
+    rows = list(group.rows)
+    held = [(i, record[a]) for i, a in enumerate(group.attrs) if a != attr.name and record.get(a) is not None]
+    agreeing = [r for r in rows if all(r[i] == v for i, v in held)] if held else []
+    if agreeing:
+        row = rng.choice(agreeing)
+    else:
+        used = world.used.setdefault((entity.name, "linked:" + ",".join(group.attrs)), set())
+        fresh = [r for r in rows if r not in used]
+        row = rng.choice(fresh or rows)
+        used.add(row)
+    value = row[group.column(attr.name)]
+    if attr.type in ("int", "float", "money"):
+        return money_floor(attr, int(value) if attr.type == "int" else float(value))
+    return value
+
+
+def vary(value: str, rng: random.Random) -> str:
+    """Another value in the same style when a list runs out: an edition, not a number."""
+    return f"{value} {rng.choice(_VARIANTS)}"
+
+
+# ---------------------------------------------------------------- free text about its record
+
+_TEMPLATES: dict[str, list[str]] = {
+    "review_good": [
+        "Great experience with {label}; everything went smoothly and I would recommend it.",
+        "Rated {rating} out of 5: fast, friendly and exactly as described.",
+        "Really happy with {label}. Staff were helpful from start to finish.",
+        "Excellent value for {amount}, will book again.",
+        "Five stars from me, the {entity} was well organised and on time.",
+    ],
+    "review_mixed": [
+        "Rated {rating} out of 5: decent overall, but the wait was longer than promised.",
+        "{label} was fine, though communication could have been clearer.",
+        "Average experience; the price of {amount} felt a little high for what we got.",
+        "Some good points, some rough edges. Would consider {label} again if it improves.",
+    ],
+    "review_bad": [
+        "Rated {rating} out of 5: disappointing, nobody followed up after I complained.",
+        "Not happy with {label}; the {entity} was late and the details were wrong.",
+        "Poor value for {amount}. I asked for a refund and am still waiting.",
+        "Would not recommend. Problems were raised twice and never fixed.",
+    ],
+    "reason": [
+        "Customer asked to change the date after a scheduling conflict.",
+        "Duplicate entry found during the weekly reconciliation.",
+        "Requested by {person} ahead of the {date} deadline.",
+        "Moved to {status} after review; supporting documents were incomplete.",
+        "Budget for {label} was cut this quarter.",
+        "Amount of {amount} exceeds the approval limit, needs a second sign-off.",
+        "Supplier could not confirm delivery in time.",
+        "Policy requires this for every {entity} above the threshold.",
+        "Information provided by {person} did not match our records.",
+        "Priority raised after repeated complaints about {label}.",
+    ],
+    "instructions": [
+        "Leave at the front desk if nobody answers; call {person} on arrival.",
+        "Confirm the details with {person} before starting.",
+        "Use the side entrance; parking is available behind the building.",
+        "Handle with care and keep upright during transport.",
+        "Check the previous {entity} notes before proceeding, then update the status.",
+        "Complete by {date} and send the confirmation to the requester.",
+        "Photograph the result and attach it to the record when done.",
+        "Do not proceed until the {amount} payment has cleared.",
+    ],
+    "description": [
+        "{label}: a {status} {entity} handled by {person}.",
+        "{label} covers the work agreed with {person}, valued at {amount}.",
+        "{label} was set up on {date} and is currently {status}.",
+        "Standard {entity} for {person}; see the attached terms for details.",
+        "{label}, reviewed and {status}; next checkpoint on {date}.",
+        "Internal {entity} record for {label}, maintained by the operations team.",
+        "Covers scope, timeline and costs ({amount}) for {label}.",
+    ],
+    "note": [
+        "Spoke with {person}; they confirmed everything for {date}.",
+        "{label} is {status}. Waiting on paperwork before the next step.",
+        "Called {person} twice, left a voicemail; will try again tomorrow.",
+        "Payment of {amount} received and matched to {label}.",
+        "Follow up with {person} about {label} by {date}.",
+        "All checks passed; nothing further needed for now.",
+        "Flagged for review: figures on {label} do not add up.",
+        "Updated after the meeting with {person}; status set to {status}.",
+        "Customer prefers e-mail over phone calls.",
+        "Documents scanned and filed under {label}.",
+        "Escalated to the team lead, response expected by {date}.",
+        "Minor discrepancy of {amount} noted; corrected in the ledger.",
+    ],
+}
+
+
+def _kind(attr_name: str, entity_name: str = "") -> str:
+    n = attr_name
+    if re.search(r"review|feedback|testimonial|rating_comment", n) or (
+        re.search(r"review|feedback|testimonial|survey_response", entity_name)
+        and re.search(r"comment|text|body|content|note", n)
+    ):
+        return "review"
+    if re.search(r"reason|justification|rationale|why|explanation|cause", n):
+        return "reason"
+    if re.search(r"instruction|direction|steps|preconditions|procedure|how_to", n):
+        return "instructions"
+    if re.search(r"description|summary|details|about|overview|bio|statement|objective|scope|content|body", n):
+        return "description"
+    return "note"
+
+
+def _money(value: float, currency: str) -> str:
+    symbol = _SYMBOL.get(currency)
+    return f"{symbol}{value:,.2f}" if symbol else f"{value:,.2f} {currency}"
+
+
+def _when(value: str) -> str:
+    m = _moment(value)
+    return f"{m:%B} {m.day}" if m is not None else value
+
+
+def slots(entity: EntitySpec, record: dict[str, Any], world: World, target_label: Any) -> dict[str, str]:
+    """What a sentence may say about a record: its label, status, a person, an amount, a date..."""
+    out: dict[str, str] = {"entity": entity.name.replace("_", " ")}
+    label = entity.label_attribute
+    if label is not None and not is_free_text(label) and isinstance(record.get(label.name), str):
+        out["label"] = record[label.name]
+    status = entity.status_attribute
+    if status is not None and isinstance(record.get(status.name), str):
+        out["status"] = record[status.name].replace("_", " ")
+    currency = (
+        record.get("currency")
+        if isinstance(record.get("currency"), str)
+        else _CURRENCY.get(world.locale, "USD")
+    )
+    for a in entity.attributes:
+        v = record.get(a.name)
+        if v is None or a.name == entity.key:
+            continue
+        if (
+            "person" not in out
+            and a.type == "str"
+            and (
+                PERSON_ROLE_ATTR.search(a.name)
+                or re.search(r"full_?name|contact_name", a.name)
+                or (is_person(entity) and a.name == "name")
+            )
+        ):
+            out["person"] = str(v)
+        elif "amount" not in out and a.type == "money" and isinstance(v, (int, float)):
+            out["amount"] = _money(float(v), str(currency))
+        elif "date" not in out and a.type in ("date", "datetime") and isinstance(v, str):
+            out["date"] = _when(v)
+        elif "rating" not in out and re.search(r"rating|stars|score", a.name) and isinstance(v, (int, float)):
+            out["rating"] = f"{v:g}"
+        elif a.type == "ref":
+            found = target_label(a, v)
+            if found:
+                out.setdefault("person" if (a.ref and person_entity(a.ref)) else "label", found)
+    return out
+
+
+def _render(sentence: str, values: dict[str, str]) -> str | None:
+    names = re.findall(r"\{([a-z_]+)\}", sentence)
+    if any(n not in values for n in names):
+        return None
+    return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], sentence)
+
+
+def field_values(
+    entity: EntitySpec, record: dict[str, Any], world: World, target_label: Any
+) -> dict[str, str]:
+    """Each attribute of the record as a sentence would write it (for `{attr}` in vocabulary sentences)."""
+    currency = (
+        record.get("currency")
+        if isinstance(record.get("currency"), str)
+        else _CURRENCY.get(world.locale, "USD")
+    )
+    out: dict[str, str] = {}
+    for a in entity.attributes:
+        v = record.get(a.name)
+        if v is None or a.name == entity.key or is_free_text(a):
+            continue
+        if a.type == "ref":
+            found = target_label(a, v)
+            if found:
+                out[a.name] = found
+        elif a.type == "enum" and isinstance(v, str):
+            out[a.name] = v.replace("_", " ")
+        elif a.type == "money" and isinstance(v, (int, float)):
+            out[a.name] = _money(float(v), str(currency))
+        elif a.type in ("date", "datetime") and isinstance(v, str):
+            out[a.name] = _when(v)
+        elif isinstance(v, bool):
+            out[a.name] = "yes" if v else "no"
+        elif isinstance(v, (str, int, float)):
+            out[a.name] = f"{v:g}" if isinstance(v, float) else str(v)
+    return out
+
+
+def text_for(
+    attr: AttributeSpec,
+    entity: EntitySpec,
+    world: World,
+    rng: random.Random,
+    record: dict[str, Any],
+    target_label: Any = None,
+) -> str:
+    """Free text about its record, written after the record's other fields."""
+    look = target_label or (lambda a, v: None)
+    entry = world.entry(entity.name, attr.name)
+    if entry is not None and entry.kind == "list":
+        fields = field_values(entity, record, world, look)
+        options = list(entry.values)
+        rng.shuffle(options)
+        for sentence in options:
+            said = _render(str(sentence), fields)
+            if said is not None:
+                return said
+    values = slots(entity, record, world, look)
+    kind = _kind(attr.name, entity.name)
+    if kind == "review":
+        rating = next(
+            (float(v) for a in entity.attributes if re.search(r"rating|stars|score", a.name)
+             if isinstance(v := record.get(a.name), (int, float)) and not isinstance(v, bool)),
+            None,
+        )  # fmt: skip
+        mood = (
+            "review_mixed"
+            if rating is None
+            else "review_good"
+            if rating >= 4
+            else "review_bad"
+            if rating < 2.5
+            else "review_mixed"
+        )
+        templates = _TEMPLATES[mood]
+    else:
+        templates = _TEMPLATES[kind]
+    options = [s for t in templates if (s := _render(t, values)) is not None]
+    if not options:
+        options = [s for t in _TEMPLATES["note"] if (s := _render(t, values)) is not None]
+    return rng.choice(options) if options else "No further remarks."
+
+
+# ---------------------------------------------------------------- the one entry point
+
+
+def semantic_value(
+    attr: AttributeSpec,
+    entity: EntitySpec,
+    rng: random.Random,
+    index: int,
+    world: World | None = None,
+    record: dict[str, Any] | None = None,
+    target_label: Any = None,
+) -> Any:
+    """A meaningful value for an attribute, or MISSING where this module has no opinion (enums,
+    booleans, lists, objects, keys and references are the caller's)."""
+    world = world if world is not None else World()
+    record = record if record is not None else {}
+    t = attr.type
+    entry = world.entry(entity.name, attr.name)
+    group = world.vocab.group(entity.name, attr.name) if world.vocab is not None else None
+    if group is not None and t in ("str", "text", "int", "float", "money"):
+        value = from_group(group, attr, entity, world, rng, record)
+        if t in ("str", "text") and kept_apart(attr, entity, world):
+            used = world.used.setdefault((entity.name, attr.name), set())
+            base = str(value)
+            for _ in range(40):  # rows ran out: an edition of the name, never a number
+                if value not in used:
+                    break
+                value = vary(base, rng)
+            used.add(value)
+        return value
+    if t in ("str", "text"):
+        if is_free_text(attr):
+            return text_for(attr, entity, world, rng, record, target_label)
+        value = from_vocab(entry, attr, entity, world, rng) if entry is not None else MISSING
+        if value is MISSING:
+            value = string_for(attr, entity, world, rng, record)
+        if value is not MISSING and kept_apart(attr, entity, world):
+            used = world.used.setdefault((entity.name, attr.name), set())
+            for _ in range(8):
+                if value not in used:
+                    break
+                value = (
+                    from_vocab(entry, attr, entity, world, rng)
+                    if entry is not None
+                    else string_for(attr, entity, world, rng, record)
+                )
+            base = str(value)
+            for _ in range(40):  # an edition of the value, then an edition of an edition
+                if value not in used:
+                    break
+                value = vary(base, rng)
+                base = value if rng.random() < 0.2 else base
+            used.add(value)
+        return value
+    if t in ("int", "float", "money"):
+        if entry is not None and entry.kind in ("range", "list"):
+            return from_vocab(entry, attr, entity, world, rng)
+        return number_for(attr, rng)
+    if t in ("date", "datetime"):
+        return date_for(attr, entity, rng)
+    return MISSING

@@ -1,0 +1,179 @@
+"""How real a round's worlds, tools and requests read: the figures an agent team checks by reading.
+
+Three families of figures, each computed from what a round produced, so a regression shows:
+
+- **values** (`value_metrics`): over the free-text values of every environment's initial state, the
+  share that are placeholders — a value that names its own entity or attribute together with a number
+  ("Quartz Provider 1", "Atlas Address 2") or that ends in filler ("... alpha falcon follow-up.") — and
+  the number of distinct words across them all;
+- **tools** (`tool_metrics`): per environment, the share of tools that act on two or more entities or
+  enforce a rule across entities (median and minimum over environments);
+- **requests** (`agentomnia.tasks.wording.query_metrics`): chained "of the", sentence length and the
+  share of distinct word 3-grams across the round's task queries.
+
+`realism_figures` puts them together for a round's folders; the environment and task assets carry them
+as metadata, and the round's HTML report shows them beside the targets in `TARGETS`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentomnia.envs.spec import EntitySpec, EnvSpec
+
+# What a mature dataset reads like (the realistic-worlds targets): each figure with its direction.
+TARGETS: dict[str, tuple[str, float]] = {
+    "placeholder_share": ("<", 0.02),
+    "distinct_words": (">", 5000),
+    "chained_of_the_share": ("<", 0.02),
+    "mean_sentence_words": ("<", 22.0),
+    "distinct_trigram_share": (">", 0.60),
+    "compound_tool_share_min": (">=", 1 / 3),
+}
+
+# Filler: words that say nothing (a value ending in one), and the word list older generators strung
+# together ("alpha falcon follow-up"): a value ending in two of those reads as filler, one alone does
+# not (a street called "Harbor Summit" is a real name).
+FILLER = frozenset({"lorem", "ipsum", "dolor", "placeholder", "foo", "bar", "baz", "tbd", "todo", "xxx"})
+FILLER_PAIR_WORDS = frozenset({
+    "alpha", "harbor", "summit", "cedar", "orbit", "maple", "vertex", "river", "quartz", "atlas", "nimbus",
+    "coral", "falcon", "lumen", "pioneer", "beacon", "meridian", "canyon", "willow", "ember", "follow-up",
+})  # fmt: skip
+_NUMBER = re.compile(r"\d+")
+_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", re.UNICODE)
+_ID_SHAPE = re.compile(r"^[A-Z0-9]{2,5}-\d+$")
+_NOT_FREE_TEXT = re.compile(r"(^|_)(id|email|e_mail|url|uri|link|phone|fax|code|sku|number|iban|currency)$")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+def _words(name: str) -> set[str]:
+    return {w for w in re.split(r"[\s_\-]+", name.lower()) if len(w) > 2}
+
+
+def free_text_values(spec: EnvSpec, state: Mapping[str, Any]) -> list[tuple[EntitySpec, str, str]]:
+    """(entity, attribute, value) for every free-text value of a state: string attributes that are
+    not keys, references, enums, dates, identifiers, e-mails, URLs or codes."""
+    out: list[tuple[EntitySpec, str, str]] = []
+    for entity in spec.entities:
+        names = [
+            a.name
+            for a in entity.attributes
+            if a.type in ("str", "text") and a.name != entity.key and not _NOT_FREE_TEXT.search(a.name)
+        ]
+        if not names:
+            continue
+        table = state.get(entity.table) or {}
+        for record in table.values() if isinstance(table, Mapping) else ():
+            if not isinstance(record, Mapping):
+                continue
+            for name in names:
+                value = record.get(name)
+                if (
+                    isinstance(value, str)
+                    and value.strip()
+                    and not _ID_SHAPE.match(value)
+                    and not _ISO_DATE.match(value)
+                    and "@" not in value
+                ):
+                    out.append((entity, name, value))
+    return out
+
+
+def is_placeholder(value: str, entity: str, attribute: str) -> bool:
+    """Does `value` name its own entity or attribute together with a number, or end in filler?"""
+    words = [w.lower() for w in _WORD.findall(value)]
+    if words and words[-1] in FILLER:
+        return True
+    if len(words) >= 2 and {words[-1], words[-2]} <= FILLER_PAIR_WORDS:
+        return True
+    if not _NUMBER.search(value):
+        return False
+    own = _words(entity) | _words(attribute)
+    return any(w in own or w.rstrip("s") in own for w in words)
+
+
+def value_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Placeholder share and distinct words over the free-text values of the given (spec, s0) pairs."""
+    total = placeholders = 0
+    vocabulary: set[str] = set()
+    examples: list[str] = []
+    for spec, state in worlds:
+        for entity, attribute, value in free_text_values(spec, state):
+            total += 1
+            vocabulary.update(w.lower() for w in _WORD.findall(value))
+            if is_placeholder(value, entity.name, attribute):
+                placeholders += 1
+                if len(examples) < 5:
+                    examples.append(f"{entity.name}.{attribute} = {value!r}")
+    return {
+        "free_text_values": total,
+        "placeholder_share": round(placeholders / total, 4) if total else 0.0,
+        "distinct_words": len(vocabulary),
+        "placeholder_examples": examples,
+    }
+
+
+def tool_metrics(specs: Sequence[EnvSpec]) -> dict[str, Any]:
+    """Share of each environment's tools that act on two or more entities or enforce a rule across
+    entities (`agentomnia.envs.spec.is_compound`): median, minimum, and how many environments
+    reach a third. Seed-led environments (a mirrored API) are counted apart: their tools are the seed's."""
+    from agentomnia.envs.spec import is_compound
+
+    shares: list[float] = []
+    mirrored = 0
+    for spec in specs:
+        if (
+            spec.tools
+            and all(t.origin == "seed" or t.kind == "read" for t in spec.tools)
+            and any(t.origin == "seed" for t in spec.tools)
+        ):
+            mirrored += 1
+            continue
+        if spec.tools:
+            shares.append(sum(is_compound(spec, t) for t in spec.tools) / len(spec.tools))
+    return {
+        "environments": len(shares),
+        "mirrored_environments": mirrored,
+        "compound_tool_share_median": round(statistics.median(shares), 4) if shares else 0.0,
+        "compound_tool_share_min": round(min(shares), 4) if shares else 0.0,
+        "environments_with_a_third_compound": sum(s >= 1 / 3 for s in shares),
+    }
+
+
+def read_bundles(folders: Iterable[Path]) -> list[tuple[EnvSpec, dict[str, Any]]]:
+    """(spec, s0) of each environment bundle folder (spec.json and s0.json)."""
+    out = []
+    for folder in folders:
+        spec_path, s0_path = folder / "spec.json", folder / "s0.json"
+        if spec_path.exists() and s0_path.exists():
+            spec = EnvSpec.model_validate_json(spec_path.read_text(encoding="utf-8"))
+            out.append((spec, json.loads(s0_path.read_text(encoding="utf-8"))))
+    return out
+
+
+def realism_figures(
+    worlds: Sequence[tuple[EnvSpec, Mapping[str, Any]]], queries: Sequence[str]
+) -> dict[str, Any]:
+    """Every figure of a round, flat, with `meets` saying which targets hold."""
+    from agentomnia.tasks.wording import query_metrics
+
+    figures: dict[str, Any] = {
+        **value_metrics(worlds),
+        **tool_metrics([spec for spec, _ in worlds]),
+        **query_metrics(list(queries)),
+    }
+    figures["meets"] = {
+        name: _holds(figures[name], op, bound) for name, (op, bound) in TARGETS.items() if name in figures
+    }
+    return figures
+
+
+def _holds(value: Any, op: str, bound: float) -> bool:
+    if not isinstance(value, (int, float)):
+        return False
+    return {"<": value < bound, ">": value > bound, ">=": value >= bound}[op]

@@ -1,0 +1,121 @@
+"""Sentence frames for DAG task requests: how a person opens, points at records, asks and says the format.
+
+A request reads as a person's: it opens in the voice of the domain's user, names a record once and
+then says "that invoice" (so a reference never grows into "the X of the Y of the Z"), asks each
+question where it arises, and ends with the answer format in one plain sentence. Every frame has
+several wordings and the task's own random generator picks one, so a round's requests do not
+repeat each other while each task stays deterministic for its seed.
+
+The frames never touch what the checks rely on: a record description is inserted verbatim (the
+consistency check finds it again), a value keeps its quoted form, and every answer field is written
+as "field" in double quotes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from agentomnia.tasks.dag.describe import words
+
+_CONTEXT = (
+    "This is about {p}.",
+    "Take {p}.",
+    "Look at {p}.",
+    "I'm dealing with {p}.",
+    "It concerns {p}.",
+    "Pull up {p}.",
+    "Start from {p}.",
+    "Have a look at {p}.",
+    "Next, {p}.",
+)
+_ASK = (
+    'Tell me {n} as "{k}".',
+    'Let me know {n} ("{k}").',
+    'Could you find out {n}? Call it "{k}".',
+    'Also check {n} and give it as "{k}".',
+    'I\'d like to know {n}; use "{k}" for it.',
+    'Work out {n} for me ("{k}").',
+    'Please tell me {n} under "{k}".',
+)
+_ASK_NOUN = (
+    'I need {n} under "{k}".',
+    'Put {n} in "{k}".',
+    'What is {n}? Answer under "{k}".',
+    'Read off {n} for "{k}".',
+    '"{k}" should be {n}.',
+)
+_QUESTION_WORDS = ("how ", "whether ", "which ", "what ", "if ")
+_FORMAT = (
+    "Answer in JSON with {keys}.",
+    "Send the answers back as a JSON object with {keys}.",
+    "Please reply with a JSON object holding {keys}.",
+    "A JSON object with {keys} is all I need back.",
+    "Give me {keys} in one JSON object.",
+    "Wrap it up as JSON with {keys}.",
+    "For the reply, a JSON object with {keys}, please.",
+    "Return {keys} together as JSON.",
+    "The reply should be JSON, keyed {keys}.",
+    "Use the keys {keys} in your JSON answer.",
+    "Format: JSON, with {keys}.",
+)
+
+
+def choose(rng: random.Random, options: Sequence[str]) -> str:
+    return options[rng.randrange(len(options))]
+
+
+def context(rng: random.Random, phrase: str) -> str:
+    """The sentence that names a record later sentences call "that <entity>"."""
+    return choose(rng, _CONTEXT).format(p=phrase)
+
+
+def ask(rng: random.Random, noun: str, key: str) -> str:
+    """The sentence asking for one answer field; `noun` is a noun phrase or an indirect question."""
+    frames = _ASK if noun.startswith(_QUESTION_WORDS) else _ASK + _ASK_NOUN
+    return choose(rng, frames).format(n=noun, k=key)
+
+
+def answer_format(rng: random.Random, keys: Sequence[str]) -> str:
+    quoted = [f'"{k}"' for k in keys]
+    listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+    text = choose(rng, _FORMAT).format(keys=listed)
+    return text.replace("the keys ", "the key ") if len(quoted) == 1 else text
+
+
+def demonstrative(entity: str) -> str:
+    """How a record named earlier in the request is referred to again."""
+    return f"that {words(entity)}"
+
+
+def is_handle(phrase: str) -> bool:
+    """Whether a phrase is short enough to take a possessive ("that order's customer")."""
+    return phrase.startswith(("that ", "the new ")) and len(phrase.split()) <= 5
+
+
+def possessive(owner: str, noun: str) -> str:
+    """`that order` + `customer` -> "that order's customer"; a long owner keeps "the customer of ..."."""
+    return f"{owner}'s {noun}" if is_handle(owner) else f"the {noun} of {owner}"
+
+
+def count_question(subject: str) -> str:
+    """How a count is asked: "how many tracks with status active there are" for "the tracks with
+    status active", "how many tracks that artist has" for "that artist's tracks"."""
+    owner, sep, noun = subject.rpartition("'s ")
+    if sep and owner.startswith(("that ", "the new ")):
+        return f"how many {noun} {owner} has"
+    if subject.startswith("the ") and not subject.startswith("the only"):
+        return f"how many {subject[4:]} there are"
+    if subject.startswith("all "):
+        return f"how many {subject[4:]} there are in total"
+    return f"how many {subject} there are"
+
+
+def article(noun: str) -> str:
+    """The noun with its indefinite article: "an invoice", "a record"."""
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+
+
+def key_words(*parts: str) -> str:
+    """An answer field name from words: `work order`, `count` -> `work_order_count`."""
+    return "_".join(w for p in parts for w in words(p).lower().replace("-", " ").split() if w.isalnum())

@@ -1,0 +1,112 @@
+"""How task requests read: the voice they open in, and three numbers that measure them.
+
+A request opens as its user would: a consumer about their own things, a business user about their
+customers and shop, an operations person about the team's queue (`opening`, keyed by the task's
+split). Every synthesizer (DAG, program) uses the same voices.
+
+A request built from chained references ("the amount of the invoice of the vendor of the order")
+and a handful of fixed sentence frames reads as machine text, and a parser keyed to those frames
+can solve tasks without understanding them. These metrics make that visible over a round's queries:
+
+    m = query_metrics([t.query for t in tasks])
+    m["chained_of_share"], m["mean_sentence_words"], m["distinct_trigram_share"]
+
+- `chained_of_share`: the share of sentences with a clause (a stretch between , ; : ( ) — and
+  sentence ends) that holds three or more "of the"; such a clause is a chain of references.
+- `mean_sentence_words`: words per sentence (a word is a run of letters or digits; a quoted value
+  counts as the words in it).
+- `distinct_trigram_share`: distinct word 3-grams over all word 3-grams of all queries (3-grams
+  never span two queries); 1.0 means no three-word sequence repeats anywhere in the round.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable
+from typing import Any
+
+# Openings by who writes: toc a consumer, tob a business user, toe someone in an operations team.
+_VOICES: dict[str, tuple[str, ...]] = {
+    "toc": (
+        "I'm trying to get my {domain} things in order.",
+        "Can you help me with my {domain} account?",
+        "I've got a few {domain} things I keep putting off.",
+        "My {domain} records need some attention.",
+        "Could you sort out a couple of {domain} things for me?",
+    ),
+    "tob": (
+        "I run the {domain} side of our business and need a hand today.",
+        "I'm at the front desk for our {domain} business, and a few things need doing.",
+        "We're a small {domain} shop and I'm catching up on admin.",
+        "I look after {domain} for our customers, and I need some help.",
+        "Busy day at our {domain} business; can you take a few of these off my plate?",
+    ),
+    "toe": (
+        "I'm on the {domain} operations team, working through today's queue.",
+        "As the {domain} coordinator I have a few updates to get through.",
+        "Our {domain} team lead asked me to sort a few things out.",
+        "I handle {domain} admin for the company, and a few items are waiting.",
+        "Some {domain} tickets landed on my desk this morning.",
+    ),
+}
+_INDIRECT = (
+    "Things in our {domain} records have got messy and I'd like them straightened out.",
+    "Our {domain} data needs some attention before the weekly review.",
+    "I'm cleaning up after a busy week in {domain}.",
+    "Some {domain} records are out of date, and I'd like them fixed.",
+)
+
+
+def opening(rng: random.Random, split: str, domain: str, *, indirect: bool = False) -> str:
+    """The first sentence of a request, in the voice of the split's user (`indirect`: a vaguer goal)."""
+    options = _INDIRECT if indirect else _VOICES.get(split, _VOICES["tob"])
+    return options[rng.randrange(len(options))].format(domain=domain.lower())
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'“(])")
+_CLAUSE_BREAK = re.compile(r"[,;:()\u2014]|\s-\s")
+_WORD = re.compile(r"[A-Za-z0-9]+(?:'[a-z]+)?")
+_OF_THE = re.compile(r"\bof\s+the\b", re.IGNORECASE)
+
+#: a clause with at least this many "of the" counts as a chain of references
+CHAIN_MIN = 3
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a request: split after . ! ? where the next one starts (a decimal point
+    or a period inside a word never ends one)."""
+    return [s.strip() for s in _SENTENCE_END.split(" ".join(text.split())) if s.strip()]
+
+
+def sentence_words(sentence: str) -> list[str]:
+    return [w.casefold() for w in _WORD.findall(sentence)]
+
+
+def chained_of(sentence: str) -> int:
+    """The most "of the" any one clause of the sentence holds."""
+    return max((len(_OF_THE.findall(c)) for c in _CLAUSE_BREAK.split(sentence)), default=0)
+
+
+def query_metrics(queries: Iterable[str]) -> dict[str, Any]:
+    """Wording metrics over a round's queries (see the module docstring); zeros for no queries."""
+    texts = [q for q in queries if q and q.strip()]
+    split = [sentences(q) for q in texts]
+    flat = [s for ss in split for s in ss]
+    lengths = [len(sentence_words(s)) for s in flat]
+    chained = sum(1 for s in flat if chained_of(s) >= CHAIN_MIN)
+    grams: list[tuple[str, ...]] = []
+    for q in texts:
+        w = sentence_words(q)
+        grams += [tuple(w[i : i + 3]) for i in range(len(w) - 2)]
+    return {
+        "queries": len(texts),
+        "sentences": len(flat),
+        "chained_of_sentences": chained,
+        "chained_of_share": round(chained / len(flat), 4) if flat else 0.0,
+        "mean_sentence_words": round(sum(lengths) / len(lengths), 2) if lengths else 0.0,
+        "max_sentence_words": max(lengths, default=0),
+        "trigrams": len(grams),
+        "distinct_trigrams": len(set(grams)),
+        "distinct_trigram_share": round(len(set(grams)) / len(grams), 4) if grams else 0.0,
+    }

@@ -1,0 +1,425 @@
+"""Compound tools: the knowledge base's declared behaviour (preconditions across records, effects on
+other entities, derived fields, side records) and the structural ones derived from relations and
+lifecycles, compiled into tools, generated into code and verified like every other tool."""
+
+from __future__ import annotations
+
+import copy
+import re
+import statistics
+from typing import Any
+
+import pytest
+
+from agentomnia.envs.build import BuiltEnv, build_environment
+from agentomnia.envs.calls import breaking_calls, valid_calls
+from agentomnia.envs.codegen import generate_source
+from agentomnia.envs.spec import EnvSpec, compound_of, is_compound
+from agentomnia.envs.state import generate_state, state_violations
+from agentomnia.envs.state_space import build_state_space
+from agentomnia.envs.toolset import synthesize_toolset
+from agentomnia.envs.verify import effect_problems, with_tools
+from agentomnia.sandbox.policy import validate_source
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.seeds.inference import propose_offline
+from agentomnia.seeds.parsers import query_seed
+from agentomnia.taxonomy import load_taxonomy
+from agentomnia.taxonomy.knowledge import DomainKnowledge, knowledge_problems, load_knowledge
+
+FRAUD, TRADING, RECORD, PHARMACY, TRIAL = 20001, 20004, 20005, 20007, 20008
+
+
+def kb_spec(domain_id: int) -> EnvSpec:
+    """The environment spec (state space and tools) the offline builder makes for a KB domain."""
+    kb = load_knowledge()[domain_id]
+    seed = query_seed({"query": kb.workflows[0]}, columns={}, source="test", place="row1", default_name="q")
+    domain = load_taxonomy().by_id(domain_id)
+    spec, space = build_state_space(propose_offline(seed, domain, 1.0, 0.0, [1.0]), [seed], domain)
+    return with_tools(
+        spec, synthesize_toolset(spec, [seed], space.tool_entities, kb_used=space.kb_used).tools
+    )
+
+
+def instantiate(spec: EnvSpec, state: dict[str, Any]) -> Any:
+    namespace: dict[str, Any] = {}
+    exec(compile(generate_source(spec), "<generated>", "exec"), namespace)
+    return namespace[spec.class_name](state)
+
+
+def tables(env: Any, spec: EnvSpec) -> dict[str, Any]:
+    return {e.table: copy.deepcopy(getattr(env, e.table)) for e in spec.entities} | {"now": env.now}
+
+
+def first_key(table: dict[str, Any], **match: Any) -> str:
+    return next(k for k, r in sorted(table.items()) if all(r.get(f) == v for f, v in match.items()))
+
+
+@pytest.fixture(scope="module")
+def pharmacy() -> EnvSpec:
+    return kb_spec(PHARMACY)
+
+
+# -- the declarative form and its validation ------------------------------------------------------
+
+
+def _domain_with(effects: dict[str, Any], *, kind: str = "write", entity: str = "order") -> dict[str, Any]:
+    return {
+        "id": 1,
+        "description": "a shop",
+        "workflows": ["refund an order"],
+        "entities": [
+            {"name": "customer", "description": "a buyer", "key": "customer_id",
+             "attributes": [{"customer_id": "str"}, {"name": "str"}, {"balance": "money"},
+                            {"tier": "enum[basic|gold]"}]},
+            {"name": "order", "description": "an order", "key": "order_id",
+             "attributes": [{"order_id": "str"}, {"customer_id": "ref(customer)"}, {"total": "money"},
+                            {"status": "enum[open|paid|refunded]"}]},
+            {"name": "refund", "description": "money back", "key": "refund_id",
+             "attributes": [{"refund_id": "str"}, {"order_id": "ref(order)"}, {"amount": "money"}]},
+        ],
+        "relations": [{"source": "order", "attr": "customer_id", "target": "customer"},
+                      {"source": "refund", "attr": "order_id", "target": "order"}],
+        "rules": [],
+        "operations": [{"name": "refund_order", "kind": kind, "entity": entity, "description": "Refund an order.",
+                        "effects": effects}],
+    }  # fmt: skip
+
+
+def test_a_well_formed_behaviour_is_accepted_in_its_normal_form() -> None:
+    kb = DomainKnowledge.model_validate(
+        _domain_with(
+            {
+                "to": "refunded",
+                "requires": [
+                    "status == paid",
+                    "customer_id->tier in [basic, gold]",
+                    "total <= $customer_id->balance",
+                ],
+                "steps": [
+                    {"add": "customer_id->balance", "by": "$total"},
+                    {"create": "refund", "with": {"order_id": "$order_id", "amount": "$total * 1"}},
+                    {"set": "customer_id->tier", "to": "gold", "when": "total >= 100"},
+                ],
+            }
+        )
+    )
+    b = kb.operations[0].effects
+    assert b is not None and b.to == "refunded"
+    assert [r.kind for r in b.requires] == ["compare", "in", "compare"]
+    assert b.requires[2].right == {"path": "customer_id->balance"}
+    assert [s.kind for s in b.steps] == ["add", "create", "set"]
+    assert b.steps[1].fields["amount"] == {"expr": [{"path": "total"}, "*", {"const": 1}]}
+    assert b.steps[2].when is not None and b.steps[2].when.right == {"const": 100}
+
+
+@pytest.mark.parametrize(
+    ("effects", "kind", "message"),
+    [
+        ({"steps": [{"set": "customer_id->vip", "to": True}]}, "write", "customer has no attribute 'vip'"),
+        ({"steps": [{"set": "total->x", "to": 1}]}, "write", "order.total is not a reference"),
+        ({"to": "shipped"}, "write", "`to: shipped` is not one of order.status"),
+        ({"steps": [{"add": "customer_id->name", "by": 1}]}, "write", "add/subtract need a number"),
+        ({"steps": [{"create": "refund", "with": {"amount": 5}}]}, "write", "is linked to nothing"),
+        ({"steps": [{"set": "customer_id->tier", "to": "platinum"}]}, "write", "'platinum' is not one of"),
+        ({"requires": ["status in [open, lost]"]}, "write", "'lost' is not one of"),
+        ({"steps": [{"each": {"entity": "invoice", "where": {"order_id": "$order_id"}}, "set": {"x": 1}}]},
+         "write", "unknown entity 'invoice'"),
+        ({"requires": ["status == paid"]}, "read", "a read operation cannot declare effects"),
+    ],
+)  # fmt: skip
+def test_validation_names_what_is_wrong(effects: dict[str, Any], kind: str, message: str) -> None:
+    with pytest.raises(ValueError, match="operation refund_order") as caught:
+        DomainKnowledge.model_validate(_domain_with(effects, kind=kind))
+    assert message in str(caught.value)
+
+
+def test_an_unreadable_requirement_or_step_says_how_to_write_it() -> None:
+    with pytest.raises(ValueError, match="write `path op value`"):
+        DomainKnowledge.model_validate(_domain_with({"requires": ["status is paid"]}))
+    with pytest.raises(ValueError, match="needs `to:`"):
+        DomainKnowledge.model_validate(_domain_with({"steps": [{"set": "status"}]}))
+
+
+def test_the_shipped_knowledge_base_is_consistent_and_declares_behaviour() -> None:
+    kbs = load_knowledge()
+    declared = [o for kb in kbs.values() for o in kb.operations if o.effects is not None]
+    assert len(declared) >= 50
+    assert all(not knowledge_problems(kb) for kb in kbs.values())
+
+
+# -- compilation ----------------------------------------------------------------------------------
+
+
+def test_declared_behaviour_compiles_into_a_tool_that_keeps_its_op(pharmacy: EnvSpec) -> None:
+    tool = pharmacy.tool("dispense_fill")
+    assert tool.op == "create" and tool.entity == "fill" and tool.origin == "kb"
+    compound = compound_of(tool)
+    assert compound is not None
+    assert set(compound["touches"]) == {"fill", "inventory_lot", "prescription"}
+    assert [s["kind"] for s in compound["steps"]] == ["subtract", "set", "set"]
+    # a field the steps derive is not an argument
+    assert "filled_at" not in tool.parameters["properties"]
+    assert (
+        "Refused unless" in tool.description and "lowers the inventory lot's quantity" not in tool.description
+    )
+
+
+def test_every_kb_environment_gets_structural_compound_tools() -> None:
+    spec = kb_spec(TRIAL)
+    names = {t.name for t in spec.tools if is_compound(spec, t)}
+    # a child is only created under a live parent; a parent closes with its open children
+    guarded = compound_of(spec.tool("create_visit"))
+    assert guarded is not None and guarded["requires"][0]["left"] == "participant_id->status"
+    assert len(names) / len(spec.tools) >= 1 / 3
+    record = kb_spec(RECORD)
+    closer = compound_of(record.tool("cancel_encounter_and_open_clinical_orders"))
+    assert closer is not None and closer["steps"] == [
+        {
+            "kind": "each",
+            "select": {"entity": "clinical_order", "where": {"encounter_id": {"path": "encounter_id"}, "status": {"in": ["placed", "collected"]}}},
+            "fields": {"status": {"const": "cancelled"}},
+        }
+    ]  # fmt: skip
+
+
+# -- effects on a real state ----------------------------------------------------------------------
+
+
+def test_subtract_set_and_a_derived_field_land_on_every_entity_touched(pharmacy: EnvSpec) -> None:
+    s0 = generate_state(pharmacy, seed=0)
+    rx = first_key(s0["prescriptions"], status="received")
+    s0["prescriptions"][rx]["status"] = "verified"
+    drug = s0["prescriptions"][rx]["drug_id"]
+    lot = first_key(s0["inventory_lots"])
+    s0["inventory_lots"][lot].update(
+        drug_id=drug, quarantined=False, quantity_on_hand=50, expires_on="2027-01-01"
+    )
+    env = instantiate(pharmacy, s0)
+    before = tables(env, pharmacy)
+    args = {"rx_id": rx, "lot_id": lot, "quantity": 12, "copay": 5.0, "status": "ready"}
+    result = env.dispense_fill(**args)
+    assert result["ok"], result
+    after = tables(env, pharmacy)
+    assert after["inventory_lots"][lot]["quantity_on_hand"] == 38  # subtract on a referenced record
+    assert after["prescriptions"][rx]["status"] == "filled"  # set on a referenced record
+    assert result["data"]["filled_at"] == env.now  # derived field on the target
+    assert (
+        effect_problems(pharmacy, pharmacy.tool("dispense_fill"), args, before, after, result["data"]) == []
+    )
+    assert state_violations(pharmacy, after) == []
+    # add gives it back: returning the fill restores the lot's stock
+    back = env.return_fill_to_stock(fill_id=result["data"]["fill_id"])
+    assert back["ok"], back
+    assert env.inventory_lots[lot]["quantity_on_hand"] == 50
+
+
+def test_an_expression_over_references_derives_a_side_amount(pharmacy: EnvSpec) -> None:
+    s0 = generate_state(pharmacy, seed=0)
+    fill = first_key(s0["fills"])
+    s0["fills"][fill]["status"] = "ready"
+    rx = s0["prescriptions"][s0["fills"][fill]["rx_id"]]
+    plan = s0["patients"][rx["patient_id"]]["plan_id"]
+    env = instantiate(pharmacy, s0)
+    result = env.submit_claim(fill_id=fill, plan_id=plan, status="submitted")
+    assert result["ok"], result
+    price = s0["drugs"][s0["inventory_lots"][s0["fills"][fill]["lot_id"]]["drug_id"]]["unit_price"]
+    assert result["data"]["billed_amount"] == round(s0["fills"][fill]["quantity"] * price, 2)
+    assert result["data"]["paid_amount"] == 0
+
+
+def test_each_create_and_set_across_three_entities() -> None:
+    spec = kb_spec(FRAUD)
+    s0 = generate_state(spec, seed=0)
+    case = first_key(s0["investigation_cases"])
+    s0["investigation_cases"][case]["status"] = "open"
+    customer = s0["investigation_cases"][case]["customer_id"]
+    held = [k for k, t in s0["transactions"].items() if t["customer_id"] == customer]
+    if not held:  # give the customer a transaction
+        held = [first_key(s0["transactions"])]
+        s0["transactions"][held[0]]["customer_id"] = customer
+    for k in held:
+        s0["transactions"][k]["status"] = "held"
+    listed = [k for k, w in s0["watchlist_entries"].items() if w["customer_id"] == customer]
+    for k in listed:  # the side record is made only for a customer not listed yet
+        del s0["watchlist_entries"][k]
+    env = instantiate(spec, s0)
+    before = tables(env, spec)
+    result = env.close_case(case_id=case)
+    assert result["ok"], result
+    after = tables(env, spec)
+    assert after["investigation_cases"][case]["status"] == "closed_fraud"
+    assert after["customers"][customer]["risk_level"] == "blocked"
+    assert all(after["transactions"][k]["status"] == "reversed" for k in held)
+    new = set(after["watchlist_entries"]) - set(before["watchlist_entries"])
+    assert len(new) == 1 and after["watchlist_entries"][new.pop()]["customer_id"] == customer
+    assert (
+        effect_problems(spec, spec.tool("close_case"), {"case_id": case}, before, after, result["data"]) == []
+    )
+    assert state_violations(spec, after) == []
+    # a customer already listed is not listed twice: the step's `when` skips it
+    again = instantiate(spec, {**after, "investigation_cases": before["investigation_cases"]})
+    assert again.close_case(case_id=case)["ok"]
+    assert len(again.watchlist_entries) == len(after["watchlist_entries"])
+
+
+def test_verification_catches_code_that_departs_from_the_declared_effect(pharmacy: EnvSpec) -> None:
+    s0 = generate_state(pharmacy, seed=0)
+    fill = first_key(s0["fills"])
+    s0["fills"][fill]["status"] = "ready"
+    tampered = re.sub(
+        r"'kind': 'add',(\s+)'path': 'lot_id->quantity_on_hand'",
+        r"'kind': 'subtract',\1'path': 'lot_id->quantity_on_hand'",
+        generate_source(pharmacy),
+    )
+    assert tampered != generate_source(pharmacy)
+    namespace: dict[str, Any] = {}
+    exec(compile(tampered, "<tampered>", "exec"), namespace)
+    env = namespace[pharmacy.class_name](s0)
+    before = tables(env, pharmacy)
+    result = env.return_fill_to_stock(fill_id=fill)
+    assert result["ok"], result
+    problems = effect_problems(
+        pharmacy,
+        pharmacy.tool("return_fill_to_stock"),
+        {"fill_id": fill},
+        before,
+        tables(env, pharmacy),
+        result["data"],
+    )
+    assert problems and "inventory_lots" in problems[0]
+
+
+# -- refusals -------------------------------------------------------------------------------------
+
+
+def test_a_broken_precondition_changes_nothing_and_says_why(pharmacy: EnvSpec) -> None:
+    s0 = generate_state(pharmacy, seed=0)
+    rx = first_key(s0["prescriptions"])
+    s0["prescriptions"][rx]["status"] = "verified"
+    lot = first_key(s0["inventory_lots"])
+    s0["inventory_lots"][lot].update(
+        drug_id=s0["prescriptions"][rx]["drug_id"], quarantined=True, quantity_on_hand=50
+    )
+    env = instantiate(pharmacy, s0)
+    before = tables(env, pharmacy)
+    result = env.dispense_fill(rx_id=rx, lot_id=lot, quantity=5, copay=1.0, status="ready")
+    assert not result["ok"] and result["error"]["code"] == "precondition_failed"
+    assert "quarantined" in result["error"]["message"]
+    assert tables(env, pharmacy) == before
+
+
+def test_a_step_that_would_break_an_invariant_rolls_back_every_entity() -> None:
+    spec = kb_spec(TRADING)
+    s0 = generate_state(spec, seed=0)
+    order = first_key(s0["orders"])
+    s0["orders"][order].update(status="working", quantity=10, filled_quantity=8)
+    party = first_key(s0["counterparties"])
+    s0["counterparties"][party].update(current_exposure=0.0, exposure_limit=1e9)
+    env = instantiate(spec, s0)
+    before = tables(env, spec)
+    # 5 more filled on an order of 10 with 8 filled breaks `filled_quantity <= quantity`
+    result = env.book_execution(order_id=order, counterparty_id=party, quantity=5, price=10.0, venue="XNYS")
+    assert not result["ok"] and result["error"]["code"] == "rule_violation"
+    assert tables(env, spec) == before  # the order, the counterparty's exposure and the execution table
+    ok = env.book_execution(order_id=order, counterparty_id=party, quantity=2, price=10.0, venue="XNYS")
+    assert ok["ok"], ok
+    assert (
+        env.orders[order]["filled_quantity"] == 10 and env.counterparties[party]["current_exposure"] == 20.0
+    )
+
+
+def test_breaking_calls_are_grounded_and_refused(pharmacy: EnvSpec) -> None:
+    s0 = generate_state(pharmacy, seed=0)
+    env = instantiate(pharmacy, s0)
+    refused = 0
+    for tool in pharmacy.tools:
+        for _, args in breaking_calls(pharmacy, s0, tool):
+            before = tables(env, pharmacy)
+            result = getattr(env, tool.name)(**args)
+            assert not result["ok"] and result["error"]["code"] == "precondition_failed", (tool.name, result)
+            assert tables(env, pharmacy) == before
+            refused += 1
+    assert refused >= 5
+
+
+def test_valid_calls_meet_the_requirements_and_keep_the_invariants(pharmacy: EnvSpec) -> None:
+    import random
+
+    s0 = generate_state(pharmacy, seed=0)
+    succeeded = 0
+    for tool in pharmacy.tools:
+        if compound_of(tool) is None:
+            continue
+        env = instantiate(pharmacy, s0)
+        for args in valid_calls(pharmacy, s0, tool, random.Random(0)):
+            result = getattr(env, tool.name)(**args)
+            if result["ok"]:
+                assert state_violations(pharmacy, tables(env, pharmacy)) == [], tool.name
+                succeeded += 1
+                break
+    assert succeeded >= 10
+
+
+def test_generated_source_with_compound_tools_passes_the_sandbox_policy(pharmacy: EnvSpec) -> None:
+    source = generate_source(pharmacy)
+    assert validate_source(source) == []
+    assert "_COMPOUND = " in source and "def _commit(self" in source
+
+
+# -- whole builds ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built(sandbox: Sandbox) -> list[BuiltEnv]:
+    out = []
+    for domain_id in (FRAUD, PHARMACY, TRIAL, 20003, RECORD):
+        kb = load_knowledge()[domain_id]
+        seed = query_seed(
+            {"query": kb.workflows[0]}, columns={}, source="test", place="row1", default_name="q"
+        )
+        domain = load_taxonomy().by_id(domain_id)
+        result = build_environment(
+            propose_offline(seed, domain, 1.0, 0.0, [1.0]), [seed], domain, sandbox
+        ).result
+        assert isinstance(result, BuiltEnv), result
+        out.append(result)
+    return out
+
+
+def test_built_environments_verify_with_a_third_of_their_tools_compound(built: list[BuiltEnv]) -> None:
+    shares = []
+    for b in built:
+        assert b.report.passed
+        compound = [t for t in b.spec.tools if is_compound(b.spec, t)]
+        shares.append(len(compound) / len(b.spec.tools))
+        checked = {c.name: c for c in b.report.tools}
+        assert all(checked[t.name].passed for t in compound)
+    assert min(shares) >= 1 / 3 and statistics.median(shares) >= 0.4
+
+
+def test_verification_ran_refusal_checks_on_compound_tools(built: list[BuiltEnv]) -> None:
+    b = built[1]
+    s0 = b.s0
+    with_refusals = [t for t in b.spec.tools if breaking_calls(b.spec, s0, t)]
+    assert len(with_refusals) >= 5
+
+
+def test_arithmetic_with_a_zero_operand_computes_only_its_own_operator() -> None:
+    """`balance + overdraft_limit` with no overdraft is the balance (no division is tried on the side)."""
+    from agentomnia.envs.spec import compound_value
+
+    spec = _zero_spec()
+    for op, want in (("+", 5), ("-", 5), ("*", 0)):
+        expr = {"expr": [{"const": 5}, op, {"const": 0}]}
+        assert compound_value(spec, {}, spec.entities[0].name, {}, expr, "2026-03-02T09:00:00") == want
+    assert (
+        compound_value(spec, {}, spec.entities[0].name, {}, {"expr": [{"const": 5}, "/", {"const": 0}]}, "x")
+        is None
+    )
+
+
+def _zero_spec():  # type: ignore[no-untyped-def]
+    from agentomnia.envs.state_space import build_state_space
+    from tests.fixtures.domains import PARCEL
+
+    return build_state_space(PARCEL.candidate(), [PARCEL.seed()], PARCEL.domain())[0]

@@ -1,0 +1,447 @@
+"""Values with meaning: people, companies, codes, ranges, lifecycles and record-aware text; vocabularies
+checked; and, over worlds built from several knowledge-base domains, no placeholder text."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentomnia.envs.build import state_stage, toolset_stage
+from agentomnia.envs.semantic import World, order_lifecycle, semantic_value
+from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
+from agentomnia.envs.state import generate_state, make_value, state_violations
+from agentomnia.envs.toolset import ToolsetConfig
+from agentomnia.rejection import Rejection
+from agentomnia.scale.seeds import variant_seed
+from agentomnia.seeds.inference import propose_offline
+from agentomnia.taxonomy import load_taxonomy
+from agentomnia.taxonomy.vocab import VocabEntry, vocab_for, vocab_problems
+
+
+def _entity(name: str, *attrs: AttributeSpec, key: str | None = None) -> EntitySpec:
+    key = key or f"{name}_id"
+    return EntitySpec(name=name, table=f"{name}s", description=name, key=key, id_prefix=name[:3].upper(),
+                      attributes=(AttributeSpec(name=key, type="str"), *attrs))  # fmt: skip
+
+
+def _a(name: str, type_: str = "str", **kw: Any) -> AttributeSpec:
+    return AttributeSpec(name=name, type=type_, **kw)  # type: ignore[arg-type]
+
+
+def test_people_have_names_emails_and_phones_of_one_person() -> None:
+    e = _entity("customer", _a("first_name"), _a("last_name"), _a("email"), _a("phone"))
+    world, rng = World(), random.Random(3)
+    rec: dict[str, Any] = {}
+    for a in e.attributes[1:3]:
+        rec[a.name] = semantic_value(a, e, rng, 1, world, rec)
+    email = semantic_value(e.attributes[3], e, rng, 1, world, rec)
+    phone = semantic_value(e.attributes[4], e, rng, 1, world, rec)
+    assert rec["first_name"][0].isupper() and rec["last_name"][0].isupper()
+    assert re.fullmatch(r"[a-z0-9._]+@[a-z0-9.-]+\.[a-z]+", email)
+    assert (
+        rec["last_name"].lower().replace(" ", "").replace("'", "")[:4] in email
+        or rec["first_name"].lower()[:3] in email
+    )
+    assert sum(c.isdigit() for c in phone) >= 10 and "Customer" not in phone
+
+
+def test_companies_come_from_faker_not_placeholders() -> None:
+    e = _entity("supplier", _a("name"), _a("manufacturer"))
+    rng = random.Random(1)
+    names = {semantic_value(e.attributes[1], e, rng, i) for i in range(20)}
+    makers = {semantic_value(e.attributes[2], e, rng, i) for i in range(20)}
+    for v in names | makers:
+        assert not re.search(r"\bSupplier \d+$|\d+$", v), v
+    assert len(makers) >= 15
+
+
+@pytest.mark.parametrize(
+    ("attr", "pattern"),
+    [
+        ("vin", r"[A-HJ-NPR-Z0-9]{17}"),
+        ("icd10_code", r"[A-TV-Z][0-9]{2}\.[0-9]"),
+        ("tracking_number", r"1Z[0-9A-Z]{16}"),
+        ("invoice_number", r"[A-Z]{3}-20\d\d-\d{5}"),
+        ("npi", r"1\d{9}"),
+    ],
+)
+def test_codes_have_their_real_format(attr: str, pattern: str) -> None:
+    e = _entity("record", _a(attr))
+    for seed in range(5):
+        assert re.fullmatch(pattern, semantic_value(e.attributes[1], e, random.Random(seed), 1)), attr
+
+
+def test_vocab_patterns_and_ranges_are_honoured() -> None:
+    e = _entity("holding", _a("cusip"), _a("price", "money"), _a("lots", "int"))
+    world = World()
+    from agentomnia.taxonomy.vocab import DomainVocab
+
+    world.vocab = DomainVocab(id=1, values={"holding": {
+        "cusip": VocabEntry(kind="pattern", pattern="[0-9]{3}[0-9A-Z]{5}[0-9]"),
+        "price": VocabEntry(kind="range", min=8, max=650, decimals=2),
+        "lots": VocabEntry(kind="range", min=1, max=5),
+    }})  # fmt: skip
+    rng = random.Random(0)
+    for i in range(30):
+        assert re.fullmatch(r"[0-9]{3}[0-9A-Z]{5}[0-9]", semantic_value(e.attributes[1], e, rng, i, world))
+        price = semantic_value(e.attributes[2], e, rng, i, world)
+        assert 8 <= price <= 650 and round(price, 2) == price
+        assert semantic_value(e.attributes[3], e, rng, i, world) in range(1, 6)
+
+
+def test_name_based_ranges_are_plausible() -> None:
+    e = _entity("reading", _a("water_temp_c", "float"), _a("salary", "money"), _a("quantity", "int"))
+    rng = random.Random(2)
+    for i in range(30):
+        assert -5 <= semantic_value(e.attributes[1], e, rng, i) <= 38
+        assert 32000 <= semantic_value(e.attributes[2], e, rng, i) <= 185000
+        assert 1 <= semantic_value(e.attributes[3], e, rng, i) <= 48
+
+
+def test_dates_follow_the_record_lifecycle() -> None:
+    e = _entity(
+        "ticket", _a("created_at", "datetime"), _a("updated_at", "datetime"), _a("closed_at", "datetime"),
+        _a("start_date", "date"), _a("end_date", "date"), _a("due_date", "date"),
+    )  # fmt: skip
+    person = _entity("patient", _a("date_of_birth", "date"))
+    for seed in range(40):
+        rng = random.Random(seed)
+        rec = {a.name: semantic_value(a, e, rng, 1) for a in e.attributes[1:]}
+        order_lifecycle(e, rec, rng)
+        created, updated, closed = (
+            datetime.fromisoformat(rec[k]) for k in ("created_at", "updated_at", "closed_at")
+        )
+        assert created <= updated <= closed, rec
+        assert rec["end_date"] > rec["start_date"] and rec["due_date"] > rec["start_date"], rec
+        born = semantic_value(person.attributes[1], person, rng, 1)
+        assert (datetime(2026, 3, 2) - datetime.fromisoformat(born)).days >= 18 * 365
+
+
+def test_free_text_talks_about_its_record() -> None:
+    e = _entity("review", _a("title"), _a("rating", "int"), _a("comment", "text"))
+    world = World()
+    for rating, mood in (
+        (5, r"recommend|happy|Excellent|Great|Five stars|value"),
+        (1, r"disappoint|Not happy|Poor|not recommend|never fixed"),
+    ):
+        rng = random.Random(rating)
+        rec = {"review_id": "REV-001", "title": "Harbor Clinic visit", "rating": rating}
+        text = semantic_value(e.attributes[3], e, rng, 1, world, rec)
+        assert re.search(mood, text), (rating, text)
+        assert not re.search(r"follow-up\.$|Review \d", text)
+    note = _entity(
+        "shipment", _a("name"), _a("status", "enum", enum=("booked", "delivered")), _a("notes", "text")
+    )
+    texts = {semantic_value(note.attributes[3], note, random.Random(s), 1, world,
+                            {"name": "Lisbon Harbor", "status": "delivered"}) for s in range(30)}  # fmt: skip
+    assert any("Lisbon Harbor" in t or "delivered" in t for t in texts)
+
+
+def test_names_stay_distinct_beyond_a_vocabulary_list() -> None:
+    from agentomnia.taxonomy.vocab import DomainVocab
+
+    e = _entity("dish", _a("name"))
+    world = World(vocab=DomainVocab(id=1, values={"dish": {"name": VocabEntry(kind="list", values=tuple(
+        ["Margherita", "Carbonara", "Risotto ai Funghi", "Tiramisu", "Caprese", "Lasagne"]))}}))  # fmt: skip
+    rng = random.Random(0)
+    names = [semantic_value(e.attributes[1], e, rng, i, world) for i in range(30)]
+    assert len(set(names)) == 30
+    assert set(names[:6]) == {
+        "Margherita",
+        "Carbonara",
+        "Risotto ai Funghi",
+        "Tiramisu",
+        "Caprese",
+        "Lasagne",
+    }
+    assert not any(re.search(r"\d", n) for n in names)
+
+
+def test_declared_schema_wins_over_a_semantic_value() -> None:
+    e = _entity("account", _a("email", declared={"type": "string", "maxLength": 6}),
+                _a("nickname", declared={"type": "string", "pattern": "^AC[0-9]{4}$"}))  # fmt: skip
+    for seed in range(10):
+        email = make_value(e.attributes[1], e, random.Random(seed), 1)
+        assert isinstance(email, str) and len(email) <= 6
+        assert re.fullmatch(r"AC[0-9]{4}", make_value(e.attributes[2], e, random.Random(seed), 1))
+    loose = _a("email", declared={"type": "string"})
+    assert "@" in make_value(loose, e, random.Random(0), 1)  # a semantic value that fits is kept
+
+
+def test_vocab_validator_names_file_domain_entity_attribute_and_fix(tmp_path: Path) -> None:
+    bad = tmp_path / "tob_a01.yaml"
+    bad.write_text(
+        "- id: 20000\n  values:\n"
+        "    security:\n"
+        "      name: [Security 1, Security 2, Security 3, Security 4, Security 5, Security 6]\n"
+        "      last_price: {pattern: '[0-9]+'}\n"
+        "      risk_rating: {min: 9, max: 1}\n"
+        "      nosuch: [a, b]\n"
+        "    client:\n"
+        "      kyc_status: [pending, verified, expired, new, old, stale]\n"
+        "    recommendation:\n"
+        "      rationale: ['Because {nope}.', b, c, d, e, f]\n"
+        "- id: 99999\n  values: {}\n",
+        encoding="utf-8",
+    )
+    problems = vocab_problems(bad)
+    text = "\n".join(problems)
+    assert all(p.startswith("tob_a01.yaml: ") for p in problems)
+    assert "domain 20000: security.name numbers its values" in text
+    assert "security.last_price is a money attribute; a pattern is for str codes" in text
+    assert "security.risk_rating has min 9.0 above max 1.0; swap them" in text
+    assert "security.nosuch is not an attribute; use one of" in text
+    assert "client.kyc_status is a enum attribute; leave it out" in text
+    assert "names {nope}, which recommendation has no attribute of" in text
+    assert "domain 99999 is not in knowledge/tob_a01.yaml" in text
+    assert "have no item; add one per domain" in text
+    assert vocab_problems(Path(__file__).parents[2] / "agentomnia/taxonomy/data/vocab/tob_a01.yaml") == []
+
+
+def test_generation_is_deterministic_and_uses_the_domain_vocabulary() -> None:
+    spec = _spec(20004)
+    one, two = generate_state(spec, seed=0), generate_state(spec, seed=0)
+    assert one == two and generate_state(spec, seed=1) != one
+    vocab = vocab_for(20004)
+    assert vocab is not None
+    venues = {r["venue"] for r in one.get("executions", {}).values()}
+    assert venues and venues <= set(vocab.values["execution"]["venue"].values)
+
+
+# ---------------------------------------------------------------- realism over several domains
+
+FILLER = {"alpha", "harbor", "summit", "cedar", "orbit", "maple", "vertex", "river", "quartz", "atlas", "nimbus",
+          "coral", "falcon", "lumen", "pioneer", "beacon", "meridian", "canyon", "willow", "ember", "follow-up"}  # fmt: skip
+REALISM_DOMAINS = [20000, 20005, 20010, 20014, 20016, 20096, 10006, 10085]
+
+
+def _spec(domain_id: int) -> EnvSpec:
+    domain = load_taxonomy().by_id(domain_id)
+    seed = variant_seed(domain, 0)
+    assert seed is not None
+    cand = propose_offline(seed, domain, 0.55, 0.3, [0.55, 0.5, 0.4])
+    state = state_stage(cand, [seed], domain)
+    assert not isinstance(state, Rejection), state
+    tooled = toolset_stage(state[0], [seed], state[1], ToolsetConfig())
+    assert not isinstance(tooled, Rejection), tooled
+    return tooled[0]
+
+
+def placeholder(value: str, entity: str, attr: str) -> bool:
+    """`<Entity or attribute words> <number>` ("Quartz Provider 1", "Review 1: ..."), or filler at the end."""
+    words = {w for w in (*entity.split("_"), *attr.split("_")) if len(w) > 1}
+    if re.search(r"(?i)\b(" + "|".join(map(re.escape, sorted(words))) + r")\s+\d+\b", value):
+        return True
+    tail = re.findall(r"[a-z][a-z-]*", value.lower())
+    return bool(tail) and tail[-1] in FILLER
+
+
+def test_worlds_from_several_domains_read_as_real() -> None:
+    values: list[tuple[str, str, str]] = []
+    for did in REALISM_DOMAINS:
+        spec = _spec(did)
+        s0 = generate_state(spec, seed=0)
+        assert state_violations(spec, s0) == []
+        for e in spec.entities:
+            for a in e.attributes:
+                if (
+                    a.name == e.key
+                    or a.type not in ("str", "text")
+                    or re.search("email|phone|url|website", a.name)
+                ):
+                    continue
+                values += [(e.name, a.name, v) for r in s0[e.table].values()
+                           if isinstance(v := r.get(a.name), str) and re.search("[A-Za-z]", v)]  # fmt: skip
+    bad = [v for v in values if placeholder(v[2], v[0], v[1])]
+    words = {w for _, _, v in values for w in re.findall(r"[a-z]+", v.lower())}
+    assert len(values) > 300
+    assert len(bad) / len(values) < 0.02, bad[:10]
+    assert len(words) > 800
+
+
+@pytest.mark.slow
+def test_states_do_not_depend_on_the_hash_seed_or_the_process() -> None:
+    script = (
+        "from tests.envs.test_semantic_values import _spec\n"
+        "from agentomnia.envs.state import generate_state\n"
+        "from agentomnia.records import content_hash\n"
+        "print(content_hash([generate_state(_spec(d), seed=1) for d in (20004, 20010)]))\n"
+    )
+    outputs = set()
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                              check=True, cwd=Path(__file__).parents[2])  # fmt: skip
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
+
+
+# ---------------------------------------------------------------- categories, people, addresses, links
+
+
+def _list_world(entity: str, attr: str, values: list[str]) -> World:
+    from agentomnia.taxonomy.vocab import DomainVocab
+
+    return World(
+        vocab=DomainVocab(id=1, values={entity: {attr: VocabEntry(kind="list", values=tuple(values))}})
+    )
+
+
+def test_categorical_values_repeat_and_never_get_a_suffix() -> None:
+    venues = ["NASDAQ", "NYSE Arca", "Cboe BZX", "IEX", "LSE", "Liquidnet"]
+    e = _entity("execution", _a("venue"), _a("currency"))  # no name or title: nothing names the record
+    world = _list_world("execution", "venue", venues)
+    rng = random.Random(0)
+    drawn = [semantic_value(e.attributes[1], e, rng, i, world) for i in range(40)]
+    assert set(drawn) <= set(venues) and len(set(drawn)) == len(venues)  # all used, repeats, no edition
+    # a uniqueness rule on the attribute alone keeps values apart, varying them once the list runs out
+    ruled = World(vocab=world.vocab, distinct=frozenset({("execution", "venue")}))
+    apart = [semantic_value(e.attributes[1], e, rng, i, ruled) for i in range(12)]
+    assert len(set(apart)) == 12 and set(apart) - set(venues)
+
+
+def test_generated_categories_stay_in_their_vocabulary_list() -> None:
+    spec = _spec(20000)
+    s0 = generate_state(spec, seed=0)
+    vocab = vocab_for(20000)
+    assert vocab is not None
+    checked = 0
+    for e in spec.entities:
+        for a in e.attributes:
+            entry = vocab.entry(e.name, a.name)
+            if entry is None or entry.kind != "list" or a.type != "str" or a.name in ("name", "title"):
+                continue
+            for r in s0[e.table].values():
+                if r.get(a.name) is not None and r.get(a.name) != a.default:
+                    assert r[a.name] in entry.values, (e.name, a.name, r[a.name])
+                    checked += 1
+    assert checked >= 6
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["citizen", "dependent", "wearer", "owner_account", "player", "resident", "tenant", "passenger",
+     "traveler", "volunteer", "donor", "athlete", "beneficiary", "claimant", "insured", "subscriber",
+     "attendee", "visitor", "learner", "worker", "team_member", "pet_owner", "preparer"],
+)  # fmt: skip
+def test_people_are_recognised_and_named_as_people(name: str) -> None:
+    from agentomnia.envs.semantic import QUALIFIERS, is_person
+
+    e = _entity(name, _a("name"))
+    assert is_person(e), name
+    for seed in range(5):
+        value = semantic_value(e.attributes[1], e, random.Random(seed), 1)
+        words = value.split()
+        assert 2 <= len(words) <= 4 and words[0] not in QUALIFIERS, value
+        assert name.split("_")[-1] not in value.lower(), value
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["vessel", "clinic", "account", "company_account", "corporate_account", "media_player", "build_agent",
+     "device_driver", "background_worker", "api_client", "card_reader", "product"],
+)  # fmt: skip
+def test_things_and_organisations_are_not_people(name: str) -> None:
+    from agentomnia.envs.semantic import is_person, person_name
+
+    e = _entity(name, _a("name"))
+    assert not is_person(e), name
+    world = World()
+    firsts = {person_name(world, random.Random(s))[0] for s in range(200)}
+    values = {semantic_value(e.attributes[1], e, random.Random(seed), 1, world) for seed in range(8)}
+    assert not any(v.split()[0] in firsts and len(v.split()) == 2 for v in values), values
+
+
+@pytest.mark.parametrize("type_", ["str", "text"])
+def test_addresses_are_addresses_whatever_their_type(type_: str) -> None:
+    e = _entity("place", _a("address", type_), _a("billing_address", type_), _a("line1", type_),
+                _a("line2", type_), _a("street", type_), _a("city", type_), _a("country", type_),
+                _a("postcode", type_), _a("notes", "text"))  # fmt: skip
+    world = World()
+    for seed in range(6):
+        rng = random.Random(seed)
+        rec = {a.name: semantic_value(a, e, rng, 1, world, {}) for a in e.attributes[1:]}
+        for k in ("address", "billing_address", "line1", "street"):
+            assert re.search(r"\d", rec[k]) and not rec[k].endswith("."), (k, rec[k])
+            assert not re.search(r"(?i)discrepancy|follow up|spoke with|payment of", rec[k]), rec[k]
+        assert re.search(r"\d", rec["line2"]) and len(rec["line2"]) < 30, rec["line2"]
+        assert re.fullmatch(r"[A-Z][A-Za-z .'-]+", rec["city"]) and "." not in rec["city"][-1:], rec["city"]
+        assert re.fullmatch(r"[0-9]{5}(-[0-9]{4})?", rec["postcode"]), rec["postcode"]
+        assert rec["country"][0].isupper() and len(rec["country"].split()) <= 6, rec["country"]
+        assert rec["notes"].endswith((".", "!")) and rec["notes"] != rec["address"]
+
+
+def test_negative_money_is_allowed_unless_a_range_rule_forbids_it(tmp_path: Path) -> None:
+    from agentomnia.envs.semantic import from_range
+
+    path = tmp_path / "tob_b05.yaml"
+    path.write_text(
+        "- id: 20163\n  values:\n"
+        "    appointment:\n      total: {min: -40, max: 300, decimals: 2}\n"
+        "    service:\n      price: [-15, 25, 40, 55, 70, 90]\n"
+        "    gift_card:\n      balance: {min: -50, max: 500}\n",
+        encoding="utf-8",
+    )
+    text = "\n".join(vocab_problems(path))
+    assert "appointment.total" not in text and "service.price" not in text  # credits, adjustments
+    assert "gift_card.balance range [-50.0, 500.0] leaves the domain's range rule [0.0, None]" in text
+    # the state checker still holds money to 0 or more: a negative range draws from its part above 0
+    rng = random.Random(0)
+    drawn = [
+        from_range(VocabEntry(kind="range", min=-40, max=300), _a("total", "money"), rng) for _ in range(50)
+    ]
+    assert all(0 <= v <= 300 for v in drawn) and len(set(drawn)) > 40
+
+
+def test_linked_groups_are_validated(tmp_path: Path) -> None:
+    path = tmp_path / "toc_01.yaml"
+    rows = ", ".join(f"[Make{i}x, Model{i}y]" for i in "abcdefg")
+    path.write_text(
+        "- id: 10007\n  values:\n    vehicle:\n      linked:\n"
+        f"        - attrs: [make, model]\n          rows: [{rows}, [Ford]]\n"
+        "        - attrs: [make, colour]\n          rows: [[a, b]]\n"
+        "        - {attrs: [vin, year], rows: [[a, 1], [b, 2], [c, 3], [d, 4], [e, 5], [f, 6]]}\n"
+        "        - [make, model]\n",
+        encoding="utf-8",
+    )
+    text = "\n".join(vocab_problems(path))
+    assert "vehicle.linked group ['make', 'model'] has row ['Ford'] of 1 values; write 2 per row" in text
+    assert "vehicle.linked ['make', 'colour'] names 'colour', which is not an attribute" in text
+    assert "['vin', 'year'] column 'year' lists 1 outside the domain's range rule [1950.0, 2027.0]" in text
+    assert "is not a group; write {attrs: [make, model], rows:" in text
+    path.write_text(
+        "- id: 10007\n  values:\n    vehicle:\n      make: [a, b, c, d, e, f]\n      linked:\n"
+        "        - {attrs: [make, model], rows: [[a, b], [c, d], [e, f]]}\n",
+        encoding="utf-8",
+    )
+    text = "\n".join(vocab_problems(path))
+    assert "links 'make', which also has its own entry; keep one of them" in text
+    path.write_text(
+        "- id: 10007\n  values:\n    vehicle:\n      linked:\n"
+        "        - {attrs: [make, model], rows: [[a, b], [c, d], [e, f]]}\n",
+        encoding="utf-8",
+    )
+    assert "vehicle.linked ['make', 'model'] lists 3 rows; write 6 to 15" in "\n".join(vocab_problems(path))
+
+
+def test_linked_values_are_drawn_together() -> None:
+    for did, table, attrs in ((10007, "vehicle", ("make", "model")), (20000, "security", ("ticker", "name"))):
+        vocab = vocab_for(did)
+        assert vocab is not None
+        group = vocab.group(table, attrs[1])
+        assert group is not None and group.attrs == attrs
+        spec = _spec(did)
+        entity = spec.entity(table)
+        s0 = generate_state(spec, seed=0)
+        pairs = [tuple(r[a] for a in attrs) for r in s0[entity.table].values()]
+        assert len(pairs) >= 6
+        assert all(p in group.rows for p in pairs if None not in p), pairs
+        assert len(set(pairs)) == len(pairs)  # rows are handed out before any repeats

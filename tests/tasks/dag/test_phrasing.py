@@ -1,0 +1,50 @@
+"""Sentence frames of DAG requests: records named once and then "that X", plain answer formats."""
+
+from __future__ import annotations
+
+import random
+
+from agentomnia.tasks.dag.phrasing import (
+    answer_format,
+    article,
+    ask,
+    count_question,
+    is_handle,
+    key_words,
+    possessive,
+)
+
+
+def test_a_short_handle_takes_a_possessive_and_a_long_phrase_does_not() -> None:
+    assert possessive("that order", "customer") == "that order's customer"
+    assert possessive("the new invoice", "vendor") == "the new invoice's vendor"
+    long = "whichever of that artist's tracks has the highest plays"
+    assert not is_handle(long)
+    assert possessive(long, "album") == f"the album of {long}"
+
+
+def test_counts_are_asked_as_questions() -> None:
+    assert count_question("the tracks with status active") == "how many tracks with status active there are"
+    assert count_question("that artist's tracks") == "how many tracks that artist has"
+    assert count_question("all tracks") == "how many tracks there are in total"
+
+
+def test_every_ask_names_its_field_in_double_quotes() -> None:
+    for seed in range(30):
+        rng = random.Random(seed)
+        assert '"track_count"' in ask(rng, "how many tracks that artist has", "track_count")
+        assert '"duration"' in ask(rng, "that track's duration", "duration")
+        # a question is never forced into a noun frame ("I need whether ...")
+        assert not ask(rng, "whether it is late", "late").startswith(("I need whether", "Put whether"))
+
+
+def test_the_format_sentence_lists_every_field_once() -> None:
+    text = answer_format(random.Random(1), ["a", "b", "c"])
+    assert all(text.count(f'"{k}"') == 1 for k in "abc")
+    assert answer_format(random.Random(1), ["only"]).count('"only"') == 1
+
+
+def test_field_names_and_articles() -> None:
+    assert key_words("work order", "count") == "work_order_count"
+    assert key_words("K-12 class") == "k_12_class"
+    assert article("invoice") == "an invoice" and article("budget") == "a budget"

@@ -1,0 +1,57 @@
+"""Wording metrics and request voices: each number moves the way its definition says."""
+
+from __future__ import annotations
+
+import random
+
+from agentomnia.tasks.wording import chained_of, opening, query_metrics, sentences
+
+
+def test_a_clause_with_three_of_the_is_a_chain_and_a_comma_breaks_it() -> None:
+    chain = "Give the amount of the invoice of the vendor of the order named 'Blue'."
+    assert chained_of(chain) == 3
+    assert chained_of("The name of the vendor, the date of the order, and the end of the day.") == 1
+    m = query_metrics([chain + " Thanks."])
+    assert m["sentences"] == 2 and m["chained_of_sentences"] == 1 and m["chained_of_share"] == 0.5
+
+
+def test_sentences_split_at_ends_not_at_decimals_or_inside_words() -> None:
+    text = "Set the limit to 324.65 today. Then tell me the total! Is it 'A.B'? Done."
+    assert sentences(text) == [
+        "Set the limit to 324.65 today.",
+        "Then tell me the total!",
+        "Is it 'A.B'?",
+        "Done.",
+    ]
+
+
+def test_mean_sentence_words_counts_words_per_sentence() -> None:
+    m = query_metrics(["One two three. Four five six seven eight nine ten."])
+    assert m["mean_sentence_words"] == 5.0 and m["max_sentence_words"] == 7
+
+
+def test_repeated_queries_lower_the_distinct_trigram_share() -> None:
+    q = "please mark the order as shipped today"
+    varied = query_metrics([q, "could you cancel my last booking for friday"])
+    repeated = query_metrics([q, q])
+    assert varied["distinct_trigram_share"] == 1.0
+    assert repeated["distinct_trigram_share"] == 0.5
+    assert repeated["trigrams"] == 10 and repeated["distinct_trigrams"] == 5
+
+
+def test_trigrams_never_span_two_queries() -> None:
+    assert query_metrics(["a b", "c d"])["trigrams"] == 0
+
+
+def test_no_queries_gives_zeros() -> None:
+    m = query_metrics([])
+    assert m["queries"] == 0 and m["mean_sentence_words"] == 0.0 and m["distinct_trigram_share"] == 0.0
+
+
+def test_openings_speak_in_the_splits_voice_and_follow_the_seed() -> None:
+    consumer = {opening(random.Random(i), "toc", "Music Playback") for i in range(40)}
+    business = {opening(random.Random(i), "tob", "Music Playback") for i in range(40)}
+    assert len(consumer) >= 3 and not consumer & business
+    assert all("music playback" in o for o in consumer | business)
+    assert any(" my " in f" {o} " for o in consumer)
+    assert opening(random.Random(7), "toe", "Payroll") == opening(random.Random(7), "toe", "Payroll")

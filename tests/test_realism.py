@@ -1,0 +1,112 @@
+"""The realism figures: placeholder values are found, real ones are not, and a round's figures meet
+their targets only when they should."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentomnia.envs.spec import EnvSpec
+from agentomnia.envs.state import generate_state
+from agentomnia.envs.state_space import build_state_space
+from agentomnia.realism import TARGETS, free_text_values, is_placeholder, value_metrics
+from tests.fixtures.domains import PARCEL
+
+
+@pytest.mark.parametrize(
+    ("value", "entity", "attribute"),
+    [
+        ("Quartz Provider 1", "provider", "name"),
+        ("Atlas Address 2", "customer", "address"),
+        ("Orbit Assay Run 1", "assay_run", "technician"),
+        ("Review 1: alpha falcon follow-up.", "review", "body"),
+        ("Shipment 14", "shipment", "label"),
+        ("left at the door, alpha falcon", "delivery", "note"),
+        ("Lorem ipsum", "product", "description"),
+    ],
+)
+def test_placeholders_are_found(value: str, entity: str, attribute: str) -> None:
+    assert is_placeholder(value, entity, attribute)
+
+
+@pytest.mark.parametrize(
+    ("value", "entity", "attribute"),
+    [
+        ("Northwind Freight Services", "provider", "name"),
+        ("Maria Lopez", "technician", "full_name"),
+        ("Customer asked to deliver after 5 pm on weekdays.", "shipment", "instructions"),
+        ("Boxed 12 units of the 250 mg blister pack", "order", "note"),  # numbers, but not its own name
+        ("Ward 3 east, bed 12", "admission", "location"),
+        ("8734 Carter Summit", "customer", "street"),  # one list word alone is a real name
+        ("Scheduled a follow-up.", "visit", "note"),
+    ],
+)
+def test_real_values_are_not_placeholders(value: str, entity: str, attribute: str) -> None:
+    assert not is_placeholder(value, entity, attribute)
+
+
+def _parcel() -> tuple[EnvSpec, dict[str, Any]]:
+    spec, _ = build_state_space(PARCEL.candidate(), [PARCEL.seed()], PARCEL.domain())
+    return spec, generate_state(spec, seed=0)
+
+
+def test_free_text_leaves_out_keys_references_enums_dates_and_identifiers() -> None:
+    spec, state = _parcel()
+    seen = free_text_values(spec, state)
+    assert seen
+    for entity, attribute, value in seen:
+        a = entity.attribute(attribute)
+        assert a is not None and a.type in ("str", "text") and attribute != entity.key
+        assert "@" not in value and not value[:4].isdigit()
+
+
+def test_value_metrics_count_placeholders_and_words() -> None:
+    spec, state = _parcel()
+    table = spec.entities[0].table
+    key = next(iter(state[table]))
+    text = next(
+        a.name
+        for a in spec.entities[0].attributes
+        if a.type in ("str", "text") and a.name != spec.entities[0].key
+    )
+    fake = {**state, table: {key: {**state[table][key], text: f"{spec.entities[0].name.title()} 7"}}}
+    figures = value_metrics([(spec, fake)])
+    assert figures["free_text_values"] >= 1
+    assert figures["placeholder_share"] > 0
+    assert any(f"{spec.entities[0].name}.{text}" in e for e in figures["placeholder_examples"])
+    clean = {**state, table: {key: {**state[table][key], text: "Left with the neighbour at number seven"}}}
+    assert value_metrics([(spec, clean)])["placeholder_share"] < figures["placeholder_share"]
+
+
+def test_targets_name_the_issue_figures() -> None:
+    assert TARGETS["placeholder_share"] == ("<", 0.02)
+    assert TARGETS["distinct_trigram_share"] == (">", 0.60)
+    assert TARGETS["mean_sentence_words"] == ("<", 22.0)
+
+
+def test_tool_metrics_count_compound_tools_per_environment() -> None:
+    from agentomnia.envs.spec import ToolSpec
+    from agentomnia.realism import tool_metrics
+
+    spec, _ = _parcel()
+    entity = spec.entities[0]
+
+    def tool(name: str, compound: bool) -> ToolSpec:
+        binding = (
+            {"compound": {"requires": [{"left": "x"}], "steps": [], "touches": [entity.name]}}
+            if compound
+            else {}
+        )
+        return ToolSpec(
+            name=name, description=name, kind="write", op="update", entity=entity.name,
+            parameters={"type": "object", "properties": {}}, binding=binding,
+        )  # fmt: skip
+
+    one_in_three = spec.model_copy(update={"tools": (tool("a", True), tool("b", False), tool("c", False))})
+    half = spec.model_copy(update={"tools": (tool("a", True), tool("b", False))})
+    figures = tool_metrics([one_in_three, half])
+    assert figures["environments"] == 2
+    assert figures["compound_tool_share_min"] == round(1 / 3, 4)
+    assert figures["compound_tool_share_median"] == round((1 / 3 + 1 / 2) / 2, 4)
+    assert figures["environments_with_a_third_compound"] == 2
