@@ -30,7 +30,7 @@ from agentomnia.envs.spec import EntitySpec, EnvSpec
 TARGETS: dict[str, tuple[str, float]] = {
     "placeholder_share": ("<", 0.02),
     "distinct_words": (">", 5000),
-    "chained_of_the_share": ("<", 0.02),
+    "chained_of_share": ("<", 0.02),
     "mean_sentence_words": ("<", 22.0),
     "distinct_trigram_share": (">", 0.60),
     "compound_tool_share_min": (">=", 1 / 3),

@@ -110,3 +110,12 @@ def test_tool_metrics_count_compound_tools_per_environment() -> None:
     assert figures["compound_tool_share_min"] == round(1 / 3, 4)
     assert figures["compound_tool_share_median"] == round((1 / 3 + 1 / 2) / 2, 4)
     assert figures["environments_with_a_third_compound"] == 2
+
+
+def test_every_target_names_a_figure_the_report_computes() -> None:
+    from agentomnia.realism import realism_figures
+
+    spec, state = _parcel()
+    figures = realism_figures([(spec, state)], ["Please cancel my last order. Tell me its total as JSON."])
+    assert set(TARGETS) <= set(figures)
+    assert set(figures["meets"]) == set(TARGETS)
