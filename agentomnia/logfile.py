@@ -28,13 +28,10 @@ def to_log_file(home: Path, *, stem: str = "run") -> Path:
     path = folder / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.log"
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    try:  # Transformers keeps a stream handler of its own on its root logger: drop it first
-        from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging  # a dependency: its own stream handler goes
 
-        hf_logging.disable_default_handler()
-        hf_logging.disable_progress_bar()
-    except ImportError:
-        pass
+    hf_logging.disable_default_handler()
+    hf_logging.disable_progress_bar()
     logging.captureWarnings(True)  # warnings.warn(...) -> the "py.warnings" logger
     warnings.simplefilter("default")  # each distinct warning once per place, not once per call
     for name in (*THIRD_PARTY, TRAINER_LOGGER):

@@ -108,7 +108,7 @@ def process_state(tags: Mapping[str, str]) -> str:
     except psutil.NoSuchProcess:
         return "gone"
     except (psutil.Error, ValueError):
-        pass
+        return "alive"  # it exists but cannot be looked into (access denied): never call it gone
     return "alive"
 
 

@@ -9,6 +9,7 @@ come back with a file whose bytes never reached the disk.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -120,9 +121,8 @@ def _fsync_dir(folder: Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)
 

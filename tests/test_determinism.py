@@ -37,19 +37,25 @@ def _task_ids(folder: Path) -> list[str]:
     return sorted(json.loads(p.read_text())["id"] for p in task_files(folder))
 
 
-def test_tasks_are_the_same_under_two_hash_seeds(tmp_path: Path) -> None:
-    seed = tmp_path / "queries.jsonl"
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(platform home, environment bundle) of the streaming world, built once for the module."""
+    root = tmp_path_factory.mktemp("determinism")
+    seed = root / "queries.jsonl"
     seed.write_text(json.dumps(QUERY) + "\n")
-    home = tmp_path / "home"
-    built = _cli(
-        home, "1", "env", "build", "--seed", str(seed), "--domain", "10061", "--out", str(tmp_path / "env")
-    )
-    assert built.returncode == 0, built.stderr
+    home, env = root / "home", root / "env"
+    done = _cli(home, "1", "env", "build", "--seed", str(seed), "--domain", "10061", "--out", str(env))
+    assert done.returncode == 0, done.stderr
+    return home, env
+
+
+def test_tasks_are_the_same_under_two_hash_seeds(built: tuple[Path, Path], tmp_path: Path) -> None:
+    home, env = built
     made: dict[str, dict[str, list[str]]] = {}
     for hash_seed in ("1", "2"):
         for kind in ("dag-challenge", "program"):
             out = tmp_path / f"tasks-{hash_seed}-{kind}"
-            done = _cli(home, hash_seed, "tasks", "synth", "--env", str(tmp_path / "env"), "--kind", kind,
+            done = _cli(home, hash_seed, "tasks", "synth", "--env", str(env), "--kind", kind,
                         "--n", "4", "--out", str(out), "--json")  # fmt: skip
             assert done.returncode == 0, done.stderr
             made.setdefault(hash_seed, {})[kind] = _task_ids(out)
@@ -77,18 +83,12 @@ print(json.dumps(out))
 """
 
 
-def test_every_hardening_operator_gives_the_same_state_under_any_hash_seed(tmp_path: Path) -> None:
-    seed = tmp_path / "queries.jsonl"
-    seed.write_text(json.dumps(QUERY) + "\n")
-    home = tmp_path / "home"
-    built = _cli(
-        home, "1", "env", "build", "--seed", str(seed), "--domain", "10061", "--out", str(tmp_path / "env")
-    )
-    assert built.returncode == 0, built.stderr
+def test_every_hardening_operator_gives_the_same_state_under_any_hash_seed(built: tuple[Path, Path]) -> None:
+    _, bundle = built
     runs = []
     for hash_seed in ("1", "2", "3", "4"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        done = subprocess.run([sys.executable, "-c", HARDEN, str(tmp_path / "env")], env=env, cwd=REPO,
+        done = subprocess.run([sys.executable, "-c", HARDEN, str(bundle)], env=env, cwd=REPO,
                               capture_output=True, text=True, timeout=600)  # fmt: skip
         assert done.returncode == 0, done.stderr[-2000:]
         runs.append(json.loads(done.stdout))
