@@ -99,6 +99,16 @@ VERIFIED_TRAJECTORIES = _artifact("verified_trajectories", "rollouts kept for tr
 REWARD_MODEL_REPORT = _artifact(
     "reward_model_report", "judge calibration", report="report.json", plot="calibration.png"
 )
+ROLLOUT_ANALYSIS = _artifact(
+    "rollout_analysis",
+    "behavioural indicators of successful vs failed rollouts, and the auxiliary weights RL adopts",
+    report="report.json", weights="weights.json", markdown="analysis.md",
+)  # fmt: skip
+REWARD_AUDIT = _artifact(
+    "reward_audit",
+    "high-reward rollouts whose evidence does not support the reward, classified",
+    report="report.json", markdown="audit.md", permissive="permissive.parquet",
+)  # fmt: skip
 DIAGNOSIS = Artifact("failure_diagnosis", "the diagnosis report", {"report": "report.json"})
 PRDS = _artifact(
     "prds", "PRD records, their Markdown, and the round's directives", directives="directives.json"
@@ -116,7 +126,7 @@ ARTIFACTS: dict[str, Artifact] = {
     for a in (
         RAW_SEEDS, ENV_CANDIDATES, SELECTED_CANDIDATES, STATE_SPECS, TOOLSETS, ENVIRONMENTS,
         ENVIRONMENT_STATS, DAG_TASKS, PROGRAM_TASKS, SOLVER_TASKS, SPLIT, EVALUATIONS, IMPORTED_TASKS,
-        TRAJECTORIES, VERIFIED_TRAJECTORIES, REWARD_MODEL_REPORT, DIAGNOSIS, PRDS, ALIGNMENT, TAXONOMY, SCALE,
+        TRAJECTORIES, VERIFIED_TRAJECTORIES, REWARD_MODEL_REPORT, ROLLOUT_ANALYSIS, REWARD_AUDIT, DIAGNOSIS, PRDS, ALIGNMENT, TAXONOMY, SCALE,
     )
 }  # fmt: skip
 STATIC_ROUND = "static"

@@ -7,10 +7,33 @@ from typing import Any
 
 import dagster as dg
 
-from agentomnia.catalog import REWARD_MODEL_REPORT, RL, RL_DATASET, SFT, SFT_DATASET, TRAJECTORIES, Catalog
+from agentomnia.catalog import (
+    REWARD_AUDIT,
+    REWARD_MODEL_REPORT,
+    RL,
+    RL_DATASET,
+    ROLLOUT_ANALYSIS,
+    SFT,
+    SFT_DATASET,
+    TRAJECTORIES,
+    Catalog,
+)
 from agentomnia.lineage import Edge, LineageRow
 from agentomnia.records import content_hash
-from agentomnia.rewards import CalibrationSettings, judge_calibration
+from agentomnia.rewards import (
+    AnalysisSettings,
+    AuditFlag,
+    AuditSettings,
+    AuxiliaryWeights,
+    CalibrationSettings,
+    ScoredRollout,
+    analysis_markdown,
+    analyze_rollouts,
+    audit_markdown,
+    audit_rollouts,
+    judge_calibration,
+    permissive_rubric_findings,
+)
 from agentomnia.rewards.judges import outcome_groups, transcript_judge
 from agentomnia.storage import write_parquet
 from agentomnia.tasks.models import Task
@@ -94,11 +117,14 @@ def sft_checkpoint(
 
 @round_asset(
     "training",
-    deps=[sft_checkpoint, dg.AssetKey(RL_DATASET)],
+    deps=[sft_checkpoint, dg.AssetKey(RL_DATASET), dg.AssetKey(ROLLOUT_ANALYSIS.name)],
     description=(
         "RL checkpoint: GRPO over the sandbox environments with no KL term and asymmetric clipping (0.2/0.28), "
         "dynamic filtering of broken and truncated rollouts, and the rollback curriculum (golden-prefix replay for "
-        "all-fail groups, adaptive prefix lengths, hybrid SFT+GRPO objective); rewards, prefix lengths and loss terms."
+        "all-fail groups, adaptive prefix lengths, hybrid SFT+GRPO objective). Rewards as the paper routes them: "
+        "rule- and rubric-based by task metadata, the judge as safeguard when a rule cannot execute, and the "
+        "auxiliary rewards the round's rollout analysis adopted; logs each reward component's mean, the "
+        "safeguard's activations and the auxiliary weights."
     ),
 )
 def rl_checkpoint(
@@ -107,9 +133,11 @@ def rl_checkpoint(
     storage: StorageResource,
     lineage: LineageResource,
     sandbox: SandboxResource,
+    llm: LLMResource,
 ) -> dg.MaterializeResult:
     import datasets
 
+    from agentomnia.trajectories.quality import rubric_judge
     from trainers import GRPOSettings, train_grpo
 
     store = storage.get()
@@ -126,6 +154,8 @@ def rl_checkpoint(
     rows = list(datasets.load_from_disk(str(data)))
     init = artifacts.checkpoint_dir(SFT)
     out = artifacts.checkpoint_dir(RL)
+    model = llm.get()
+    weights = adopted_weights(store, context.partition_key)
     report = train_grpo(
         rows,
         None,
@@ -133,6 +163,8 @@ def rl_checkpoint(
         init,
         out,
         GRPOSettings(max_steps=config.max_steps, num_generations=config.num_generations),
+        judge=rubric_judge(model) if model is not None else transcript_judge(),
+        weights=weights,
     )
     dump = json.loads(report.model_dump_json())
     row, edge = _checkpoint_row(context, "grpo", str(out), dump, f"dataset:rl:{context.partition_key}")
@@ -144,9 +176,20 @@ def rl_checkpoint(
         [edge],
     )
     extra = report.extra or {}
+    components = extra.get("reward_components") or {}
+    context.log.info(
+        f"GRPO rewards: {', '.join(f'{k} {v:+.3f}' for k, v in components.items()) or 'none logged'}; "
+        f"safeguard re-scored {extra.get('safeguard_activations', 0)} of {extra.get('scored_rollouts', 0)} "
+        f"rollouts; auxiliary weights {extra.get('auxiliary_weights') or 'none adopted'}"
+    )
     return dg.MaterializeResult(
         metadata={
             "steps": report.steps,
+            **{f"reward/{k}": v for k, v in components.items()},
+            "safeguard_activations": int(extra.get("safeguard_activations", 0)),
+            "scored_rollouts": int(extra.get("scored_rollouts", 0)),
+            "auxiliary_weights": dg.MetadataValue.json(extra.get("auxiliary_weights") or {}),
+            "safeguard_judge": f"llm:{model.model}" if model is not None else "offline:transcript",
             "rows": len(rows),
             "trained": True,
             "mean_reward_by_step": str(extra.get("rewards", []))[:200],
@@ -164,7 +207,9 @@ def rl_checkpoint(
 class RewardModelConfig(dg.Config):
     repeats: int = 3  # scorings of each outcome, for the consistency dimension
     max_groups: int = 60  # tasks (rollout groups) to calibrate on; 0 = all
-    min_overall: float = 0.7
+    min_overall: float = 0.7  # the minimum C_RM
+    lam: float = 0.5  # Eq. 5: weight of the false-positive side of C_Dir
+    eps: float = 1e-6  # Eqs. 4-6: the floor under each denominator
 
 
 @round_asset(
@@ -173,8 +218,10 @@ class RewardModelConfig(dg.Config):
     description=(
         "Reward-model calibration: the judge that would score rubric items without code checks (LLM mode: the "
         "configured model; offline: a transcript judge that reads only the calls and the answer) is scored "
-        "against code-checked rubric items on the round's rollout groups: advanced-balanced rubric reliability, "
-        "C_Rank (Kendall tau-b), C_Dir (AdvFNR/AdvFPR), C_Mag (advantage MSE), C_Con (repeat variance)."
+        "against code-checked rubric items on the round's rollout groups (gold labels: the checks run on the end "
+        "state, which the judge never sees): rubric reliability (Eq. 4, basic vs advanced items), C_Rank (Kendall "
+        "tau-b), C_Dir (Eq. 5, AdvFNR/AdvFPR), C_Mag (Eq. 6, advantage MSE over Var(A_gold)), C_Con (Eq. 7), "
+        "C_RM = sum of w_j C_j, with a minimum per dimension."
     ),
 )
 def reward_model_report(
@@ -205,7 +252,10 @@ def reward_model_report(
         return dg.MaterializeResult(metadata={"groups": 0, "judge": judge_name, "passed": False,
                                            "reason": "no task has two or more runs to compare"})  # fmt: skip
     report = judge_calibration(
-        groups, judge, repeats=config.repeats, settings=CalibrationSettings(min_overall=config.min_overall)
+        groups,
+        judge,
+        repeats=config.repeats,
+        settings=CalibrationSettings(min_overall=config.min_overall, lam=config.lam, eps=config.eps),
     )
     path = artifacts.path(REWARD_MODEL_REPORT, "report")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -213,13 +263,20 @@ def reward_model_report(
     write_parquet(
         artifacts.path(REWARD_MODEL_REPORT),
         [
-            {"dimension": d, "score": s, "minimum": CalibrationSettings().minimums.get(d)}
+            {
+                "dimension": d,
+                "score": s,
+                "minimum": report.minimums.get(d),
+                "weight": report.weights.get(d),
+                "failed": d in report.failed_minimums,
+            }
             for d, s in report.scores.items()
         ],
     )
     plot = _calibration_png(
         {str(d): v for d, v in report.scores.items()},
         artifacts.path(REWARD_MODEL_REPORT, "plot"),
+        {str(d): v for d, v in report.minimums.items()},
     )
     return dg.MaterializeResult(
         metadata={
@@ -227,7 +284,13 @@ def reward_model_report(
             "groups": len(groups),
             "outcomes": sum(len(o) for _, o in groups),
             **{d: round(s, 4) if s is not None else "n/a" for d, s in report.scores.items()},
-            "overall": round(report.overall, 4) if report.overall is not None else "n/a",
+            "C_RM": round(report.c_rm, 4) if report.c_rm is not None else "n/a",
+            "failed_minimums": ", ".join(report.failed_minimums) or "none",
+            "lambda": report.lam,
+            "epsilon": report.eps,
+            "adv_fnr": report.adv_fnr if report.adv_fnr is not None else "n/a",
+            "adv_fpr": report.adv_fpr if report.adv_fpr is not None else "n/a",
+            "undecided_items": report.undecided,
             "passed": report.passed,
             "failures": dg.MetadataValue.md("\n".join(f"- {f}" for f in report.failures) or "_none_"),
             "plot": png(plot, "calibration"),
@@ -236,7 +299,7 @@ def reward_model_report(
     )
 
 
-def _calibration_png(scores: Mapping[str, float | None], path: Path) -> Path:
+def _calibration_png(scores: Mapping[str, float | None], path: Path, minimums: Mapping[str, float]) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -244,7 +307,6 @@ def _calibration_png(scores: Mapping[str, float | None], path: Path) -> Path:
 
     dims = list(scores)
     values = [float(scores[d] or 0.0) for d in dims]
-    minimums = {str(d): v for d, v in CalibrationSettings().minimums.items()}
     fig, ax = plt.subplots(figsize=(6, 3.2))
     ax.bar(dims, values, color=["#4c72b0" if scores[d] is not None else "#cccccc" for d in dims])
     ax.scatter(
@@ -259,3 +321,122 @@ def _calibration_png(scores: Mapping[str, float | None], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _scored_rollouts(store: Any, round_key: str) -> list[ScoredRollout]:
+    """Every rollout of the round (verified or not) with its task, the tools it was offered and its grade."""
+    artifacts = store.round(round_key)
+    tasks = {t.id: t for t in artifacts.tasks()}
+    runs = [r for r in artifacts.trajectories() if r.task_id in tasks]
+    bundles, _ = Catalog(store).bundles_lenient({tasks[r.task_id].env_id for r in runs})
+    out = []
+    for run in runs:
+        task = tasks[run.task_id]
+        bundle = bundles.get(task.env_id)
+        if bundle is not None:
+            out.append(ScoredRollout.from_trajectory(run, task, bundle.tools, read_tools=bundle.read_tools))
+    return out
+
+
+class RolloutAnalysisConfig(dg.Config):
+    min_difference: float = 0.2  # failed rate minus success rate an indicator must reach to be adopted
+    min_support: int = 2  # failed rollouts that must show it
+    low_reward: float = 0.3  # a failed rollout scores at most this
+
+
+@round_asset(
+    "training",
+    deps=[dg.AssetKey(TRAJECTORIES.name)],
+    description=(
+        "Rollout analysis (§5.2.3): behavioural indicators (tool-call anomalies, repeated calls, clarification "
+        "not sought, writes without a look at the state, answer fields without evidence) in successful vs "
+        "failed rollouts; the indicators that separate them become auxiliary rewards the round's RL uses."
+    ),
+)
+def rollout_analysis(
+    context: dg.AssetExecutionContext, config: RolloutAnalysisConfig, storage: StorageResource
+) -> dg.MaterializeResult:
+    store = storage.get()
+    artifacts = store.round(context.partition_key)
+    settings = AnalysisSettings(
+        min_difference=config.min_difference, min_support=config.min_support, low_reward=config.low_reward
+    )
+    report = analyze_rollouts(
+        _scored_rollouts(store, context.partition_key), settings, round_key=context.partition_key
+    )
+    table = analysis_markdown(report)
+    for role, text in (
+        ("report", report.model_dump_json(indent=2)),
+        ("weights", report.weights.model_dump_json(indent=2)),
+        ("markdown", table),
+    ):
+        path = artifacts.path(ROLLOUT_ANALYSIS, role)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    write_parquet(
+        artifacts.path(ROLLOUT_ANALYSIS),
+        [
+            {"indicator": x.indicator, "failed_rate": x.failed_rate, "success_rate": x.success_rate,
+             "difference": x.difference, "adopted": x.separates, "weight": x.weight, "reason": x.reason}
+            for x in report.indicators
+        ],
+    )  # fmt: skip
+    return dg.MaterializeResult(
+        metadata={
+            "successful": report.successful,
+            "failed": report.failed,
+            "excluded": report.excluded,
+            "adopted": ", ".join(sorted(report.weights.weights)) or "none",
+            "weights": dg.MetadataValue.json(report.weights.weights),
+            "table": dg.MetadataValue.md(table),
+        }
+    )
+
+
+def adopted_weights(store: Any, round_key: str) -> AuxiliaryWeights | None:
+    """The auxiliary weights the round's rollout analysis adopted (None: no analysis yet)."""
+    path = store.round(round_key).location(ROLLOUT_ANALYSIS, "weights")
+    return AuxiliaryWeights.model_validate_json(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+@round_asset(
+    "training",
+    deps=[dg.AssetKey(TRAJECTORIES.name)],
+    description=(
+        "Reward-hacking audit (§5.2.3): high-reward rollouts whose evidence does not support the reward (a value "
+        "stated that no tool returned, a 'verified' claim without a check, an optimum without the search, a rubric "
+        "item passed by an empty or irrelevant action), each classified as hacking, judge failure, environment "
+        "error or permissive rubric; permissive rubrics go back to task synthesis as a rejection reason."
+    ),
+)
+def reward_audit(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+    store = storage.get()
+    artifacts = store.round(context.partition_key)
+    report = audit_rollouts(
+        _scored_rollouts(store, context.partition_key), AuditSettings(), round_key=context.partition_key
+    )
+    table = audit_markdown(report)
+    for role, text in (("report", report.model_dump_json(indent=2)), ("markdown", table)):
+        path = artifacts.path(REWARD_AUDIT, role)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    permissive = permissive_rubric_findings(report)
+    write_parquet(
+        artifacts.path(REWARD_AUDIT, "permissive"),
+        [{"task_id": t, "reason": r} for t, r in permissive],
+        columns=["task_id", "reason"],
+    )
+    write_parquet(
+        artifacts.path(REWARD_AUDIT),
+        [json.loads(f.model_dump_json()) for f in report.flags],
+        columns=sorted(AuditFlag.model_fields),
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "audited": report.audited,
+            "flags": len(report.flags),
+            **{f"flags/{k}": v for k, v in sorted(report.counts().items())},
+            "permissive_rubrics": len(permissive),
+            "table": dg.MetadataValue.md(table),
+        }
+    )

@@ -90,14 +90,13 @@ def test_tool_metrics_count_compound_tools_per_environment() -> None:
     from agentomnia.realism import tool_metrics
 
     spec, _ = _parcel()
-    entity = spec.entities[0]
+    entity = spec.entity("claim")
+    ref = next(a for a in entity.attributes if a.type == "ref")
 
     def tool(name: str, compound: bool) -> ToolSpec:
-        binding = (
-            {"compound": {"requires": [{"left": "x"}], "steps": [], "touches": [entity.name]}}
-            if compound
-            else {}
-        )
+        # a rule read through a reference crosses entities; one on the record's own field does not
+        left = f"{ref.name}->status" if compound else "status"
+        binding = {"compound": {"requires": [{"left": left}], "steps": [], "touches": [entity.name]}}
         return ToolSpec(
             name=name, description=name, kind="write", op="update", entity=entity.name,
             parameters={"type": "object", "properties": {}}, binding=binding,

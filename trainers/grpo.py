@@ -28,7 +28,15 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.logfile import quiet_trainer
-from agentomnia.rewards import check_format, extract_answer, redundancy_penalty, score_task
+from agentomnia.rewards import (
+    AuxiliaryWeights,
+    Transcript,
+    auxiliary_terms,
+    check_format,
+    extract_answer,
+    redundancy_penalty,
+    score_task,
+)
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.tasks.grading import Judge, Outcome, VerifierRunner
 from trainers.curriculum import CurriculumSettings, RolloutCurriculum
@@ -92,6 +100,8 @@ class RolloutVerdict(BaseModel):
     format_valid: bool = False
     redundancy: float = 0.0
     truncated: bool = False
+    source: str | None = None  # which reward decided: rule, rubric, both, judge_fallback (the safeguard)
+    auxiliary: dict[str, float] = Field(default_factory=dict)  # adopted indicator -> penalty earned
 
 
 def judge_rollout(
@@ -102,12 +112,25 @@ def judge_rollout(
     *,
     verifier: VerifierRunner | None = None,
     judge: Judge | None = None,
+    weights: AuxiliaryWeights | None = None,
 ) -> RolloutVerdict:
     """Grade one rollout: environment faults and unscorable outcomes drop it; a truncated one is dropped
-    when well formed and scored -1 otherwise; everything else gets the router's binary reward."""
+    when well formed and scored -1 otherwise; everything else gets the router's binary reward (a rule
+    that cannot execute is re-scored by `judge`: the safeguard). `weights`: the auxiliary penalties the
+    round's rollout analysis adopted, read off the policy's own turns (not the replayed prefix)."""
     fmt = check_format(completion, env.bundle.tools)
     redundancy = redundancy_penalty(env.policy_calls)
     truncated = not completion_ids or completion_ids[-1] != eos_token_id
+    auxiliary: dict[str, float] = {}
+    if weights is not None and weights.weights and env.task is not None:
+        transcript = Transcript(
+            task=env.task,
+            messages=({"role": "user", "content": env.task.query}, *(dict(m) for m in completion)),
+            tools=tuple(env.bundle.tools),
+            read_tools=tuple(sorted(env.bundle.read_tools)),
+            stop_reason="budget" if truncated else "answer",
+        )
+        auxiliary = auxiliary_terms(transcript, weights)
     if env.fault:
         return RolloutVerdict(dropped=f"environment fault: {env.fault}", truncated=truncated)
     if truncated:
@@ -130,7 +153,13 @@ def judge_rollout(
         return RolloutVerdict(
             dropped=f"unscored: {reward.reason}", format_valid=fmt.valid, redundancy=redundancy
         )
-    return RolloutVerdict(task=reward.value, format_valid=fmt.valid, redundancy=redundancy)
+    return RolloutVerdict(
+        task=reward.value,
+        format_valid=fmt.valid,
+        redundancy=redundancy,
+        source=reward.source,
+        auxiliary=auxiliary,
+    )
 
 
 class RolloutBook:
@@ -143,12 +172,16 @@ class RolloutBook:
         eos_token_id: int | None,
         verifier: VerifierRunner | None = None,
         judge: Judge | None = None,
+        weights: AuxiliaryWeights | None = None,
     ) -> None:
         self.rows = {str(r["task_id"]): r for r in rows}
         self.curriculum = curriculum
         self.eos_token_id = eos_token_id
         self.verifier = verifier
         self.judge = judge
+        self.weights = weights
+        self.safeguard_activations = 0  # rule verification failed to execute and the judge scored instead
+        self.scored = 0
         self.batch: list[tuple[str, float | None]] = []
         self.instances: list[SandboxToolEnv] = []
         self.dropped = 0
@@ -165,8 +198,16 @@ class RolloutBook:
     def verdict(self, env: SandboxToolEnv, completion: Any, ids: Sequence[int]) -> RolloutVerdict:
         if env.verdict is None:
             env.verdict = judge_rollout(
-                env, completion, ids, self.eos_token_id, verifier=self.verifier, judge=self.judge
+                env,
+                completion,
+                ids,
+                self.eos_token_id,
+                verifier=self.verifier,
+                judge=self.judge,
+                weights=self.weights,
             )
+            self.scored += env.verdict.dropped is None
+            self.safeguard_activations += env.verdict.source == "judge_fallback"
         verdict: RolloutVerdict = env.verdict
         return verdict
 
@@ -180,7 +221,8 @@ class RolloutBook:
 
 
 def reward_functions(book: RolloutBook) -> list[Any]:
-    """task_reward, format_reward, redundancy_reward: TRL reward functions over `book`'s verdicts."""
+    """task_reward, format_reward, redundancy_reward (and auxiliary_reward when the round's rollout
+    analysis adopted weights): TRL reward functions over `book`'s verdicts."""
 
     def task_reward(
         completions: list[Any], completion_ids: list[list[int]], environments: list[Any], **kw: Any
@@ -210,7 +252,16 @@ def reward_functions(book: RolloutBook) -> list[Any]:
         ]
         return [None if v.dropped else -v.redundancy for v in verdicts]
 
-    return [task_reward, format_reward, redundancy_reward]
+    def auxiliary_reward(
+        completions: list[Any], completion_ids: list[list[int]], environments: list[Any], **kw: Any
+    ) -> list[float | None]:
+        verdicts = [
+            book.verdict(e, c, i) for e, c, i in zip(environments, completions, completion_ids, strict=True)
+        ]
+        return [None if v.dropped else round(sum(v.auxiliary.values()), 6) for v in verdicts]
+
+    funcs = [task_reward, format_reward, redundancy_reward]
+    return [*funcs, auxiliary_reward] if book.weights is not None and book.weights.weights else funcs
 
 
 def _trainer_class() -> type:
@@ -331,7 +382,8 @@ def _trainer_class() -> type:
     return RCRLTrainer
 
 
-def grpo_config(settings: GRPOSettings, out_dir: Path) -> Any:
+def grpo_config(settings: GRPOSettings, out_dir: Path, *, auxiliary: bool = False) -> Any:
+    """TRL's config; `auxiliary`: a fourth reward function carries the adopted penalties, already weighted."""
     import torch
     from trl import GRPOConfig
 
@@ -350,7 +402,12 @@ def grpo_config(settings: GRPOSettings, out_dir: Path) -> Any:
         beta=settings.beta,
         loss_type=settings.loss_type,
         scale_rewards=settings.scale_rewards,
-        reward_weights=[1.0, settings.format_weight, settings.redundancy_weight],
+        reward_weights=[
+            1.0,
+            settings.format_weight,
+            settings.redundancy_weight,
+            *([1.0] if auxiliary else []),
+        ],
         use_vllm=settings.use_vllm,
         vllm_mode=settings.vllm_mode,
         vllm_server_base_url=settings.vllm_server_base_url,
@@ -403,6 +460,16 @@ def _rl_rows(
     return rows, names
 
 
+def reward_component_means(logs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Each reward function's mean over the logged steps (TRL logs `rewards/<name>/mean` per step)."""
+    found: dict[str, list[float]] = {}
+    for entry in logs:
+        for key, value in entry.items():
+            if key.startswith("rewards/") and key.endswith("/mean") and isinstance(value, (int, float)):
+                found.setdefault(key.split("/")[1], []).append(float(value))
+    return {name: round(sum(v) / len(v), 4) for name, v in sorted(found.items())}
+
+
 def train_grpo(
     tasks_rows: Sequence[Mapping[str, Any]],
     bundles: Mapping[str, Bundle] | None,
@@ -412,8 +479,12 @@ def train_grpo(
     config: GRPOSettings | None = None,
     *,
     judge: Judge | None = None,
+    weights: AuxiliaryWeights | None = None,
 ) -> TrainReport:
     """GRPO + RCRL on RL task rows; saves a checkpoint folder at `out_dir`.
+
+    `judge` is the safeguard: it re-scores a rollout whose rule verification could not execute.
+    `weights` are the auxiliary rewards the round's rollout analysis adopted (None: none).
 
     `bundles` maps each row's `bundle_dir` to its Bundle (None: load them from disk); `sandbox` is an
     `agentomnia.sandbox.Sandbox` (its `open` hosts the environments, its `run_check` runs verifier code);
@@ -451,7 +522,9 @@ def train_grpo(
         passed: bool | None = sandbox.run_check(code, initial_state, final_state).passed
         return passed
 
-    book = RolloutBook(rows, curriculum, tokenizer.eos_token_id, verifier=verifier, judge=judge)
+    book = RolloutBook(
+        rows, curriculum, tokenizer.eos_token_id, verifier=verifier, judge=judge, weights=weights
+    )
     factories: dict[str, Any] = {}
     for bundle_dir, name in names.items():
         cls = environment_class(loaded[bundle_dir], name)
@@ -465,7 +538,7 @@ def train_grpo(
     trainer = _trainer_class()(
         model=model,
         reward_funcs=reward_functions(book),
-        args=grpo_config(settings, folder),
+        args=grpo_config(settings, folder, auxiliary=weights is not None and bool(weights.weights)),
         train_dataset=Dataset.from_list(rows, on_mixed_types="use_json"),
         processing_class=tokenizer,
         environment_factory=factories,
@@ -497,6 +570,8 @@ def train_grpo(
         rewards=curves["reward"], prefix_turns=curves["prefix turns"], loss_rl=curves["loss (GRPO)"],
         loss_ce=curves["loss (prefix CE)"], dropped_rollouts=book.dropped,
         curriculum_prefixes={k: s.prefix for k, s in curriculum.states.items()}, curriculum_epoch=curriculum.epoch,
+        reward_components=reward_component_means(logs), safeguard_activations=book.safeguard_activations,
+        scored_rollouts=book.scored, auxiliary_weights=dict(weights.weights) if weights is not None else {},
     )  # fmt: skip
     if main:
         report.save()

@@ -21,7 +21,7 @@ from agentomnia.envs.repair import llm_patch, rule_based_patch
 from agentomnia.envs.spec import EnvSpec, SpecInvalid
 from agentomnia.envs.state import generate_state
 from agentomnia.envs.state_space import StateSpaceReport, build_state_space
-from agentomnia.envs.toolset import Normalization, ToolsetConfig, synthesize_toolset
+from agentomnia.envs.toolset import Normalization, ToolsetConfig, seed_plain, synthesize_toolset
 from agentomnia.envs.verify import VerificationReport, bundle_for, verify, with_tools
 from agentomnia.llm import LLM
 from agentomnia.records import canonical_json, content_hash
@@ -169,6 +169,16 @@ def verify_stage(
             if patched_any:
                 continue
         reasons = {t.name: t.failures[0] for t in failing}
+        # a seed's tool is never dropped for the domain behaviour put behind it: it falls back to
+        # the seed's plain behaviour and is verified again
+        plain = {p.name: p for t in spec.tools if t.name in names and (p := seed_plain(t)) is not None}
+        if plain:
+            repairs += [
+                f"round {round_}: {n} runs the seed's plain behaviour ({reasons.get(n, 'environment-level failure')[:160]})"
+                for n in sorted(plain)
+            ]
+            spec = with_tools(spec, [plain.get(t.name, t) for t in spec.tools])
+            names = [n for n in names if n not in plain]
         for name in names:
             dropped.append(
                 DroppedTool(

@@ -23,9 +23,11 @@ from agentomnia.envs.spec import (
     EnvSpec,
     ToolSpec,
     compound_of,
+    compound_value,
+    follow,
     requirement_failure,
 )
-from agentomnia.envs.state import CLOCK, CLOCK_START, lookup, make_value
+from agentomnia.envs.state import CLOCK, CLOCK_START, lookup, make_value, satisfying, state_violations
 from agentomnia.envs.values import (
     check,
     conforms,
@@ -347,8 +349,6 @@ def _meet_requirements(
 
     search(0, set())
     fields = {attr: param for param, attr in tool.binding.get("fields", {}).items()}
-    from agentomnia.envs.spec import compound_value
-
     mirrored = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
     for req in found.get("requires", []):
         right_path = (req.get("right") or {}).get("path") if req["kind"] == "compare" else None
@@ -389,11 +389,15 @@ def breaking_calls(
     e = spec.entity(tool.entity)
     props = tool.parameters.get("properties", {})
     key_param = tool.binding.get("key")
+    # a delete refuses a record something still refers to before any rule (`in_use`): not a test of the rule
+    in_use = _referenced(spec, state, e.name) if tool.op == "delete" else set()
     for args in valid_calls(spec, state, tool, rng, tries=2, meet=False):
         if key_param and key_param in args:
             for rec in _records(state, spec, e.name):
                 trial = {**args, key_param: _fit_key(rec[e.key], props.get(key_param))}
                 if tool.op == "transition" and not _transition_fits(spec, tool, rec):
+                    continue
+                if str(rec[e.key]) in in_use:
                     continue
                 if requirement_problem(spec, state, tool, trial) is not None:
                     return [("breaks a requirement", trial)]
@@ -472,6 +476,8 @@ def valid_calls(
             return requirement_problem(spec, state, tool, {kp: rec[e.key]}) is None
 
         records = [r for r in records if meets(r)] + [r for r in records if not meets(r)]
+        if tool.op == "transition":  # a record the move does not fit fails whatever it meets
+            records.sort(key=lambda r: not fits(r))
     for attempt in range(tries):
         args: dict[str, Any] = {}
         key_param: str = b.get("key") or ""
@@ -598,3 +604,80 @@ def invalid_calls(
 def attribute_for(spec: EnvSpec, tool: ToolSpec, param: str) -> AttributeSpec | None:
     e = spec.entity(tool.entity)
     return e.attribute(tool.binding.get("fields", {}).get(param, param))
+
+
+def stage_requirements(
+    spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], calls: int = 3
+) -> list[str]:
+    """Make the starting state hold, for every compound tool, calls its requirements admit.
+
+    A domain rule such as "advice is presented only to a client whose KYC is verified" is refused in
+    a state where no client is verified, and a tool no call of which can succeed from s0 cannot be
+    verified (it would be dropped) nor start a task. Where no candidate call meets a tool's
+    requirements, the records the first `calls` candidates read are brought into a state the
+    requirement names (a status in its allowed set, an amount within its bound, a reference that
+    agrees), each change kept only if every invariant still holds. Other records keep their values,
+    so the refusal stays reachable too. Returns the tools so staged, in name order."""
+    staged: list[str] = []
+    claimed: set[int] = set()  # records an earlier tool's staging set up: not bent again for another
+    for tool in sorted(spec.tools, key=lambda t: t.name):
+        found = compound_of(tool)
+        requires = [r for r in (found or {}).get("requires", []) if r["kind"] in ("in", "compare")]
+        if not requires:
+            continue
+        rng = random.Random(f"{spec.id}:{tool.name}")
+        candidates = list(valid_calls(spec, state, tool, rng, tries=calls))
+        if any(requirement_problem(spec, state, tool, a) is None for a in candidates):
+            continue
+        if sum(_stage_call(spec, state, tool, requires, args, claimed) for args in candidates):
+            staged.append(tool.name)
+    return staged
+
+
+def _stage_call(
+    spec: EnvSpec,
+    state: dict[str, dict[str, dict[str, Any]]],
+    tool: ToolSpec,
+    requires: list[dict[str, Any]],
+    args: dict[str, Any],
+    claimed: set[int],
+) -> bool:
+    """Bend the records one call reads until its requirements hold; undo it all where they cannot."""
+    now = str(state.get(CLOCK) or CLOCK_START)
+    record = target_view(spec, state, tool, args, before_move=True)
+    if record is None:
+        return False
+    e = spec.entity(tool.entity)
+    own = lookup(state.get(e.table), args.get(tool.binding.get("key") or "")) if tool.op != "create" else None
+    undo: list[tuple[dict[str, Any], str, Any]] = []
+    for req in requires:
+        if requirement_failure(spec, state, e.name, record, req, now) is None:
+            continue
+        owner_entity, owner, attr = follow(spec, state, e.name, record, req["left"])
+        if "->" not in req["left"]:
+            owner = own if isinstance(own, dict) else None
+        spec_attr = spec.entity(owner_entity).attribute(attr)
+        if owner is None or spec_attr is None or id(owner) in claimed:
+            break
+        if req["kind"] == "in":
+            allowed = (
+                list(req["right"])
+                if req["op"] == "in"
+                else [v for v in spec_attr.enum if v not in req["right"]]
+            )
+            value: Any = allowed[0] if allowed else None
+        else:
+            right = compound_value(spec, state, e.name, record, req["right"], now)
+            value = None if right is None else satisfying(owner.get(attr), right, req["op"])
+        if value is None:
+            break
+        undo.append((owner, attr, owner.get(attr)))
+        owner[attr] = value
+        if "->" not in req["left"]:
+            record[attr] = value
+    if undo and requirement_problem(spec, state, tool, args) is None and not state_violations(spec, state):
+        claimed.update(id(owner) for owner, _, _ in undo)
+        return True
+    for owner, attr, old in reversed(undo):
+        owner[attr] = old
+    return False

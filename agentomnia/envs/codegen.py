@@ -369,7 +369,13 @@ COMPOUND_HELPERS = '''
         ]
 
     def _requires(self, tool, entity, record):
-        """The tool's requirements on the target as the call leaves it; the first that fails, said plainly."""
+        """The tool's requirements on the target as the call leaves it; the first that fails, said plainly.
+        A reference to no record is the caller's bad value, said before any rule read through it."""
+        for name, kind, options, nullable, default in self._ATTRS[entity]:
+            if kind == "ref" and record.get(name) is not None:
+                problem = self._value_problem(kind, options, nullable, record.get(name))
+                if problem:
+                    return self._fail("invalid_value", f"{{entity}}.{{name}} {{problem}}")
         for req in self._COMPOUND[tool]["requires"]:
             why = self._unmet(entity, record, req)
             if why:
@@ -394,7 +400,10 @@ COMPOUND_HELPERS = '''
             "!=": lambda a, b: a != b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b,
         }[req["op"]]
         try:
-            good = left is not None and right is not None and compare(left, right)
+            if req["right"] == {"const": None} and req["op"] in ("==", "!="):
+                good = (left is None) == (req["op"] == "==")  # `x == null`: is it empty
+            else:
+                good = left is not None and right is not None and compare(left, right)
         except TypeError:
             good = False
         return None if good else f"{req['text']} ({req['left']} is {left!r}, needs {req['op']} {right!r})"

@@ -183,6 +183,8 @@ class World:
     vocab: DomainVocab | None = None
     locale: str = "en_US"
     used: dict[tuple[str, str], set[Any]] = field(default_factory=dict)
+    # the linked row each record being drawn took, so its other columns come from that same row
+    rows_taken: dict[tuple[int, str], tuple[Any, ...]] = field(default_factory=dict)
     person: tuple[str, str] | None = None  # the current record's own person (first, last)
     distinct: frozenset[tuple[str, str]] = frozenset()  # (entity, attr) a uniqueness rule covers
 
@@ -742,13 +744,17 @@ def from_group(
     rows = list(group.rows)
     held = [(i, record[a]) for i, a in enumerate(group.attrs) if a != attr.name and record.get(a) is not None]
     agreeing = [r for r in rows if all(r[i] == v for i, v in held)] if held else []
-    if agreeing:
+    taken = world.rows_taken.get((id(record), ",".join(group.attrs)))
+    if taken is not None and taken in agreeing:
+        row = taken  # the row this record already drew a column from
+    elif agreeing:
         row = rng.choice(agreeing)
     else:
         used = world.used.setdefault((entity.name, "linked:" + ",".join(group.attrs)), set())
         fresh = [r for r in rows if r not in used]
         row = rng.choice(fresh or rows)
         used.add(row)
+    world.rows_taken[(id(record), ",".join(group.attrs))] = row
     value = row[group.column(attr.name)]
     if attr.type in ("int", "float", "money"):
         return money_floor(attr, int(value) if attr.type == "int" else float(value))

@@ -124,7 +124,25 @@ class EntitySpec(BaseModel):
             a = self.attribute(preferred)
             if a is not None and a.type in ("str", "text"):
                 return a
-        return next((a for a in self.attributes if a.type == "str" and a.name != self.key), None)
+        from agentomnia.taxonomy.vocab import PLACE_FIELD, free_text
+
+        # else a short value that tells records apart: not a sentence (a note, a reason), an address,
+        # an e-mail, a phone or a link
+        plain = [
+            a
+            for a in self.attributes
+            if a.type == "str"
+            and a.name != self.key
+            and not free_text(a.type, a.name)
+            and not PLACE_FIELD.match(a.name)
+            and not _CONTACT.search(a.name)
+        ]
+        return next(iter(plain), None) or next(
+            (a for a in self.attributes if a.type == "str" and a.name != self.key), None
+        )
+
+
+_CONTACT = re.compile(r"(^|_)(e_?mail|phone|mobile|fax|url|uri|link|website|ip)($|_)")
 
 
 class ParamConstraint(BaseModel):
@@ -267,11 +285,30 @@ def compound_of(tool: ToolSpec) -> dict[str, Any] | None:
 def is_compound(spec: EnvSpec, tool: ToolSpec) -> bool:
     """Whether a tool acts on two or more entities or enforces a rule across entities: a declared
     or derived compound behaviour, or a domain precondition read through a reference."""
-    if compound_of(tool) is not None:
+    found = compound_of(tool)
+    if found is not None and (
+        len(set(found.get("touches", ())) | {tool.entity}) > 1
+        or any(
+            _reaches_another(tool.entity, part)
+            for part in [*found.get("requires", ()), *found.get("steps", ())]
+        )
+    ):
         return True
     return any(
         r.kind == "precondition" and r.operation == tool.name and r.entity != tool.entity for r in spec.rules
     )
+
+
+def _reaches_another(entity: str, part: Any) -> bool:
+    """Whether a requirement or step reads another record: through a reference (`a->b`) or by
+    selecting records (of any entity: "no open order on the account", "the count of its lines")."""
+    if isinstance(part, dict):
+        if "select" in part or "count" in part or "sum" in part:
+            return True
+        return any(_reaches_another(entity, v) for v in part.values())
+    if isinstance(part, list):
+        return any(_reaches_another(entity, v) for v in part)
+    return isinstance(part, str) and "->" in part
 
 
 def _table_of(spec: EnvSpec, entity: str) -> str:
@@ -383,7 +420,10 @@ def requirement_failure(
     if req.get("skip_null") and (left is None or right is None):
         return None  # an empty reference agrees with anything
     try:
-        good = left is not None and right is not None and _COMPARE[req["op"]](left, right)
+        if req["right"] == {"const": None} and req["op"] in ("==", "!="):
+            good = (left is None) == (req["op"] == "==")  # `x == null`: is it empty
+        else:
+            good = left is not None and right is not None and _COMPARE[req["op"]](left, right)
     except TypeError:
         good = False
     return None if good else f"{req['text']} ({req['left']} is {left!r}, needs {req['op']} {right!r})"

@@ -223,6 +223,9 @@ def generate_state(
     _free_deletable(spec, state)
     repair_rules(spec, state)
     _drop_rule_breakers(spec, state)
+    from agentomnia.envs.calls import stage_requirements
+
+    stage_requirements(spec, state)
     problems = state_violations(spec, state)
     if problems:
         raise ValueError(
@@ -424,7 +427,7 @@ def repair_rules(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], pas
                             continue
                     except TypeError:
                         continue
-                    fixed = _satisfying(left, right, rule.op)  # type: ignore[arg-type]
+                    fixed = satisfying(left, right, rule.op)  # type: ignore[arg-type]
                     attr = owner.attribute(rest)
                     if fixed is None and attr is not None and attr.type == "ref":
                         others = [
@@ -434,7 +437,7 @@ def repair_rules(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], pas
                     rec[rest] = _coerce(attr, fixed)
 
 
-def _satisfying(left: Any, right: Any, op: str) -> Any:
+def satisfying(left: Any, right: Any, op: str) -> Any:
     """A value for the left side that makes `left op right` true, as close to `right` as the type allows."""
     if isinstance(right, bool) or isinstance(left, bool):
         return right if op in ("==", "<=", ">=") else (not right)

@@ -563,7 +563,8 @@ ENDED = (
     "disabled", "locked", "frozen", "obsolete", "retracted", "superseded", "cancel", "close", "ended",
     "demobilized", "decommissioned", "dormant", "discharged", "disposed", "scrapped", "sold", "vacated",
     "offboarded", "departed", "resigned", "defaulted", "foreclosed", "out", "offline", "paused", "hold",
-    "unavailable", "lapsed", "closing", "stopped", "halted", "removed", "rescinded", "deprecated",
+    "unavailable", "lapsed", "closing", "stopped", "halted", "removed", "rescinded", "deprecated", "waived",
+    "skipped", "exempted",
 )  # fmt: skip
 # Flags on a parent that say whether it takes new related records (true) or refuses them (false).
 LIVE_FLAGS = (
@@ -627,12 +628,16 @@ def _or(values: Sequence[str]) -> str:
 def _requirement_text(e: EntitySpec, req: dict[str, Any]) -> str:
     if req["kind"] == "none":
         sel = req["select"]
-        what = "; ".join(
-            f"{_words(a)} {_or(w['in'])}" if "in" in w else _words(a)
-            for a, w in sel["where"].items()
-            if "in" in w
+        states = [(a, w["in"]) for a, w in sel["where"].items() if "in" in w]
+        if not states:
+            return f"no {_words(sel['entity'])} may be linked"
+        what = " and ".join(
+            f"still be {_or(values)}"
+            if a in ("status", "state", "stage")
+            else f"have {_words(a)} {_or(values)}"
+            for a, values in states
         )
-        return f"no {_words(sel['entity'])} may be {what or 'linked'}"
+        return f"no {_words(sel['entity'])} may {what}"
     hops = [_words(h.removesuffix("_id")) for h in req["left"].split("->")]
     owners = hops[:-1] or [_words(e.name)]
     subject = " ".join([*[h + "'s" for h in owners], hops[-1]])
@@ -933,8 +938,9 @@ def _value_text(v: dict[str, Any]) -> str:
     if "const" in v:
         return _words(str(v["const"]).lower())
     if "path" in v:
-        return "its " + " of the ".join(
-            _words(h.removesuffix("_id")) for h in reversed(v["path"].split("->"))
+        hops = [_words(h.removesuffix("_id")) for h in v["path"].split("->")]
+        return (
+            "its " + hops[0] if len(hops) == 1 else "the " + "".join(h + "'s " for h in hops[:-1]) + hops[-1]
         )
     if "clock" in v:
         return "the current time" if v["clock"] == "now" else "today's date"
@@ -942,17 +948,23 @@ def _value_text(v: dict[str, Any]) -> str:
         return f"the number of matching {_words(v['count']['entity'])} records"
     if "sum" in v:
         return f"the total {_words(v['attr'])} of matching {_words(v['sum']['entity'])} records"
-    return "the computed " + " ".join(_value_text(p) if isinstance(p, dict) else p for p in v["expr"])
+    spoken = {"+": "plus", "-": "minus", "*": "times", "/": "divided by"}
+    return " ".join(_value_text(p) if isinstance(p, dict) else spoken.get(p, p) for p in v["expr"])
 
 
 def _step_text(spec: EnvSpec, e: EntitySpec, s: dict[str, Any]) -> str:
     text = _plain_step_text(spec, e, s)
     when = s.get("when")
-    return (
-        f"{text} when {when['text'][:1].lower() + when['text'][1:].replace(' must be ', ' is ')}"
-        if when
-        else text
-    )
+    return f"{text} when {_as_condition(when['text'])}" if when else text
+
+
+def _as_condition(rule: str) -> str:
+    """A rule ("the order's status must be open", "no line may still be open") as a condition."""
+    text = rule[:1].lower() + rule[1:]
+    for modal, plain in ((" must not be ", " is not "), (" must be ", " is "), (" may still be ", " is still "),
+                         (" may have ", " has "), (" may be ", " is ")):  # fmt: skip
+        text = text.replace(modal, plain)
+    return text
 
 
 def _plain_step_text(spec: EnvSpec, e: EntitySpec, s: dict[str, Any]) -> str:
@@ -975,8 +987,10 @@ def _plain_step_text(spec: EnvSpec, e: EntitySpec, s: dict[str, Any]) -> str:
 def guarded(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
     """A generated create or assign that only links a record to live parents (and keeps their counts
     and totals in step); a delete of a child that gives its share of those back."""
-    if tool.origin == "seed" or compound_of(tool) is not None:
+    if compound_of(tool) is not None:
         return tool
+    if tool.origin == "seed":
+        return _seed_behaviour(tool, guarded(spec, tool.model_copy(update={"origin": "generated"})))
     e = spec.entity(tool.entity)
     if tool.op == "create":
         refs = [
@@ -1007,6 +1021,44 @@ def guarded(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
         lifecycle = [r for r in _guard(spec, e, refs) if r["kind"] != "compare" or "->" in r["left"]]
         return _with_compound(tool, [r for r in lifecycle if "count" not in str(r.get("right"))], [], spec)
     return tool
+
+
+def _seed_behaviour(seed: ToolSpec, behaved: ToolSpec) -> ToolSpec:
+    """The seed's tool, exactly as declared (name, description, parameters), running `behaved`'s
+    compound behaviour: a refused call says which rule it broke, as a real service's error does."""
+    found = compound_of(behaved)
+    if found is None:
+        return seed
+    return seed.model_copy(update={"binding": {**seed.binding, "compound": {**found, "from": "structure"}}})
+
+
+def seed_plain(tool: ToolSpec) -> ToolSpec | None:
+    """A seed's tool without the behaviour the platform put behind it (None: it has none)."""
+    if tool.origin != "seed" or compound_of(tool) is None:
+        return None
+    return tool.model_copy(update={"binding": {k: v for k, v in tool.binding.items() if k != "compound"}})
+
+
+def adopt_behaviour(seed: ToolSpec, domain: ToolSpec) -> ToolSpec | None:
+    """A seed's tool that does what a domain operation with declared behaviour does (same entity and
+    operation, merged into it by name or signature) runs that behaviour behind its own interface,
+    where the behaviour fits it: a move to the same lifecycle value, and no field the behaviour
+    derives that the seed lets the caller set. None where it does not fit, or nothing to adopt."""
+    found, own = compound_of(domain), compound_of(seed)
+    if seed.origin != "seed" or found is None or (own is not None and own.get("from") != "structure"):
+        return None
+    if seed.entity != domain.entity or seed.op != domain.op:
+        return None
+    if seed.op == "transition" and seed.binding.get("value") != domain.binding.get("value"):
+        return None
+    derived = {
+        st["path"]
+        for st in found.get("steps", [])
+        if st["kind"] in ("set", "add", "subtract") and "->" not in st["path"]
+    }
+    if derived & set(seed.binding.get("fields", {}).values()):
+        return None
+    return seed.model_copy(update={"binding": {**seed.binding, "compound": {**found, "from": domain.name}}})
 
 
 def close_with_children(spec: EnvSpec, limit: int = 6) -> list[ToolSpec]:
@@ -1119,10 +1171,14 @@ def from_behaviour(op: Operation, spec: EnvSpec) -> tuple[ToolSpec | None, Norma
             "required": [r for r in base.parameters.get("required", []) if r in props],
         }
         base = base.model_copy(update={"parameters": params, "binding": {**base.binding, "fields": fields}})
-    missing = _missing(spec, e, requires, steps)
-    if missing:
+    # the parts of the behaviour that name what this state does not hold are left out, the rest kept
+    lacking = [m for part in requires if (m := _missing(spec, e, [part], []))]
+    lacking += [m for part in steps if (m := _missing(spec, e, [], [part]))]
+    requires = [part for part in requires if not _missing(spec, e, [part], [])]
+    steps = [part for part in steps if not _missing(spec, e, [], [part])]
+    if lacking and not requires and not steps:
         return tool, note.model_copy(
-            update={"reason": note.reason + f"; plain, since the state lacks {missing}"}
+            update={"reason": note.reason + f"; plain, since the state lacks {lacking[0]}"}
         )
     for req in requires:
         req["text"] = req.get("text") or _requirement_text(e, req)[:1].upper() + _requirement_text(e, req)[1:]
@@ -1130,7 +1186,8 @@ def from_behaviour(op: Operation, spec: EnvSpec) -> tuple[ToolSpec | None, Norma
     return compiled, Normalization(
         candidate=op.name, origin="kb", fate="kept", tool=compiled.name,
         reason=f"{compiled.op} on {e.name}"
-        + (f" with effects on {', '.join(compiled.binding['compound']['touches'])}" if "compound" in compiled.binding else ""),
+        + (f" with effects on {', '.join(compiled.binding['compound']['touches'])}" if "compound" in compiled.binding else "")
+        + (f"; without the parts naming what the state lacks ({', '.join(sorted(set(lacking)))})" if lacking else ""),
     )  # fmt: skip
 
 
@@ -1246,13 +1303,17 @@ def synthesize_toolset(
         sig = _signature(tool)
         if tool.name in chosen or (sig in signatures and tool.origin != "seed"):
             into = chosen.get(tool.name) or chosen[signatures[sig]]
+            adopted = adopt_behaviour(into, tool) if not seed_led_spec else None
+            if adopted is not None:
+                chosen[into.name] = adopted
             table.append(
                 Normalization(
                     candidate=tool.name,
                     origin=tool.origin,
                     fate="merged",
                     tool=into.name,
-                    reason=f"same operation as {into.name}",
+                    reason=f"same operation as {into.name}"
+                    + ("; its domain behaviour runs behind the seed's tool" if adopted is not None else ""),
                 )
             )
             return
@@ -1269,9 +1330,13 @@ def synthesize_toolset(
             )
         )
 
+    # a seed of a service the knowledge base does not know, that brings a service's worth of tools,
+    # is mirrored as declared (see below); within a known domain its tools run the domain's behaviour
+    seed_led_spec = not kb_used and sum(len(seed.tools) for seed in seeds) >= cfg.min_tools
     for seed in seeds:
         for seed_tool in seed.tools:
-            offer(*from_seed_tool(seed_tool, spec, tool_entities))
+            made, note = from_seed_tool(seed_tool, spec, tool_entities)
+            offer(guarded(spec, made) if made is not None and kb_used else made, note)
     kb = load_knowledge().get(spec.coordinate.taxonomy_id) if kb_used else None
     for op in kb.operations if kb else ():
         if op.effects is not None:

@@ -68,8 +68,10 @@ def decide_state_check(check, initial_state, final_state):
     if kind in ("record_exists", "record_absent", "count_equals"):
         match = check.get("match") or {}
         hits = [r for r in _records(final_state, table) if _matches(r, match, tolerance)]
-        if kind == "record_exists":
-            return bool(hits)
+        if kind == "record_exists":  # a record the run made, not one already there
+            before = initial_state.get(table) or {}
+            rows = final_state.get(table) or {}
+            return any(k not in before and _matches(r, match, tolerance) for k, r in rows.items())
         if kind == "record_absent":
             return not hits
         return len(hits) == check.get("value")

@@ -1,11 +1,32 @@
 """Rewards for agentic RL: rule- and rubric-based task rewards, a router between them, auxiliary
-shaping terms, and reward-model calibration metrics.
+shaping terms, reward-model calibration metrics, the rollout analysis that turns behaviour separating
+failed from successful rollouts into auxiliary rewards, and the reward-hacking audit.
 
 Task rewards are binary ({0, 1}) or unscored (None), never a silent 0 for something that could not
 be decided: a verifier that fails to execute falls back to the judge when there is one and is
 otherwise unscored, so training can drop the rollout instead of learning from a wrong label.
 """
 
+from agentomnia.rewards.analysis import (
+    INDICATORS,
+    AnalysisReport,
+    AnalysisSettings,
+    AuxiliaryWeights,
+    ScoredRollout,
+    Transcript,
+    analysis_markdown,
+    analyze_rollouts,
+    auxiliary_reward,
+    auxiliary_terms,
+)
+from agentomnia.rewards.audit import (
+    AuditFlag,
+    AuditReport,
+    AuditSettings,
+    audit_markdown,
+    audit_rollouts,
+    permissive_rubric_findings,
+)
 from agentomnia.rewards.auxiliary import FormatCheck, check_format, redundancy_penalty
 from agentomnia.rewards.calibration import (
     CalibrationReport,
@@ -27,6 +48,22 @@ from agentomnia.rewards.rules import (
 )
 
 __all__ = [
+    "INDICATORS",
+    "AnalysisReport",
+    "AnalysisSettings",
+    "AuditFlag",
+    "AuditReport",
+    "AuditSettings",
+    "AuxiliaryWeights",
+    "ScoredRollout",
+    "Transcript",
+    "analysis_markdown",
+    "analyze_rollouts",
+    "audit_markdown",
+    "audit_rollouts",
+    "auxiliary_reward",
+    "auxiliary_terms",
+    "permissive_rubric_findings",
     "CalibrationReport",
     "CalibrationSettings",
     "FormatCheck",

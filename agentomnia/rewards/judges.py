@@ -1,125 +1,280 @@
-"""Judges: rubric decisions from what a run *said and did*, without looking at the end state.
+"""Judges: rubric decisions from what a run *said and did*, never from its end state.
 
-A judge (an LLM, or a reward model) sees the request, the rubric item's text, the calls and the
-final answer — the transcript — and must decide the item the way a code check would from the
-state. Calibration (`calibration.judge_calibration`) measures how far such a judge can be trusted
-with RL rewards. In LLM mode the judge is `trajectories.quality.rubric_judge`; offline it is
-`transcript_judge` here: a deterministic reader of the transcript that believes a change happened
-when a call asked for it. It is right when calls succeed and wrong in the ways transcript judges
-are wrong (a refused write, a value overwritten later, a change made to the wrong record), which is
-what the calibration metrics are there to expose.
+A judge (an LLM, or a reward model) sees the request, the rubric item, the calls with what they
+returned where the transcript keeps it, and the final answer, and must decide the item the way a
+code check would from the end state. Calibration (`calibration.judge_calibration`) measures how far
+such a judge can be trusted with RL rewards. In LLM mode the judge is
+`trajectories.quality.rubric_judge`; offline it is `transcript_judge` here.
+
+The offline judge reads the item's meaning from its structured target (`item.check`: table, key,
+field and expected value, a record's fields, an answer field, a tool) and never from its wording. It
+rebuilds the end state a careful reader of the transcript would believe: the task's initial state
+with the evident effect of every call applied (a create adds a record with the given fields to the
+table its name names, a delete removes the record it names by key, any other write sets the named
+record's fields, or parts of a structured field, to the given values and marks it changed; reads,
+and calls the transcript shows failing, change nothing), then decides the target on that belief. A
+field the belief does not hold is read the way a person reads the log: `cancel_order` leaves the
+order "cancelled", a `reason` argument is the `cancel_reason`. Answer items are read from the answer.
+It is right when the transcript tells the whole story and wrong where it does not, as transcript
+judges are:
+
+- a refused write it believed: without per-call results, every write is taken at its word;
+- a value overwritten later by a call that does not name it (a compound operation, a cascade), and
+  side effects on records no argument names (a refund and a restock behind a cancellation);
+- an archive it takes for a removal; a record addressed by anything but its key;
+- an answer value given under another field name, which it accepts.
+
+These are what the calibration metrics are there to expose.
 """
 
 from __future__ import annotations
 
-import ast
+import copy
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, NamedTuple
 
-from agentomnia.tasks.grading import Judge, Outcome, values_match
-from agentomnia.tasks.models import RubricItem, Task
+from pydantic import Field
 
-_FIELD_IS = re.compile(r"^(?P<table>\w+)\[(?P<key>[^\]]+)\]\.(?P<field>\w+) is (?P<value>.+?) \(was .*\)\.?$")
-_REMOVED = re.compile(r"^The .+ (?P<key>\S+) has been removed\.?$")
-_CREATED = re.compile(r"^A new record in (?P<table>\w+) has (?P<fields>\{.*\})\.?$")
-_ANSWER = re.compile(r"^The answer gives .* as (?P<value>.+) \(field `(?P<field>[^`]+)`\)\.?$")
-_UNCHANGED = re.compile(r"^Nothing outside the requested records was changed\.?$")
-_WRITE_VERBS = ("create", "add", "new", "insert", "register", "open", "book", "submit", "place")
-_DELETE_VERBS = ("delete", "remove", "cancel", "archive", "drop", "close", "void")
+from agentomnia.tasks.grading import Judge, Outcome, run_check, values_match
+from agentomnia.tasks.models import Check, RubricItem, Task
+
+_READ_VERBS = frozenset(
+    ("get", "list", "find", "search", "read", "query", "lookup", "look", "view", "show", "fetch", "count",
+     "check", "describe", "retrieve", "browse", "login", "logout", "download", "preview", "validate",
+     "verify", "calculate", "compute", "estimate", "quote", "export", "summarize")
+)  # fmt: skip
+# removals; a cancel, void or close is read as a transition of the record, not its removal
+_DELETE_VERBS = frozenset(("delete", "remove", "archive", "drop", "destroy", "purge", "erase", "unregister"))
+_CREATE_VERBS = frozenset(
+    ("create", "add", "new", "insert", "register", "book", "submit", "place", "post", "make", "upload", "open",
+     "schedule", "send", "enroll", "issue")
+)  # fmt: skip
 
 
-def _literal(text: str) -> Any:
-    try:
-        return ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError):
-        return text.strip().strip("'\"")
+class Transcript(Outcome):
+    """An outcome that also keeps whether each call succeeded (`ok[i]` for `calls[i]`), as a
+    trajectory's steps record it. A plain Outcome carries no results, so its calls are taken at their word."""
+
+    ok: list[bool] = Field(default_factory=list)
 
 
-def _values(data: Any) -> Iterable[Any]:
+#: in a believed record, the writes that named it, in order. A record that carries it differs from the
+#: initial state, so a reader counts it as changed even when no call said how.
+WRITES = "(writes)"
+
+
+class Write(NamedTuple):
+    """A write that named a record: its verb, the fields it visibly set, and the parameters that matched
+    no field of the record (a `reason` the environment may keep as `cancel_reason`)."""
+
+    verb: str
+    assigned: tuple[str, ...]
+    unmatched: tuple[tuple[str, Any], ...]
+
+
+def _words(name: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+
+
+def _norm(name: Any) -> str:
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ses", "xes", "ches", "shes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def _nouns(name: str) -> set[str]:
+    return {_singular(w) for w in _words(name)}
+
+
+def _leaves(data: Any, name: str = "") -> Iterator[tuple[str, Any]]:
+    """(parameter name, scalar value) pairs at any depth; list items keep their parent's name."""
     if isinstance(data, Mapping):
-        for v in data.values():
-            yield from _values(v)
+        for key, value in data.items():
+            yield from _leaves(value, str(key))
     elif isinstance(data, (list, tuple)):
-        for v in data:
-            yield from _values(v)
+        for value in data:
+            yield from _leaves(value, name)
     else:
-        yield data
+        yield name, data
 
 
-def _mentions(args: Mapping[str, Any], value: Any) -> bool:
-    return any(values_match(v, value, 0.01) for v in _values(args))
+def _same_id(value: Any, key: Any) -> bool:
+    return not isinstance(value, bool) and str(value).strip().casefold() == str(key).strip().casefold()
 
 
-def _field_set(item_text: str, outcome: Outcome) -> bool | None:
-    m = _FIELD_IS.match(item_text)
-    if m is None:
+def _key_field(record: Mapping[str, Any], key: str) -> str | None:
+    return next((f for f, v in record.items() if _same_id(v, key)), None)
+
+
+def _identifier_like(name: str, record: Mapping[str, Any], key: str) -> bool:
+    n = _norm(name)
+    key_field = _key_field(record, key)
+    return n in ("id", "key") or n.endswith("id") or (key_field is not None and n == _norm(key_field))
+
+
+def _addressed(
+    state: Mapping[str, Any], tool: str, leaves: list[tuple[str, Any]]
+) -> tuple[str, str, int] | None:
+    """(table, key, leaf index) of the record a write names by its key; a table named in the tool's
+    name wins over a record the call only refers to (an owner, a parent)."""
+    nouns = _nouns(tool)
+    best: tuple[int, int, str, str, int] | None = None
+    for index, (name, value) in enumerate(leaves):
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            continue
+        for table, records in state.items():
+            if not isinstance(records, Mapping):
+                continue
+            for key, record in records.items():
+                if not _same_id(value, key) or not isinstance(record, Mapping):
+                    continue
+                if not _identifier_like(name, record, str(key)):
+                    continue
+                rank = (int(bool(nouns & _nouns(table))), -index)
+                if best is None or rank > best[:2]:
+                    best = (*rank, table, key, index)
+    return None if best is None else (best[2], best[3], best[4])
+
+
+def _field_for(fields: Iterable[str], name: str) -> str | None:
+    """The record field a parameter sets: the same name, or a name that ends with it (new_status)."""
+    n = _norm(name)
+    if not n:
         return None
-    key, field, value = m["key"], m["field"], _literal(m["value"])
-    # the last call that names both the record and the field decides, as a reader of the log would
-    for _tool, args in reversed(outcome.calls):
-        if _mentions(args, key) and (field in args or any(field in str(k) for k in args)):
-            return _mentions(args, value)
-    return any(_mentions(args, key) and _mentions(args, value) for _tool, args in outcome.calls)
+    options = list(fields)
+    exact = next((f for f in options if _norm(f) == n), None)
+    if exact is not None:
+        return exact
+    suffixes = [f for f in options if len(_norm(f)) >= 3 and n.endswith(_norm(f))]
+    return max(suffixes, key=lambda f: len(_norm(f))) if suffixes else None
 
 
-def _removed(item_text: str, outcome: Outcome) -> bool | None:
-    m = _REMOVED.match(item_text)
-    if m is None:
-        return None
-    key = m["key"]
+def _table_for(state: Mapping[str, Any], tool: str) -> str | None:
+    nouns = _nouns(tool)
+    tables = [t for t, r in state.items() if isinstance(r, Mapping) and nouns & _nouns(t)]
+    return min(tables, key=lambda t: (-len(nouns & _nouns(t)), len(t))) if tables else None
+
+
+def believed_state(task: Task, outcome: Outcome) -> dict[str, Any]:
+    """The end state a reader of the transcript infers: the task's initial state with the evident
+    effect of each call applied in order. `outcome.final_state` is never read."""
+    state: dict[str, Any] = copy.deepcopy(dict(task.init_config))
+    ok = outcome.ok if isinstance(outcome, Transcript) and len(outcome.ok) == len(outcome.calls) else None
+    for index, (tool, args) in enumerate(outcome.calls):
+        words = _words(tool)
+        verb = words[0] if words else ""
+        if (ok is not None and not ok[index]) or verb in _READ_VERBS:
+            continue
+        leaves = list(_leaves(args))
+        if verb in _CREATE_VERBS:
+            table = _table_for(state, tool)
+            if table is not None:
+                known = {f for r in state[table].values() if isinstance(r, Mapping) for f in r if f != WRITES}
+                state[table][f"new:{index}"] = {(_field_for(known, n) or n): v for n, v in leaves if n}
+            continue
+        target = _addressed(state, tool, leaves)
+        if target is None:
+            continue
+        table, key, id_leaf = target
+        if verb in _DELETE_VERBS:
+            del state[table][key]
+            continue
+        record = state[table][key]
+        key_field = _key_field(record, key)
+        fields = [f for f in record if f != WRITES]
+        assigned: list[str] = []
+        unmatched: list[tuple[str, Any]] = []
+        for i, (name, value) in enumerate(leaves):
+            field = _field_for(fields, name)
+            parent = next(
+                (f for f in fields if isinstance(record[f], Mapping) and _field_for(record[f], name)), None
+            )
+            if i == id_leaf or field == key_field:
+                continue
+            if field is not None:
+                record[field] = value
+                assigned.append(field)
+            elif parent is not None:  # a part of a structured field (a street of an address)
+                record[parent] = {**record[parent], _field_for(record[parent], name): value}
+                assigned.append(parent)
+            else:
+                unmatched.append((name, value))
+        record[WRITES] = [*record.get(WRITES, ()), Write(verb, tuple(assigned), tuple(unmatched))]
+    return state
+
+
+def _from_writes(record: Mapping[str, Any], check: Check) -> bool | None:
+    """What the writes that named a record say about a field its belief does not hold: a parameter
+    named like the field (`reason` for `cancel_reason`) gives its value; a verb that names the expected
+    value (cancel_order: "cancelled", close_ticket: "closed") implies it; None when they say nothing
+    after the field was last set explicitly."""
+    target = _norm(check.field or "")
+    for write in reversed(record.get(WRITES, ())):
+        if check.field in write.assigned:
+            return None
+        for name, value in write.unmatched:
+            if len(_norm(name)) >= 4 and target.endswith(_norm(name)):
+                return values_match(value, check.value, check.tolerance)
+        stem = write.verb[:-1] if write.verb.endswith("e") else write.verb
+        if (
+            isinstance(check.value, str)
+            and len(stem) >= 3
+            and check.value.strip().casefold().startswith(stem)
+        ):
+            return True
+    return None
+
+
+def _answer_values(answer: Any) -> Iterator[Any]:
+    """Every value of an answer at any depth, containers included."""
+    if isinstance(answer, Mapping):
+        for value in answer.values():
+            yield value
+            yield from _answer_values(value) if isinstance(value, (Mapping, list)) else ()
+    elif isinstance(answer, list):
+        for value in answer:
+            yield value
+            yield from _answer_values(value) if isinstance(value, (Mapping, list)) else ()
+
+
+def _answered(check: Check, task: Task, answer: Mapping[str, Any]) -> bool:
+    """The answer item's field, or, when the answer lacks that field, any value in it (a lenient reader)."""
+    field = check.field or ""
+    candidates = [answer[field]] if field in answer else list(_answer_values(answer))
     return any(
-        _mentions(args, key) and any(v in tool.lower() for v in _DELETE_VERBS) for tool, args in outcome.calls
+        run_check(check, task, Outcome(final_state={}, answer={field: value}))[0] is True
+        for value in candidates
     )
 
 
-def _created(item_text: str, outcome: Outcome) -> bool | None:
-    m = _CREATED.match(item_text)
-    if m is None:
-        return None
-    fields = _literal(m["fields"])
-    if not isinstance(fields, Mapping):
-        return None
-    for tool, args in outcome.calls:
-        if any(v in tool.lower() for v in _WRITE_VERBS) and all(_mentions(args, v) for v in fields.values()):
-            return True
-    return False
-
-
-def _answered(item_text: str, outcome: Outcome) -> bool | None:
-    m = _ANSWER.match(item_text)
-    if m is None:
-        return None
-    field, value = m["field"], _literal(m["value"])
-    if field in outcome.answer:
-        return values_match(outcome.answer[field], value, 0.01)
-    return any(values_match(v, value, 0.01) for v in _values(outcome.answer))
-
-
-def _no_collateral(item_text: str, task: Task, outcome: Outcome) -> bool | None:
-    if _UNCHANGED.match(item_text) is None:
-        return None
-    # writes to records the request or the rubric never names look like collateral damage
-    named = task.query + " " + " ".join(i.text for i in task.rubric)
-    for tool, args in outcome.calls:
-        if not any(v in tool.lower() for v in _WRITE_VERBS + _DELETE_VERBS + ("update", "set", "assign")):
-            continue
-        ids = [v for v in _values(args) if isinstance(v, str) and re.fullmatch(r"[A-Z]{2,}-\d+", v)]
-        if any(i not in named for i in ids):
-            return False
-    return True
-
-
 def transcript_judge() -> Judge:
-    """The offline judge: decides rubric items of the shapes the rubric builder writes from the
-    transcript alone; an item it cannot read is undecided (None), never a silent pass or fail."""
+    """The offline judge: decides an item from its structured target and the transcript; an item
+    without one (free text, verifier code) is undecided (None), never a silent pass or fail."""
 
     def judge(item: RubricItem, task: Task, outcome: Outcome) -> bool | None:
-        for rule in (_field_set, _removed, _created, _answered):
-            verdict = rule(item.text, outcome)
-            if verdict is not None:
-                return verdict
-        return _no_collateral(item.text, task, outcome)
+        check = item.check
+        if check is None or check.kind == "verifier":
+            return None
+        if check.kind in ("answer_equals", "answer_contains"):
+            return _answered(check, task, outcome.answer)
+        state = believed_state(task, outcome)
+        verdict = run_check(
+            check, task, Outcome(final_state=state, answer=outcome.answer, calls=outcome.calls)
+        )[0]
+        record = (state.get(check.table or "") or {}).get(check.key or "")
+        if verdict is False and check.kind == "field_equals" and isinstance(record, Mapping):
+            implied = _from_writes(record, check)
+            return verdict if implied is None else implied
+        return verdict
 
     return judge
 
@@ -132,8 +287,9 @@ def outcome_groups(
     min_group: int = 2,
 ) -> list[tuple[Task, list[Outcome]]]:
     """Rollout groups for calibration: every task with at least `min_group` runs, each run turned into
-    an Outcome. `runs` are trajectories (task_id, answer, calls()); `final_state(task, calls)` replays
-    the calls in a fresh session and returns the end state (the sandbox does it)."""
+    a Transcript (its calls, whether each succeeded, its answer) with the end state for the gold labels.
+    `runs` are trajectories (task_id, answer, steps, calls()); `final_state(task, calls)` replays the
+    calls in a fresh session and returns the end state (the sandbox does it)."""
     by_task: dict[str, list[Any]] = {}
     for run in runs:
         if run.task_id in tasks:
@@ -145,11 +301,13 @@ def outcome_groups(
         checked = [i for i in task.rubric if i.check is not None and i.check.kind != "verifier"]
         if len(members) < min_group or not checked:
             continue
-        outcomes = []
+        outcomes: list[Outcome] = []
         for run in members:
             calls = run.calls()
+            steps = [s for s in getattr(run, "steps", ()) if getattr(s, "valid", True)]
+            ok = [bool(s.ok) for s in steps] if len(steps) == len(calls) else []
             outcomes.append(
-                Outcome(final_state=final_state(task, calls), answer=dict(run.answer), calls=calls)
+                Transcript(final_state=final_state(task, calls), answer=dict(run.answer), calls=calls, ok=ok)
             )
         groups.append((task, outcomes))
     return groups

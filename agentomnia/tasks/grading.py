@@ -109,6 +109,17 @@ def _records(state: Mapping[str, Any], table: str | None) -> list[Mapping[str, A
     return list(records.values()) if isinstance(records, Mapping) else []
 
 
+def _new_records(
+    final: Mapping[str, Any], initial: Mapping[str, Any], table: str | None
+) -> list[Mapping[str, Any]]:
+    """The records of `table` whose keys the initial state does not hold."""
+    rows, before = final.get(table or ""), initial.get(table or "")
+    if not isinstance(rows, Mapping):
+        return []
+    old = before if isinstance(before, Mapping) else {}
+    return [r for k, r in rows.items() if k not in old and isinstance(r, Mapping)]
+
+
 def _matches(record: Mapping[str, Any], match: Mapping[str, Any], tolerance: float) -> bool:
     return all(values_match(record.get(k), v, tolerance) for k, v in match.items())
 
@@ -137,7 +148,13 @@ def run_check(
     if check.kind in ("record_exists", "record_absent", "count_equals"):
         hits = [r for r in _records(final, check.table) if _matches(r, check.match, check.tolerance)]
         if check.kind == "record_exists":
-            return bool(hits), f"{len(hits)} records in {check.table} match {check.match}"
+            # a record the run made: one that was already there earns nothing
+            fresh = [
+                r
+                for r in _new_records(final, initial, check.table)
+                if _matches(r, check.match, check.tolerance)
+            ]
+            return bool(fresh), f"{len(fresh)} new records in {check.table} match {check.match}"
         if check.kind == "record_absent":
             return not hits, f"{len(hits)} records in {check.table} match {check.match}"
         return len(

@@ -31,7 +31,7 @@ CheckKind = Literal[
     "field_equals",  # final_state[table][key][field] == value
     "field_changed",  # the field differs from the initial state
     "field_unchanged",  # the field equals the initial state (no collateral damage)
-    "record_exists",  # final_state[table] has a record matching `match` (dict of field: value)
+    "record_exists",  # final_state[table] has a new record (a key not in init_config) matching `match`
     "record_absent",  # no record matching `match` (e.g. deleted)
     "count_equals",  # number of records in `table` matching `match` == value
     "answer_equals",  # answer[field] == value (numbers within `tolerance`; strings case/space-insensitive)

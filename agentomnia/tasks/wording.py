@@ -26,7 +26,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-# Openings by who writes: toc a consumer, tob a business user, toe someone in an operations team.
+# Openings by who writes: toc a consumer of a service ("my food delivery account"), tob someone in
+# a job ("as a pharmacist"), toe someone doing a kind of office work ("meeting scheduling").
 _VOICES: dict[str, tuple[str, ...]] = {
     "toc": (
         "I'm trying to get my {domain} things in order.",
@@ -36,32 +37,51 @@ _VOICES: dict[str, tuple[str, ...]] = {
         "Could you sort out a couple of {domain} things for me?",
     ),
     "tob": (
-        "I run the {domain} side of our business and need a hand today.",
-        "I'm at the front desk for our {domain} business, and a few things need doing.",
-        "We're a small {domain} shop and I'm catching up on admin.",
-        "I look after {domain} for our customers, and I need some help.",
-        "Busy day at our {domain} business; can you take a few of these off my plate?",
+        "I work as {a} {domain} and need a hand today.",
+        "I'm {a} {domain}, and a few things need doing before lunch.",
+        "{A} {domain} here, catching up on admin.",
+        "As {a} {domain} I have a few updates to get through today.",
+        "Busy day for me as {a} {domain}; can you take a few of these off my plate?",
     ),
     "toe": (
-        "I'm on the {domain} operations team, working through today's queue.",
-        "As the {domain} coordinator I have a few updates to get through.",
-        "Our {domain} team lead asked me to sort a few things out.",
-        "I handle {domain} admin for the company, and a few items are waiting.",
-        "Some {domain} tickets landed on my desk this morning.",
+        "I'm handling {domain} for the team this week, and a few items are waiting.",
+        "Part of my job is {domain}, and today's queue is full.",
+        "Our team lead asked me to sort out some {domain} work.",
+        "A few {domain} tasks landed on my desk this morning.",
+        "I'm catching up on {domain} for the company.",
     ),
 }
-_INDIRECT = (
-    "Things in our {domain} records have got messy and I'd like them straightened out.",
-    "Our {domain} data needs some attention before the weekly review.",
-    "I'm cleaning up after a busy week in {domain}.",
-    "Some {domain} records are out of date, and I'd like them fixed.",
-)
+_INDIRECT: dict[str, tuple[str, ...]] = {
+    "toc": (
+        "Things in my {domain} account have got messy and I'd like them straightened out.",
+        "My {domain} data needs some attention before the weekend.",
+        "Some of my {domain} records are out of date, and I'd like them fixed.",
+    ),
+    "tob": (
+        "My records as {a} {domain} have got messy and I'd like them straightened out.",
+        "As {a} {domain} I need my data cleaned up before the weekly review.",
+        "I'm cleaning up after a busy week as {a} {domain}.",
+    ),
+    "toe": (
+        "Our {domain} records have got messy and I'd like them straightened out.",
+        "The {domain} data needs some attention before the weekly review.",
+        "I'm cleaning up after a busy week of {domain}.",
+    ),
+}
+
+
+def _words(domain: str) -> str:
+    """A taxonomy name as it reads mid-sentence: lower case, but acronyms kept (IP, HR, CRM)."""
+    return " ".join(w if len(w) > 1 and w.isupper() else w.lower() for w in domain.split())
 
 
 def opening(rng: random.Random, split: str, domain: str, *, indirect: bool = False) -> str:
     """The first sentence of a request, in the voice of the split's user (`indirect`: a vaguer goal)."""
-    options = _INDIRECT if indirect else _VOICES.get(split, _VOICES["tob"])
-    return options[rng.randrange(len(options))].format(domain=domain.lower())
+    options = (_INDIRECT if indirect else _VOICES).get(split) or _VOICES["tob"]
+    words = _words(domain)
+    article = "an" if words[:1].lower() in tuple("aeiou") else "a"
+    text = options[rng.randrange(len(options))].format(domain=words, a=article, A=article.capitalize())
+    return text[:1].upper() + text[1:]
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'“(])")

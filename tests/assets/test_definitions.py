@@ -24,6 +24,8 @@ EXPECTED_GROUPS = {
     "rl_dataset": "trajectories",
     "sft_checkpoint": "training",
     "rl_checkpoint": "training",
+    "rollout_analysis": "training",
+    "reward_audit": "training",
     "scale_corpus": "scale",
 }
 
@@ -79,7 +81,9 @@ def test_lineage_order_of_the_synthesis_stages() -> None:
     # training sees the round's tasks only through the benchmark split, which holds items out
     assert parents("omniabench_split") == {"dag_tasks", "program_tasks", "solver_tasks"}
     assert parents("trajectories") == {"omniabench_split"}
-    assert parents("rl_checkpoint") == {"sft_checkpoint", "rl_dataset"}
+    # RL uses the auxiliary rewards the round's rollout analysis adopted
+    assert parents("rl_checkpoint") == {"sft_checkpoint", "rl_dataset", "rollout_analysis"}
+    assert parents("rollout_analysis") == {"trajectories"} == parents("reward_audit")
     # self-evolution: PRDs steer the round's seeds; the evaluation follows training
     assert parents("raw_seeds") == {"taxonomy", "prds"}
     assert parents("prds") == {"failure_diagnosis"}

@@ -73,6 +73,22 @@ def test_a_small_round_runs_end_to_end_with_lineage(home: Path) -> None:
     rl_rows = rl.metadata["rows"].value
     # the RL set keeps only tasks the pass@K policy does not find easy; when none is left, nothing is trained
     assert (home / "checkpoints" / "rl" / "r0").exists() == (rl_rows > 0) == rl.metadata["trained"].value
+    if rl.metadata["trained"].value:
+        # the GRPO step logs each reward component, the safeguard's activations and the adopted weights
+        assert {"reward/task_reward", "reward/format_reward", "safeguard_activations"} <= set(rl.metadata)
+        assert "auxiliary_weights" in rl.metadata
+    events = {
+        e.materialization.asset_key.to_user_string(): e.materialization
+        for e in result.get_asset_materialization_events()
+    }
+    analysis, audit = events["rollout_analysis"], events["reward_audit"]
+    assert analysis.metadata["successful"].value + analysis.metadata["failed"].value > 0
+    assert "| indicator |" in analysis.metadata["table"].value.lower()
+    assert audit.metadata["audited"].value >= 0 and "table" in audit.metadata
+    calibration = events["reward_model_report"]
+    assert {"C_RM", "reliability", "rank", "direction", "magnitude", "consistency"} <= set(
+        calibration.metadata
+    )
     _evolve(home, small)
 
 

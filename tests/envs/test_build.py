@@ -153,3 +153,55 @@ def test_too_few_tools_is_a_recorded_failure(
     cfg = BuildConfig(toolset=ToolsetConfig(min_tools=500, max_tools=600))
     result = build_environment(parcel_candidate, [parcel_seed], logistics_domain, sandbox, config=cfg).result
     assert isinstance(result, Rejection) and result.stage == "toolset" and "minimum 500" in result.reason
+
+
+def test_the_starting_state_holds_a_call_each_compound_tool_admits(built: BuiltEnv) -> None:
+    """A seed's tool with the domain's rules behind it (a claim opens only on a live shipment) can
+    succeed from s0: where no record meets the rule, one is brought into a state it names, and the
+    others keep theirs, so the refusal stays reachable."""
+    import copy
+
+    from agentomnia.envs.calls import requirement_problem, stage_requirements, valid_calls
+    from agentomnia.envs.spec import compound_of, is_compound
+
+    spec = built.spec
+    tool = next(t for t in spec.tools if t.name == "open_claim")
+    assert tool.origin == "seed" and is_compound(spec, tool)  # the seed's tool runs the domain's rule
+    shipments = spec.entity("shipment")
+    allowed = next(r["right"] for r in compound_of(tool)["requires"] if r["left"] == "shipment_id->status")
+    ended = next(v for v in shipments.status_attribute.enum if v not in allowed)
+    state = copy.deepcopy(built.s0)
+    for record in state[shipments.table].values():
+        record["status"] = ended  # no shipment a claim may open on
+    assert all(
+        requirement_problem(spec, state, tool, a) is not None
+        for a in valid_calls(spec, state, tool, random.Random(0))
+    )
+    staged = stage_requirements(spec, state)  # in name order: a tool staged earlier may serve it too
+    assert staged and staged == sorted(staged)
+    statuses = [r["status"] for r in state[shipments.table].values()]
+    assert any(s in allowed for s in statuses) and ended in statuses
+    assert not state_violations(spec, state)
+    assert any(
+        requirement_problem(spec, state, tool, a) is None
+        for a in valid_calls(spec, state, tool, random.Random(0))
+    )
+
+
+def test_a_seed_tool_whose_domain_behaviour_fails_keeps_the_seed_behaviour(built: BuiltEnv, sandbox) -> None:  # type: ignore[no-untyped-def]
+    """Verification never drops a seed's tool for the behaviour the platform put behind it."""
+    from agentomnia.envs.spec import compound_of
+
+    tool = next(t for t in built.spec.tools if t.name == "open_claim")
+    impossible = {"kind": "in", "left": "status", "op": "in", "right": ["teleported"], "text": "Never."}
+    broken = tool.model_copy(
+        update={"binding": {**tool.binding, "compound": {**compound_of(tool), "requires": [impossible]}}}
+    )
+    spec = with_tools(built.spec, [broken if t.name == "open_claim" else t for t in built.spec.tools])
+    result = verify_stage(spec, built.state_space, built.normalization, sandbox)
+    assert isinstance(result, BuiltEnv), result
+    kept = next(t for t in result.spec.tools if t.name == "open_claim")
+    assert compound_of(kept) is None and kept.description == tool.description
+    assert kept.parameters == tool.parameters
+    assert "open_claim" not in {d.name for d in result.dropped_tools}
+    assert any("open_claim runs the seed's plain behaviour" in r for r in result.repairs)

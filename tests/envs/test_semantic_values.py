@@ -444,4 +444,5 @@ def test_linked_values_are_drawn_together() -> None:
         pairs = [tuple(r[a] for a in attrs) for r in s0[entity.table].values()]
         assert len(pairs) >= 6
         assert all(p in group.rows for p in pairs if None not in p), pairs
-        assert len(set(pairs)) == len(pairs)  # rows are handed out before any repeats
+        # rows are handed out before any repeats
+        assert len(set(pairs)) == min(len(pairs), len({tuple(r) for r in group.rows})), (len(group.rows), pairs)

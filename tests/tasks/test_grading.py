@@ -75,9 +75,9 @@ def test_oracle_rejects_a_rubric_the_empty_run_passes() -> None:
     vacuous = _task(
         RubricItem(
             id="T1",
-            text="nothing deleted",
+            text="no claim C-9",
             scope="task",
-            check=Check(kind="record_exists", table="claims", match={"claim_id": "C-1"}),
+            check=Check(kind="record_absent", table="claims", match={"claim_id": "C-9"}),
         )
     )
     ok, why = reference_outcome_passes(
@@ -144,3 +144,19 @@ def test_a_task_id_does_not_depend_on_how_long_synthesis_took() -> None:
     old = Task.model_validate(slow | {"schema_version": 1})
     assert old.id != base.id
     assert Task.model_validate(old.model_dump()).id == old.id
+
+
+def test_a_new_record_check_counts_only_records_the_run_made() -> None:
+    """ "A new record in claims has {status: open}" is not met by a claim that was already open."""
+    task = _task(
+        RubricItem(
+            id="T1",
+            text="A new record in claims has {'status': 'open'}.",
+            scope="task",
+            check=Check(kind="record_exists", table="claims", match={"status": "open"}),
+        )
+    )
+    before = _final("open")
+    assert not grade(task, Outcome(final_state=before)).passed
+    made = {**before, "claims": {**before["claims"], "C-2": {**before["claims"]["C-1"], "claim_id": "C-2"}}}
+    assert grade(task, Outcome(final_state=made)).passed

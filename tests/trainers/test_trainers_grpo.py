@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from agentomnia.rewards import AuxiliaryWeights
+from agentomnia.rewards.judges import transcript_judge
 from agentomnia.sandbox import Sandbox, fixture_bundle, open_local
 from trainers.curriculum import CurriculumSettings
 from trainers.environment import environment_class
@@ -89,6 +91,45 @@ def test_environment_faults_drop_the_rollout(rows: Any) -> None:
     )
 
 
+def _calls(name: str, args: dict[str, Any], times: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(times):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": args}}
+        out += [
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": json.dumps({"user_id": "user_1"})},
+        ]
+    return out
+
+
+def test_adopted_auxiliary_weights_penalise_what_the_rollout_shows(rows: Any) -> None:
+    looping = [*_calls("get_user", {"user_id": "user_1"}, 3), *_say("ok")]
+    weights = AuxiliaryWeights(weights={"repeated_calls": -0.2})
+    verdict = judge_rollout(_env(rows[1][6]), looping, [EOS], EOS, weights=weights)
+    assert verdict.auxiliary == {"repeated_calls": -0.2}
+    once = [*_calls("get_user", {"user_id": "user_1"}, 1), *_say("ok")]
+    assert judge_rollout(_env(rows[1][6]), once, [EOS], EOS, weights=weights).auxiliary == {}
+    # an indicator the analysis did not adopt costs nothing, however often it shows
+    assert judge_rollout(_env(rows[1][6]), looping, [EOS], EOS, weights=AuxiliaryWeights()).auxiliary == {}
+
+
+def test_the_safeguard_judge_rescores_a_rule_that_cannot_execute(rows: Any) -> None:
+    def broken(code: str, initial: Any, final: Any) -> bool | None:
+        return None  # the verifier could not run
+
+    def env() -> Any:
+        e = _env(rows[1][6])
+        e.task = e.task.model_copy(update={"verifier_code": "def verify(initial, final):\n    return 1/0"})
+        e.update_task_status(task_id="task_1", status="done")
+        return e
+
+    done = [*_calls("update_task_status", {"task_id": "task_1", "status": "done"}, 1), *_say("done")]
+    unscored = judge_rollout(env(), done, [EOS], EOS, verifier=broken)
+    assert unscored.dropped is not None and unscored.dropped.startswith("unscored: rule verification failed")
+    rescored = judge_rollout(env(), done, [EOS], EOS, verifier=broken, judge=transcript_judge())
+    assert rescored.dropped is None and rescored.source == "judge_fallback" and rescored.task is not None
+
+
 @pytest.mark.slow
 def test_grpo_with_rcrl_runs_and_logs_rewards_prefixes_and_hybrid_loss(
     rows: Any, sft_checkpoint: Any, tmp_path: Path
@@ -98,8 +139,19 @@ def test_grpo_with_rcrl_runs_and_logs_rewards_prefixes_and_hybrid_loss(
         curriculum=CurriculumSettings(max_retries=1, alpha=0.5),
     )  # fmt: skip
     with Sandbox(workers=1, idle_timeout_s=0) as sandbox:
-        report = train_grpo(rows[1][:4], None, sandbox, sft_checkpoint.checkpoint, tmp_path / "rl", settings)
+        weights = AuxiliaryWeights(weights={"repeated_calls": -0.2})
+        report = train_grpo(
+            rows[1][:4], None, sandbox, sft_checkpoint.checkpoint, tmp_path / "rl", settings,
+            judge=transcript_judge(), weights=weights,
+        )  # fmt: skip
         assert sandbox.sessions() == []  # every rollout session was closed
+    # each reward component's mean is logged, with the safeguard's count and the weights it used
+    assert set(report.extra["reward_components"]) == {
+        "task_reward", "format_reward", "redundancy_reward", "auxiliary_reward"
+    }  # fmt: skip
+    assert report.extra["reward_components"]["auxiliary_reward"] <= 0
+    assert report.extra["auxiliary_weights"] == {"repeated_calls": -0.2}
+    assert 0 <= report.extra["safeguard_activations"] <= report.extra["scored_rollouts"]
     assert report.kind == "grpo" and report.steps == 2
     assert len(report.extra["rewards"]) == 2 and len(report.extra["prefix_turns"]) == 2
     assert len(report.extra["loss_rl"]) == 2 and len(report.extra["loss_ce"]) == 2

@@ -7,7 +7,15 @@ import json
 from collections import Counter, defaultdict
 from typing import Any
 
-from agentomnia.catalog import REWARD_MODEL_REPORT, TRAJECTORIES, VERIFIED_TRAJECTORIES
+from agentomnia.catalog import (
+    REWARD_AUDIT,
+    REWARD_MODEL_REPORT,
+    ROLLOUT_ANALYSIS,
+    TRAJECTORIES,
+    VERIFIED_TRAJECTORIES,
+    Artifact,
+)
+from agentomnia.reporting.markdown import markdown_html
 from agentomnia.reporting.model import Section
 from agentomnia.reporting.reader import RoundReader
 from agentomnia.reporting.widgets import details, heading, pairs, table
@@ -116,7 +124,9 @@ def _calibration(r: RoundReader, s: Section) -> None:
         + table(scores)
         + pairs(
             {
-                "overall": data.get("overall"),
+                "C_RM": data.get("c_rm", data.get("overall")),
+                "failed minimums": ", ".join(data.get("failed_minimums") or ()) or "none",
+                "λ, ε": f"{data.get('lam')}, {data.get('eps')}",
                 "passed": data.get("passed"),
                 "failures": data.get("failures") or "none",
             }
@@ -127,7 +137,16 @@ def _calibration(r: RoundReader, s: Section) -> None:
         s.add(r.image(plot, "reward-model calibration"))
 
 
+def _markdown(r: RoundReader, s: Section, artifact: Artifact, title: str) -> None:
+    """A table an asset wrote as Markdown (the rollout analysis, the reward audit), rendered."""
+    path = r.artifacts.location(artifact, "markdown")
+    if path.is_file():
+        s.add(heading(3, title) + markdown_html(path.read_text(encoding="utf-8")))
+
+
 def training(r: RoundReader, s: Section) -> None:
     _datasets(r, s)
     _checkpoints(r, s)
     _calibration(r, s)
+    _markdown(r, s, ROLLOUT_ANALYSIS, "rollout analysis")
+    _markdown(r, s, REWARD_AUDIT, "reward-hacking audit")

@@ -986,17 +986,35 @@ class Generator:
                 if r.numeric and isinstance(r.value, (int, float)) and not isinstance(r.value, bool)
             ]
             listy = [r for r in self.out.reports if r.items]
+            graph = self.out.dag.graph()
+
+            def apart(a: Reported, b: Reported, graph: nx.DiGraph = graph) -> bool:
+                """Two figures that count or measure different things: neither is worked out from
+                the other (a count of rejected approvals added to the count of all approvals is not)."""
+                if a.node not in graph or b.node not in graph:
+                    return a.node != b.node
+                return not (nx.has_path(graph, a.node, b.node) or nx.has_path(graph, b.node, a.node))
+
             pairs = [
                 (a, b)
                 for i, a in enumerate(pool)
                 for b in pool[:i]
-                if a.unit and a.unit == b.unit and ("pair", a.node, b.node) not in used
+                if a.unit and a.unit == b.unit and ("pair", a.node, b.node) not in used and apart(a, b)
             ]
             options: list[str] = []
             if pairs:
                 options += ["COMPUTE", "TRANSFORM", "LOGIC"]
-            same = [u for u in {r.unit for r in pool if r.unit.startswith("count:")}
-                    if sum(1 for r in pool if r.unit == u) >= 3 and ("agg", u) not in used]  # fmt: skip
+
+            def separate(unit: str, pool: list[Reported] = pool) -> list[Reported]:
+                """The figures of one kind that are each worked out apart from the others."""
+                kept: list[Reported] = []
+                for r in pool:
+                    if r.unit == unit and all(apart(r, k) for k in kept):
+                        kept.append(r)
+                return kept
+
+            same = sorted(u for u in {r.unit for r in pool if r.unit.startswith("count:")}
+                          if len(separate(u)) >= 3 and ("agg", u) not in used)  # fmt: skip
             if same:
                 options.append("AGGREGATE")
             if any(("check", r.node) not in used for r in pool):
@@ -1011,7 +1029,7 @@ class Generator:
                     o for o in options if o in ("COMPUTE", "TRANSFORM", "AGGREGATE", "FILTER")
                 ] or options
             kind = self.rng.choice(options)
-            made = self._virtual(f"v{n}", kind, pool, pairs, sorted(same), listy, used)
+            made = self._virtual(f"v{n}", kind, pool, pairs, same, listy, used, separate)
             if made is None:
                 continue
             node, noun, unit = made
@@ -1028,6 +1046,7 @@ class Generator:
         same: list[str],
         listy: list[Reported],
         used: set[tuple[str, ...]],
+        separate: Callable[[str], list[Reported]],
     ) -> tuple[VirtualNode, str, str] | None:
         """(node, how the request asks for it, its unit), or None when the pick has nothing to say."""
         if kind in ("COMPUTE", "TRANSFORM", "LOGIC"):
@@ -1059,7 +1078,7 @@ class Generator:
             return node, text, ""
         if kind == "AGGREGATE":
             unit = same[0]
-            counts = [r for r in pool if r.unit == unit]
+            counts = separate(unit)
             used.add(("agg", unit))
             fields = ", ".join(f'"{r.field}"' for r in counts[:-1]) + f' and "{counts[-1].field}"'
             node = VirtualNode(
