@@ -178,14 +178,14 @@ def rl_checkpoint(
     extra = report.extra or {}
     components = extra.get("reward_components") or {}
     context.log.info(
-        f"GRPO rewards: {', '.join(f'{k} {v:+.3f}' for k, v in components.items()) or 'none logged'}; "
+        f"GRPO rewards: {', '.join(f'{k} {v:+.3f}' if v is not None else f'{k} n/a' for k, v in components.items())}; "
         f"safeguard re-scored {extra.get('safeguard_activations', 0)} of {extra.get('scored_rollouts', 0)} "
         f"rollouts; auxiliary weights {extra.get('auxiliary_weights') or 'none adopted'}"
     )
     return dg.MaterializeResult(
         metadata={
             "steps": report.steps,
-            **{f"reward/{k}": v for k, v in components.items()},
+            **{f"reward/{k}": v if v is not None else "n/a" for k, v in components.items()},
             "safeguard_activations": int(extra.get("safeguard_activations", 0)),
             "scored_rollouts": int(extra.get("scored_rollouts", 0)),
             "auxiliary_weights": dg.MetadataValue.json(extra.get("auxiliary_weights") or {}),

@@ -460,14 +460,18 @@ def _rl_rows(
     return rows, names
 
 
-def reward_component_means(logs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Each reward function's mean over the logged steps (TRL logs `rewards/<name>/mean` per step)."""
-    found: dict[str, list[float]] = {}
+def reward_component_means(
+    logs: Sequence[Mapping[str, Any]], names: Sequence[str] = ()
+) -> dict[str, float | None]:
+    """Each reward function's mean over the logged steps (TRL logs `rewards/<name>/mean` per step);
+    None for a function in `names` that never logged a number (every rollout of the run was dropped)."""
+    found: dict[str, list[float]] = {name: [] for name in names}
     for entry in logs:
         for key, value in entry.items():
-            if key.startswith("rewards/") and key.endswith("/mean") and isinstance(value, (int, float)):
+            scored = isinstance(value, (int, float)) and value == value  # NaN: no rollout was scored
+            if key.startswith("rewards/") and key.endswith("/mean") and scored:
                 found.setdefault(key.split("/")[1], []).append(float(value))
-    return {name: round(sum(v) / len(v), 4) for name, v in sorted(found.items())}
+    return {name: round(sum(v) / len(v), 4) if v else None for name, v in sorted(found.items())}
 
 
 def train_grpo(
@@ -535,9 +539,10 @@ def train_grpo(
             return env
 
         factories[name] = factory
+    reward_funcs = reward_functions(book)
     trainer = _trainer_class()(
         model=model,
-        reward_funcs=reward_functions(book),
+        reward_funcs=reward_funcs,
         args=grpo_config(settings, folder, auxiliary=weights is not None and bool(weights.weights)),
         train_dataset=Dataset.from_list(rows, on_mixed_types="use_json"),
         processing_class=tokenizer,
@@ -570,7 +575,7 @@ def train_grpo(
         rewards=curves["reward"], prefix_turns=curves["prefix turns"], loss_rl=curves["loss (GRPO)"],
         loss_ce=curves["loss (prefix CE)"], dropped_rollouts=book.dropped,
         curriculum_prefixes={k: s.prefix for k, s in curriculum.states.items()}, curriculum_epoch=curriculum.epoch,
-        reward_components=reward_component_means(logs), safeguard_activations=book.safeguard_activations,
+        reward_components=reward_component_means(logs, [f.__name__ for f in reward_funcs]), safeguard_activations=book.safeguard_activations,
         scored_rollouts=book.scored, auxiliary_weights=dict(weights.weights) if weights is not None else {},
     )  # fmt: skip
     if main:

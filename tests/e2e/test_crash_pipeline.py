@@ -21,17 +21,19 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
-from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import DagsterInstance, DagsterRunStatus
 
 from agentomnia.lineage import LineageStore
 
@@ -77,20 +79,24 @@ def _status(home: Path) -> dict[str, Any]:
 
 
 def _step_started(home: Path, step: str, exclude: set[str]) -> str | None:
-    """The id of a run in progress whose `step` has started, from the Dagster instance's event log."""
-    if not (home / "dagster" / "history" / "runs.db").exists():
-        return None
+    """The id of a run in progress whose `step` has started, read from the Dagster instance's SQLite
+    files opened read-only: opening the instance itself while the run is still creating its storages
+    can stamp a second migration head into them (the run then fails on start)."""
+    history = home / "dagster" / "history"
     try:
-        with DagsterInstance.from_config(str(home / "dagster")) as instance:
-            for record in instance.get_run_records(RunsFilter(statuses=[DagsterRunStatus.STARTED])):
-                run_id = record.dagster_run.run_id
-                if run_id in exclude:
-                    continue
-                if any(
-                    e.step_key == step for e in instance.all_logs(run_id, of_type=DagsterEventType.STEP_START)
-                ):
-                    return run_id
-    except Exception:  # the run is still creating its storages (migrations, locks): look again
+        with closing(sqlite3.connect(f"file:{history / 'runs.db'}?mode=ro", uri=True)) as runs:
+            started = [r for (r,) in runs.execute("SELECT run_id FROM runs WHERE status = 'STARTED'")]
+        for run_id in started:
+            if run_id in exclude or not (history / "runs" / f"{run_id}.db").exists():
+                continue
+            with closing(sqlite3.connect(f"file:{history / 'runs' / run_id}.db?mode=ro", uri=True)) as log:
+                found = log.execute(
+                    "SELECT 1 FROM event_logs WHERE dagster_event_type = 'STEP_START' AND step_key = ?",
+                    (step,),
+                ).fetchone()
+            if found:
+                return run_id
+    except sqlite3.Error:  # not created yet, or being written: look again
         return None
     return None
 
