@@ -445,4 +445,7 @@ def test_linked_values_are_drawn_together() -> None:
         assert len(pairs) >= 6
         assert all(p in group.rows for p in pairs if None not in p), pairs
         # rows are handed out before any repeats
-        assert len(set(pairs)) == min(len(pairs), len({tuple(r) for r in group.rows})), (len(group.rows), pairs)
+        assert len(set(pairs)) == min(len(pairs), len({tuple(r) for r in group.rows})), (
+            len(group.rows),
+            pairs,
+        )
