@@ -104,6 +104,11 @@ ROLLOUT_ANALYSIS = _artifact(
     "behavioural indicators of successful vs failed rollouts, and the auxiliary weights RL adopts",
     report="report.json", weights="weights.json", markdown="analysis.md",
 )  # fmt: skip
+LEARNING = _artifact(
+    "agent_learning",
+    "what the round's checkpoints learned: next-action figures on the benchmark's reference steps",
+    report="report.json", markdown="learning.md",
+)  # fmt: skip
 REWARD_AUDIT = _artifact(
     "reward_audit",
     "high-reward rollouts whose evidence does not support the reward, classified",
@@ -126,13 +131,15 @@ ARTIFACTS: dict[str, Artifact] = {
     for a in (
         RAW_SEEDS, ENV_CANDIDATES, SELECTED_CANDIDATES, STATE_SPECS, TOOLSETS, ENVIRONMENTS,
         ENVIRONMENT_STATS, DAG_TASKS, PROGRAM_TASKS, SOLVER_TASKS, SPLIT, EVALUATIONS, IMPORTED_TASKS,
-        TRAJECTORIES, VERIFIED_TRAJECTORIES, REWARD_MODEL_REPORT, ROLLOUT_ANALYSIS, REWARD_AUDIT, DIAGNOSIS, PRDS, ALIGNMENT, TAXONOMY, SCALE,
+        TRAJECTORIES, VERIFIED_TRAJECTORIES, REWARD_MODEL_REPORT, ROLLOUT_ANALYSIS, REWARD_AUDIT, LEARNING, DIAGNOSIS, PRDS, ALIGNMENT, TAXONOMY, SCALE,
     )
 }  # fmt: skip
 STATIC_ROUND = "static"
 
 # Training outputs live beside the artifacts: `datasets/<kind>/<round>/` and `checkpoints/<kind>/<round>/`.
 SFT, RL = "sft", "rl"
+# Evaluation policy specs that name a round's own trained agent (evaluated as hf:<folder>).
+CHECKPOINT, CHECKPOINT_RL, CHECKPOINT_SFT = "checkpoint", "checkpoint:rl", "checkpoint:sft"
 SFT_DATASET, RL_DATASET = "sft_dataset", "rl_dataset"  # their Dagster asset keys
 RL_CHECKPOINT = "rl_checkpoint"
 
@@ -374,6 +381,10 @@ class RoundArtifacts:
     def alignment(self) -> dict[str, Any] | None:
         return self.json(ALIGNMENT, "alignment")  # type: ignore[no-any-return]
 
+    def learning(self) -> dict[str, Any] | None:
+        """The round's learning report (`agentomnia.omniabench.learning.LearningReport` as JSON)."""
+        return self.json(LEARNING, "report")  # type: ignore[no-any-return]
+
     def reward_model_report(self) -> dict[str, Any] | None:
         return self.json(REWARD_MODEL_REPORT, "report")  # type: ignore[no-any-return]
 
@@ -392,6 +403,23 @@ class RoundArtifacts:
             if (folder / "config.json").exists():
                 return folder
         return None
+
+    def trained_checkpoint(self, spec: str) -> Path | None:
+        """The folder a `checkpoint`, `checkpoint:rl` or `checkpoint:sft` policy spec names in this
+        round, or None when that checkpoint was not trained."""
+        if spec == CHECKPOINT:
+            return self.latest_checkpoint()
+        kind = {CHECKPOINT_RL: RL, CHECKPOINT_SFT: SFT}.get(spec)
+        if kind is None:
+            raise ValueError(
+                f"unknown checkpoint spec {spec!r}; use {CHECKPOINT}, {CHECKPOINT_RL} or {CHECKPOINT_SFT}"
+            )
+        folder = self.checkpoint_dir(kind)
+        return folder if (folder / "config.json").exists() else None
+
+    def trained_policies(self) -> list[str]:
+        """The policy names this round's checkpoints are evaluated under, most trained first."""
+        return [f"hf:{self.checkpoint_dir(kind)}" for kind in (RL, SFT)]
 
     def evaluation_files(self) -> list[Path]:
         """Each evaluated policy's `<policy>.report.json` in this round, sorted by name."""

@@ -696,6 +696,12 @@ def cmd_evolution_status(args: argparse.Namespace) -> Result:
             {"id": p.prd_id, "priority": p.priority, "status": p.status, "source": p.source, "title": p.title}
             for p in sorted(prds, key=lambda p: (p.priority, p.prd_id))
         ]
+        learning = catalog.round(r).learning() or {}
+        figures = [
+            {k: row.get(k) for k in ("policy", "checkpoint", "action_likelihood", "next_tool", "next_action",
+                                     "exact_arguments", "well_formed_calls", "probes")}
+            for row in learning.get("rows", []) if row.get("route") == "all"
+        ]  # fmt: skip
         entry: dict[str, Any] = {
             "round": r,
             "parent_round": align.get("parent_round"),
@@ -703,6 +709,7 @@ def cmd_evolution_status(args: argparse.Namespace) -> Result:
             "kl_round": align.get("kl_round"),
             "kl_previous": align.get("kl_previous"),
             "evaluations": evals,
+            "learning": figures,
         }  # fmt: skip
         out.append(entry)
         kl = (
@@ -718,6 +725,13 @@ def cmd_evolution_status(args: argparse.Namespace) -> Result:
         for ev in evals:
             p1 = f"{ev['pass_at_1']:.3f}" if ev["pass_at_1"] is not None else "n/a"
             lines.append(f"    eval {ev['eval_id']}  {ev['policy']:<24} {ev['status']:<9} pass@1 {p1}")
+        for fig in figures:
+            shares = "  ".join(
+                f"{name} {fig[key]:.3f}" if isinstance(fig[key], float) else f"{name} n/a"
+                for name, key in (("action likelihood", "action_likelihood"), ("next tool", "next_tool"),
+                                  ("next action", "next_action"), ("well-formed", "well_formed_calls"))
+            )  # fmt: skip
+            lines.append(f"    learning {fig['policy']:<6} {shares}  ({fig['probes']} reference steps)")
     if not rounds:
         lines.append("no rounds yet; `agentomnia run` makes the first")
     return {"home": str(storage.root), "rounds": out}, "\n".join(lines)

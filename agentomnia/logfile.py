@@ -32,6 +32,9 @@ def to_log_file(home: Path, *, stem: str = "run") -> Path:
 
     hf_logging.disable_default_handler()
     hf_logging.disable_progress_bar()
+    import datasets  # a dependency: its map/save/tokenize bars write straight to the terminal
+
+    datasets.disable_progress_bars()
     logging.captureWarnings(True)  # warnings.warn(...) -> the "py.warnings" logger
     warnings.simplefilter("default")  # each distinct warning once per place, not once per call
     for name in (*THIRD_PARTY, TRAINER_LOGGER):

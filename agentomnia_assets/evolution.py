@@ -20,6 +20,7 @@ from agentomnia.evolution import (
     read_inbox,
     render_markdown,
 )
+from agentomnia.evolution.diagnosis import failure_weights
 from agentomnia.lineage import Edge, LineageRow, lineage_row
 from agentomnia.omniabench.models import EvalResult, Failure
 from agentomnia.omniabench.service import load_benchmark, load_results
@@ -112,9 +113,13 @@ def failure_diagnosis(
 
 class PRDConfig(dg.Config):
     max_prds: int = 6
-    # L2 domains the round's new seeds are spread over, allotted by failure weight: more domains with
-    # one seed each follow the failure distribution more closely than few domains with several
-    max_domains: int = 16
+    # The round's seed budget: L2 domains of `seeds_per_domain` seeds each, apportioned over the L1s
+    # by their weighted failed benchmark items. One seed per domain lets every seed go where the
+    # failures are. The budget must reach past the number of failing L1s for the round to cover
+    # them: a round confined to L1s holding a share s of the failures is at least -ln(s) from them.
+    # 24 covered the default run's 26 failing L1s well enough (planned KL ratio about 0.35) at half
+    # again the old 16 seeds; 32 reaches a ratio near 0.07 at twice the round's synthesis time.
+    max_domains: int = 24
     seeds_per_domain: int = 1
 
 
@@ -201,7 +206,7 @@ def prds(
     description=(
         "Alignment of the round's data with the failures that triggered it (paper Figure 18): "
         "KL(P_round || P_failures) against KL(P_previous-data || P_failures) over L1 domains, with the "
-        "distributions. The base round, with no failures before it, records that there is nothing to compare."
+        "distributions; each failed benchmark item counts once, weighted by how far it is from passing. The base round, with no failures before it, records that there is nothing to compare."
     ),
 )
 def prd_alignment(
@@ -220,8 +225,14 @@ def prd_alignment(
         )
         why = "no failures triggered this round" if not failures else "the round has no training tasks"
         return dg.MaterializeResult(metadata={"kl_round": "n/a", "kl_previous": "n/a", "reason": why})
+    # Failures weighted as the PRDs that planned the round weighed them: per benchmark item, by how
+    # far it is from passing, so the metric asks whether the round went where it was sent.
+    weights = failure_weights(failures)
     result = alignment(
-        [t.coordinate for t in current], [t.coordinate for t in previous], [f.coordinate for f in failures]
+        [t.coordinate for t in current],
+        [t.coordinate for t in previous],
+        [f.coordinate for f in failures],
+        failure_weights=[weights[f.id] for f in failures],
     )
     payload: dict[str, Any] = {"round": round_key, "parent_round": parent, **result.model_dump(mode="json")}
     path.write_text(json.dumps(payload, indent=1))
@@ -240,6 +251,7 @@ def prd_alignment(
             "tasks_round": result.n_round,
             "tasks_previous": result.n_previous,
             "failures": result.n_failures,
+            "failed_items": len({f.task_id for f in failures}),
             "distributions": md_table(
                 [
                     {

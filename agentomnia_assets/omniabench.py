@@ -1,11 +1,23 @@
 """OmniaBench (paper §6): the held-out benchmark and the evaluation of a round's policies on it."""
 
+import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
-from agentomnia.catalog import EVALUATIONS, RL_CHECKPOINT, TASK_ARTIFACTS, Catalog
+from agentomnia.catalog import (
+    CHECKPOINT,
+    CHECKPOINT_RL,
+    CHECKPOINT_SFT,
+    EVALUATIONS,
+    LEARNING,
+    RL_CHECKPOINT,
+    SFT,
+    TASK_ARTIFACTS,
+    Catalog,
+)
 from agentomnia.lineage import Edge, lineage_row
 from agentomnia.omniabench.metrics import EvalReport
 from agentomnia.omniabench.models import EvalResult
@@ -18,7 +30,7 @@ from agentomnia.omniabench.service import (
     run_evaluation,
     split_round,
 )
-from agentomnia.storage import Storage
+from agentomnia.storage import Storage, write_parquet
 from agentomnia_assets._common import count_table, md_table, png, round_asset, round_check
 from resources import EmbedderResource, LineageResource, LLMResource, SandboxResource, StorageResource
 
@@ -161,20 +173,24 @@ def noop_scores_zero(context, storage: StorageResource, sandbox: SandboxResource
 
 
 class EvalConfig(dg.Config):
-    # policy specs (see agentomnia.omniabench.policies); "checkpoint" is this round's trained model as
-    # hf:<path>. Two or more policies also give the L1 scatter of the first two (paper Figure 17).
-    policies: list[str] = ["baseline:heuristic"]
+    # policy specs (see agentomnia.omniabench.policies), plus this round's trained agent: "checkpoint:rl",
+    # "checkpoint:sft", or "checkpoint" (the most trained of the two), each evaluated as hf:<folder>.
+    # Two or more policies also give the L1 scatter of the first two (paper Figure 17). The trained agent
+    # goes first: the failure sensor evolves on it, and seeing it evaluated before a baseline finishes
+    # keeps a daemon tick in between from starting a round on the baseline's failures.
+    policies: list[str] = [CHECKPOINT_RL, CHECKPOINT_SFT, "baseline:heuristic"]
     trials: int = 3
     max_steps: int = 20
     limit: int = 0  # evaluate only the first N benchmark items (0 = all)
     checkpoint_trials: int = 1  # trials for hf: policies (greedy decoding repeats itself)
-    max_new_tokens: int = 256  # per assistant turn of hf: policies
+    max_new_tokens: int = 96  # per assistant turn of hf: policies (a call takes ~40 tokens of the tiny model)
 
 
 def _resolve(spec: str, store: Storage, round_key: str) -> str | None:
-    if spec != "checkpoint":
+    """The policy spec to run: `checkpoint...` becomes hf:<the round's folder>, None when untrained."""
+    if not spec.startswith(CHECKPOINT):
         return spec
-    folder = store.round(round_key).latest_checkpoint()
+    folder = store.round(round_key).trained_checkpoint(spec)
     return f"hf:{folder}" if folder is not None else None
 
 
@@ -277,3 +293,101 @@ def infrastructure_errors_are_rare(context, storage: StorageResource) -> dg.Asse
             "examples": md_table([{"task": r.task_id, "error": r.infra_error} for r in errors[:10]]),
         },  # fmt: skip
     )
+
+
+class LearningConfig(dg.Config):
+    # benchmark tasks probed, spread over the benchmark (0 = all): 24 tasks x 2 steps x 3 checkpoints
+    # take two to three minutes on two CPU cores; a GPU affords all
+    limit: int = 24
+    max_steps_per_task: int = 2  # reference steps probed per task
+    samples: int = 0  # sampled replies per step beside the greedy one, for the well-formed-call share
+    max_new_tokens: int = 48
+
+
+def learning_checkpoints(store: Storage, round_key: str) -> dict[str, Path]:
+    """The models to compare, by role: `base` (the model the first round began from), `start` (what
+    this round continued from, when that is not the base), and the round's `sft` and `rl` checkpoints."""
+    from agentomnia_assets.training import ORIGIN, START
+
+    artifacts = store.round(round_key)
+    out: dict[str, Path] = {}
+    starts = sorted(
+        (p for p in (store.root / "checkpoints" / START).glob("r*") if (p / "config.json").exists()),
+        key=lambda p: (len(p.name), p.name),
+    )
+    if starts:
+        out["base"] = starts[0]
+    origin = artifacts.checkpoint_dir(SFT) / ORIGIN
+    if origin.is_file():
+        began = Path(json.loads(origin.read_text(encoding="utf-8")).get("started_from") or "")
+        if (began / "config.json").exists() and began.resolve() not in {p.resolve() for p in out.values()}:
+            out["start"] = began
+    for role, spec in (("sft", CHECKPOINT_SFT), ("rl", CHECKPOINT_RL)):
+        folder = artifacts.trained_checkpoint(spec)
+        if folder is not None:
+            out[role] = folder
+    return out
+
+
+@round_asset(
+    "omniabench",
+    deps=[omniabench_split, dg.AssetKey(RL_CHECKPOINT)],
+    description=(
+        "What the round's agent learned, measured where a CPU-sized model can show it: on the benchmark's "
+        "reference trajectories (replayed in the sandbox, teacher-forced), the share of steps where the model "
+        "ranks the reference's next tool first, writes valid JSON arguments for it, and writes them exactly; and "
+        "the share of well-formed tool calls in its sampled replies. Per route, for the base model, the model the "
+        "round started from, and the round's SFT and RL checkpoints."
+    ),
+)
+def agent_learning(
+    context: dg.AssetExecutionContext,
+    config: LearningConfig,
+    storage: StorageResource,
+    sandbox: SandboxResource,
+) -> dg.MaterializeResult:
+    from agentomnia.omniabench.learning import (
+        FIGURES,
+        LearningSettings,
+        learning_report,
+        reference_probes,
+        spread,
+    )
+
+    store, box = storage.get(), sandbox.get()
+    round_key = context.partition_key
+    split, tasks = require_benchmark(store)
+    settings = LearningSettings(
+        limit=config.limit, max_steps_per_task=config.max_steps_per_task, samples=config.samples,
+        max_new_tokens=config.max_new_tokens,
+    )  # fmt: skip
+    checkpoints = learning_checkpoints(store, round_key)
+    if not checkpoints:
+        return dg.MaterializeResult(metadata={"probes": 0, "reason": "the round trained no checkpoint"})
+    bundles = Catalog(store).bundles(t.env_id for t in tasks)
+    probes, problems = reference_probes(tasks, {i.task_id: i for i in split.items}, bundles, box, settings)
+    report = learning_report(round_key, checkpoints, probes, len(spread(tasks, settings.limit)), settings)
+    artifacts = store.round(round_key)
+    artifacts.path(LEARNING, "report").write_text(report.model_dump_json(indent=1), encoding="utf-8")
+    table = report.markdown()
+    artifacts.path(LEARNING, "markdown").write_text(table, encoding="utf-8")
+    write_parquet(artifacts.path(LEARNING), [r.model_dump() for r in report.rows])
+    summary = "; ".join(
+        f"{role} action likelihood {_fmt(row.action_likelihood)}, next tool {_fmt(row.next_tool)}, "
+        f"next action {_fmt(row.next_action)}, well-formed {_fmt(row.well_formed_calls)}"
+        for role in checkpoints
+        if (row := report.overall(role)) is not None
+    )
+    context.log.info(f"learning on {len(probes)} reference steps: {summary}")
+    metadata: dict[str, Any] = {"probes": len(probes), "tasks": report.tasks, "problems": len(problems)}
+    for role in checkpoints:
+        row = report.overall(role)
+        for figure in FIGURES:
+            value = getattr(row, figure) if row is not None else None
+            metadata[f"{role}/{figure}"] = value if value is not None else "n/a"
+    metadata["table"] = dg.MetadataValue.md(table)
+    return dg.MaterializeResult(metadata=metadata)
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

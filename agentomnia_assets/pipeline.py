@@ -174,6 +174,13 @@ class LoopSummary(BaseModel):
             for policy, by_split in r.get("pass_at_1_by_split", {}).items():
                 cells = ", ".join(f"{k} {v:.3f}" for k, v in by_split.items())
                 lines.append(f"    OmniaBench pass@1 {policy}: {cells}")
+            for role, figures in r.get("learning", {}).items():
+                cells = ", ".join(
+                    f"{name} {figures[key]:.3f}" if isinstance(figures.get(key), float) else f"{name} n/a"
+                    for name, key in (("action likelihood", "action_likelihood"), ("next tool", "next_tool"),
+                                      ("next action", "next_action"), ("well-formed calls", "well_formed_calls"))
+                )  # fmt: skip
+                lines.append(f"    learned ({role}): {cells}")
             if r.get("failures") is not None:
                 lines.append(f"    failed trials in the failure table: {r['failures']}")
             lines.append(f"    PRDs: {r.get('prds', 0)}")
@@ -607,6 +614,10 @@ def loop_summary(storage: Storage, round_keys: list[str], evolution: EvolutionRe
             }
         entry["failures"] = len(failures.failures(round=key))
         artifacts = storage.round(key)
+        learning = artifacts.learning() or {}
+        entry["learning"] = {
+            row["policy"]: row for row in learning.get("rows", []) if row.get("route") == "all"
+        }
         if artifacts.exists(PRDS):
             entry["prds"] = len(artifacts.prds())
         data = artifacts.alignment()

@@ -1,6 +1,7 @@
 """Agentic post-training (paper §5): SFT capability bootstrapping, then GRPO with the rollback curriculum."""
 
 import json
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,72 @@ class SFTConfig(dg.Config):
     max_steps: int = 40
     learning_rate: float = 3e-3
     max_length: int | None = None  # tokens per SFT row; None: the model's context window
+    # Continual post-training (§6.3): a round starts from the previous round's most trained
+    # checkpoint, and mixes in rows of earlier rounds so the agent keeps what it learned.
+    continue_from_previous: bool = True
+    replay_share: float = 0.25  # of the training mix, rows replayed from earlier rounds
+
+
+START = "start"  # checkpoints/start/<round>: the model a fresh round's SFT began from, kept to compare
+
+
+def _round_number(key: str) -> int | None:
+    return int(key[1:]) if key[:1] == "r" and key[1:].isdigit() else None
+
+
+def previous_checkpoint(store: Any, round_key: str, parent: str | None) -> tuple[str, Path] | None:
+    """(round, folder) of the checkpoint this round continues from: the parent round's most trained
+    one, else the latest earlier round's (rounds are r0, r1, ...); None for a first round."""
+    index = _round_number(round_key)
+    earlier = sorted(
+        (n for p in (store.root / "checkpoints" / SFT).iterdir() if (n := _round_number(p.name)) is not None)
+        if (store.root / "checkpoints" / SFT).is_dir()
+        else []
+    )
+    below = [f"r{n}" for n in reversed(earlier) if index is not None and n < index]
+    candidates = ([parent] if parent else []) + below
+    for key in candidates:
+        folder = store.round(key).latest_checkpoint()
+        if folder is not None:
+            return key, folder
+    return None
+
+
+def replay_rows(
+    store: Any, round_key: str, new_rows: int, share: float, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Rows of earlier rounds' SFT datasets, `share` of the final mix (at most all of them), drawn
+    deterministically."""
+    import random
+
+    import datasets
+
+    index = _round_number(round_key)
+    if share <= 0 or new_rows == 0 or index is None:
+        return []
+    pool: list[dict[str, Any]] = []
+    for n in range(index):
+        folder = store.dataset_dir(SFT, f"r{n}") / "hf"
+        if folder.exists():
+            pool.extend(datasets.load_from_disk(str(folder)).to_list())
+    wanted = min(len(pool), round(new_rows * share / max(1e-9, 1 - share)))
+    return random.Random(f"{seed}:{round_key}").sample(pool, wanted) if wanted else []
 
 
 class GRPOConfig(dg.Config):
     max_steps: int = 3
     num_generations: int = 2
+
+
+ORIGIN = "origin.json"  # in a checkpoint folder: where its training started and on what
+
+
+def write_origin(
+    folder: Path, start: str, from_round: str | None, new_rows: int, replayed: int, *, trained: bool
+) -> None:
+    payload = {"started_from": start, "from_round": from_round, "new_rows": new_rows,
+               "replayed_rows": replayed, "trained": trained}  # fmt: skip
+    (folder / ORIGIN).write_text(json.dumps(payload, indent=1), encoding="utf-8")
 
 
 def _checkpoint_row(
@@ -74,19 +136,53 @@ def _checkpoint_row(
 def sft_checkpoint(
     context: dg.AssetExecutionContext, config: SFTConfig, storage: StorageResource, lineage: LineageResource
 ) -> dg.MaterializeResult:
+    import datasets
+
+    from agentomnia_assets.evolution import parent_round
     from trainers import ModelSettings, SFTSettings, train_sft
 
     store = storage.get()
-    artifacts = store.round(context.partition_key)
+    round_key = context.partition_key
+    artifacts = store.round(round_key)
     data = artifacts.dataset_dir(SFT) / "hf"
     out = artifacts.checkpoint_dir(SFT)
+    previous = (
+        previous_checkpoint(store, round_key, parent_round(context))
+        if config.continue_from_previous
+        else None
+    )
+    new_rows = datasets.load_from_disk(str(data)).to_list() if data.exists() else []
+    replayed = replay_rows(store, round_key, len(new_rows), config.replay_share)
+    if previous is not None:
+        start, save_start = str(previous[1]), None
+    else:
+        start, save_start = (
+            config.base_model_path or "tiny offline Qwen3 (random init)",
+            store.checkpoint_dir(START, round_key),
+        )
+    if previous is not None and not new_rows:
+        # nothing new to learn: the agent goes on unchanged (replay alone would only re-fit old rows)
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(previous[1], out)
+        write_origin(out, start, previous[0], 0, 0, trained=False)
+        context.log.info(
+            f"no new SFT rows in round {round_key}; the checkpoint of {previous[0]} goes on unchanged"
+        )
+        return dg.MaterializeResult(
+            metadata={"steps": 0, "trained": False, "started_from": start, "new_rows": 0, "replayed_rows": 0,
+                      "checkpoint": dg.MetadataValue.path(str(out))}
+        )  # fmt: skip
     settings = SFTSettings(
-        model=ModelSettings(path=config.base_model_path or None),
+        model=ModelSettings(path=Path(start) if previous is not None else (config.base_model_path or None)),
         max_steps=config.max_steps,
         learning_rate=config.learning_rate,
         max_length=config.max_length,
     )
-    report = train_sft(data, out, settings)
+    report = train_sft([*new_rows, *replayed], out, settings, save_start=save_start)
+    write_origin(out, start, previous[0] if previous else None, len(new_rows), len(replayed), trained=True)
+    context.log.info(
+        f"SFT of round {round_key} started from {start}: {len(new_rows)} new rows, {len(replayed)} replayed"
+    )
     dump = json.loads(report.model_dump_json())
     row, edge = _checkpoint_row(context, "sft", str(out), dump, f"dataset:sft:{context.partition_key}")
     lineage.get().record(
@@ -108,6 +204,10 @@ def sft_checkpoint(
             "last_loss": round(report.last_loss or 0.0, 4),
             "loss_drop": round(report.loss_drop or 0.0, 4),
             "seconds": round(report.seconds, 1),
+            "trained": True,
+            "started_from": start,
+            "new_rows": len(new_rows),
+            "replayed_rows": len(replayed),
             **{f"truncation_{k}": v for k, v in report.extra.get("truncation", {}).items() if v is not None},
             "curves": png(report.plot, "training loss") if report.plot else "no plot",
             "checkpoint": dg.MetadataValue.path(str(out)),

@@ -1,7 +1,8 @@
 """Sensors of the self-evolution loop.
 
-`omniabench_failure_sensor` watches the DuckDB failure table: when a finished evaluation has left
-enough new failures, it adds the next `rounds` partition and requests the self-evolution run for
+`omniabench_failure_sensor` watches the DuckDB failure table: when a finished evaluation of the
+agent the loop evolves on (by default the round's own trained agent) has left enough new failures,
+it adds the next `rounds` partition and requests the self-evolution run for
 it — diagnosis, PRDs, then seeds -> environments -> tasks -> trajectories -> training -> evaluation
 of the new round. `prd_inbox_sensor` does the same for PRD files people drop into
 `$AGENTOMNIA_HOME/prd_inbox/`. Both are idempotent (run keys name the evaluation or the inbox
@@ -32,6 +33,8 @@ from jobs import evolution_job
 from resources import StorageResource
 
 FAILURE_THRESHOLD_ENV = "AGENTOMNIA_FAILURE_THRESHOLD"
+EVOLVE_ON_ENV = "AGENTOMNIA_EVOLVE_ON"
+TRAINED = "trained"
 DEFAULT_FAILURE_THRESHOLD = 5
 # Short waits: a tick that cannot read the table now simply tries again next tick.
 READ_TIMEOUT_S = 2.0
@@ -48,6 +51,29 @@ def failure_threshold() -> int:
             f"{FAILURE_THRESHOLD_ENV}={raw!r} is not a whole number of failures; unset it or use e.g. 5"
         ) from None
     return max(1, value)
+
+
+def evolution_policy() -> str:
+    """Whose failures drive the loop: `trained` (the round's own agent, its RL checkpoint, else its
+    SFT one, whenever the round evaluated one) or one policy name (e.g. `baseline:heuristic`)."""
+    return os.environ.get(EVOLVE_ON_ENV, "").strip() or TRAINED
+
+
+def _not_driving(
+    round_key: str, policy: str, evolve_on: str, store: FailureStore, storage: StorageResource
+) -> str:
+    """Why an evaluation's failures do not start a round ('' when they do)."""
+    if evolve_on != TRAINED:
+        return (
+            ""
+            if policy == evolve_on
+            else f"{policy} is not the policy the loop evolves on ({EVOLVE_ON_ENV}={evolve_on})"
+        )
+    evaluated = {e.policy for e in store.evaluations(round=round_key)}
+    trained = [p for p in storage.get().round(round_key).trained_policies() if p in evaluated]
+    if not trained or policy == trained[0]:
+        return ""
+    return f"{policy} is not the round's trained agent ({trained[0]}), whose failures the loop evolves on"
 
 
 def _round_request(
@@ -67,7 +93,9 @@ def _round_request(
     description=(
         "Reads the OmniaBench failure table with a cursor; when a finished evaluation has at least "
         f"${FAILURE_THRESHOLD_ENV} (default {DEFAULT_FAILURE_THRESHOLD}) new failures, adds the next round "
-        "partition and requests the PRD-guided self-evolution run for it."
+        "partition and requests the PRD-guided self-evolution run for it. Only the evaluation of the agent the "
+        f"loop evolves on counts: the round's trained agent (${EVOLVE_ON_ENV}=trained, the default, when the "
+        "round evaluated one) or the policy it names."
     ),
 )
 def omniabench_failure_sensor(
@@ -85,7 +113,15 @@ def omniabench_failure_sensor(
     requests: list[RunRequest] = []
     claimed: set[str] = set()
     skipped = []
+    evolve_on = evolution_policy()
     for ev in sorted(finished, key=lambda e: e.max_seq):
+        try:
+            why_not = _not_driving(ev.round, ev.policy, evolve_on, store, storage)
+        except StoreBusy as exc:
+            return SkipReason(f"the failure table is busy ({exc}); trying again next tick")
+        if why_not:
+            skipped.append(f"{ev.eval_id}: {why_not}")
+            continue
         if ev.new_failures < threshold:
             skipped.append(f"{ev.eval_id}: {ev.new_failures} < {threshold}")
             continue

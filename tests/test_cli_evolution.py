@@ -41,13 +41,24 @@ def test_report_and_status_read_the_stored_round(home: Path) -> None:
     (store.artifact_dir("prd_alignment", "r1") / "alignment.json").write_text(
         json.dumps({"round": "r1", "parent_round": "r0", "kl_round": 0.4, "kl_previous": 1.9})
     )
+    figures = {"checkpoint": "ck", "probes": 30, "samples": 30, "next_action": 0.1, "exact_arguments": 0.0,
+               "well_formed_calls": 0.2}  # fmt: skip
+    rows = [
+        {**figures, "policy": "base", "route": "all", "action_likelihood": 0.001, "next_tool": 0.1},
+        {**figures, "policy": "sft", "route": "all", "action_likelihood": 0.02, "next_tool": 0.25},
+        {**figures, "policy": "sft", "route": "dag", "action_likelihood": 0.03, "next_tool": 0.5},
+    ]
+    (store.artifact_dir("agent_learning", "r0") / "report.json").write_text(json.dumps({"rows": rows}))
     status = _cli("evolution", "status", "--json", home=home)
     assert status.returncode == 0, status.stderr
     rounds = {r["round"]: r for r in json.loads(status.stdout)["rounds"]}
     assert rounds["r0"]["evaluations"][0]["pass_at_1"] == 0.5
     assert rounds["r1"]["kl_round"] == 0.4 and rounds["r1"]["prds"][0]["id"] == prd.prd_id  # type: ignore[union-attr]
+    # what each checkpoint learned, overall (the per-route rows stay in the report)
+    assert [(f["policy"], f["next_tool"]) for f in rounds["r0"]["learning"]] == [("base", 0.1), ("sft", 0.25)]
     text = _cli("evolution", "status", home=home).stdout
     assert "KL(round||failures) 0.400 vs KL(previous||failures) 1.900" in text
+    assert "learning sft    action likelihood 0.020  next tool 0.250" in text
 
 
 def test_report_refuses_an_empty_round_and_writes_a_page_for_a_stored_one(home: Path, tmp_path: Path) -> None:

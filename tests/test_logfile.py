@@ -23,6 +23,9 @@ def restore() -> Iterator[None]:
     logging.captureWarnings(False)
     warnings.filters[:] = filters
     logfile._routed = None
+    import datasets
+
+    datasets.enable_progress_bars()
 
 
 def test_library_warnings_land_in_the_log_file_and_not_on_stderr(
@@ -68,3 +71,17 @@ def test_a_trainer_logs_its_steps_to_the_file_only_when_routed(tmp_path: Path, r
     (cb,) = routed.callbacks
     cb.on_log(None, type("S", (), {"global_step": 7})(), None, logs={"loss": 1.25})  # type: ignore[attr-defined]
     assert "step 7: {'loss': 1.25}" in path.read_text()
+
+
+def test_dataset_progress_bars_stay_off_the_terminal(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], restore: None
+) -> None:
+    from datasets import Dataset
+
+    logfile.to_log_file(tmp_path)
+    # saving and mapping a dataset draw bars on stderr unless they are switched off
+    data = Dataset.from_list([{"n": i} for i in range(50)]).map(lambda row: {"m": row["n"] + 1})
+    data.save_to_disk(str(tmp_path / "data"))
+    captured = capfd.readouterr()
+    assert "examples/s" not in captured.err + captured.out
+    assert "Saving the dataset" not in captured.err + captured.out

@@ -132,14 +132,22 @@ def truncation(trainer: Any, rows: int) -> dict[str, int | None]:
     }
 
 
-def train_sft(dataset: Any, out_dir: str | Path, config: SFTSettings | None = None) -> TrainReport:
-    """Fine-tune on `dataset` (folder, Dataset or rows) and save a checkpoint folder at `out_dir`."""
+def train_sft(
+    dataset: Any, out_dir: str | Path, config: SFTSettings | None = None, *, save_start: str | Path | None = None
+) -> TrainReport:
+    """Fine-tune on `dataset` (folder, Dataset or rows) and save a checkpoint folder at `out_dir`.
+
+    `save_start`: a folder to save the model as it was before training (with its tokenizer), so
+    what training changed can be measured against it; the tiny offline model exists nowhere else."""
     settings = config or SFTSettings()
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     data = load_sft_dataset(dataset)
     trainer = build_sft_trainer(data, settings, folder)
     quiet_trainer(trainer)
+    if save_start is not None and trainer.is_world_process_zero():
+        trainer.model.save_pretrained(str(save_start))
+        trainer.processing_class.save_pretrained(str(save_start))
     cut = truncation(trainer, len(data))
     started = time.perf_counter()
     trainer.train()

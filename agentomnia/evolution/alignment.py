@@ -6,6 +6,12 @@ by default): KL(P_round || P_failures) for what the round synthesized, and KL(P_
 P_failures) for the data that existed before it. A lower round value means the round is better
 aligned with the failures than the earlier data was.
 
+The failures may be weighted (`failure_weights`): the evolution stage passes
+`agentomnia.evolution.diagnosis.failure_weights`, so a benchmark item counts once however many
+trials failed it, by how far it is from passing. That is the distribution the PRD round is planned
+against, so the metric measures the round against what it was asked to cover; unweighted, an item
+failed in three trials would count three times.
+
 All three distributions are put on one support (the union of their keys) before smoothing, so the
 two KL values are comparable; smoothing is additive (`epsilon` on every key, then renormalised),
 as in `agentomnia.taxonomy.kl_divergence`, which keeps KL finite where the failures have no mass.
@@ -14,7 +20,7 @@ as in `agentomnia.taxonomy.kl_divergence`, which keeps KL finite where the failu
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -50,30 +56,46 @@ class Alignment(BaseModel):
         return None if self.kl_previous is None else self.kl_round < self.kl_previous
 
 
+def _axis_values(item: Coordinate | Any, axis: str) -> tuple[str, ...]:
+    c = coordinate_of(item)
+    if axis == "l1":
+        return (c.l1_key,)
+    if axis == "l2":
+        return (str(c.taxonomy_id),)
+    if axis == "split":
+        return (c.split,)
+    if axis == "primary":
+        return (c.primary_difficulty,)
+    return c.capabilities
+
+
+def _check_axis(axis: str) -> None:
+    if axis not in AXES:
+        raise ValueError(f"unknown axis {axis!r}; use one of {', '.join(AXES)}")
+
+
 def axis_counts(items: Iterable[Coordinate | Any], axis: str = "l1") -> Counter[str]:
     """How many coordinates (or records with a `.coordinate`) fall on each value of `axis`.
 
     `capability` counts a coordinate once per capability it lists; the other axes once.
     """
-    if axis not in AXES:
-        raise ValueError(f"unknown axis {axis!r}; use one of {', '.join(AXES)}")
-    counts: Counter[str] = Counter()
-    for item in items:
-        c = coordinate_of(item)
-        if axis == "l1":
-            counts[c.l1_key] += 1
-        elif axis == "l2":
-            counts[str(c.taxonomy_id)] += 1
-        elif axis == "split":
-            counts[c.split] += 1
-        elif axis == "primary":
-            counts[c.primary_difficulty] += 1
-        else:
-            counts.update(c.capabilities)
-    return counts
+    _check_axis(axis)
+    return Counter(v for item in items for v in _axis_values(item, axis))
 
 
-def _on_support(counts: Counter[str], support: tuple[str, ...]) -> dict[str, float]:
+def axis_weights(
+    items: Iterable[Coordinate | Any], weights: Iterable[float], axis: str = "l1"
+) -> dict[str, float]:
+    """Like `axis_counts`, but each item adds its weight (paired in order with `weights`)."""
+    _check_axis(axis)
+    out: dict[str, float] = {}
+    for item, weight in zip(items, weights, strict=True):
+        for value in _axis_values(item, axis):
+            out[value] = out.get(value, 0.0) + weight
+    return out
+
+
+def _on_support(counts: Mapping[str, float], support: tuple[str, ...]) -> dict[str, float]:
     return distribution({k: float(counts.get(k, 0)) for k in support})
 
 
@@ -84,17 +106,21 @@ def alignment(
     *,
     axis: Axis = "l1",
     epsilon: float = DEFAULT_EPSILON,
+    failure_weights: Sequence[float] | None = None,
 ) -> Alignment:
     """KL(P_round || P_failures) and KL(P_previous || P_failures) over `axis`, with the distributions.
 
+    `failure_weights`, paired in order with `failure_coords`, weigh the failures in P_failures
+    (each failure counts 1 without them); `n_failures` still counts failure coordinates.
     The round and the failures must be non-empty (there is nothing to compare otherwise); an
     empty previous set (the base round has no predecessor) gives `kl_previous=None`.
     """
     if epsilon <= 0:
         raise ValueError(f"epsilon must be > 0 so that KL stays finite on the shared support, got {epsilon}")
-    rounds, previous, failures = (
-        axis_counts(c, axis) for c in (round_coords, previous_coords, failure_coords)
-    )
+    rounds, previous = axis_counts(round_coords, axis), axis_counts(previous_coords, axis)
+    failure_coords = list(failure_coords)
+    weights = [1.0] * len(failure_coords) if failure_weights is None else failure_weights
+    failures = {k: w for k, w in axis_weights(failure_coords, weights, axis).items() if w > 0}
     if not failures:
         raise ValueError(
             "no failure coordinates: alignment measures distance to failures, so there must be some"
@@ -117,5 +143,5 @@ def alignment(
         else None,
         n_round=sum(rounds.values()),
         n_previous=sum(previous.values()),
-        n_failures=sum(failures.values()),
+        n_failures=len(failure_coords),
     )

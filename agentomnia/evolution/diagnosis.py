@@ -32,6 +32,9 @@ from agentomnia.taxonomy import ATOM_IDS, CAPABILITY_IDS, Coordinate, atom, capa
 Analyst = Literal["rules", "llm"]
 NEAR_MISS_SCORE = 0.8  # a failure that earned at least this share of the rubric is one fix away
 MAX_EXAMPLES = 3
+# The least a failed benchmark item counts, however close it came to passing: a 0.95 item still
+# points at something the agent cannot do yet.
+MIN_ITEM_WEIGHT = 0.1
 
 
 class TagRule(BaseModel):
@@ -235,6 +238,8 @@ class TaskDiagnosis(BaseModel):
     evidence: tuple[str, ...] = Field(min_length=1)
     gap: CapabilityGap
     severity: int = Field(ge=1, le=3)
+    # This diagnosis's share of its benchmark item's failure weight (see `failure_weights`).
+    failure_weight: float = Field(1.0, gt=0.0)
     analyst: Analyst = "rules"
 
     @field_validator("tags")
@@ -381,6 +386,35 @@ def failure_severity(failure: Failure, *, challenging: bool = False) -> int:
     return max(1, min(3, severity))
 
 
+def item_weight(scores: Iterable[float | None]) -> float:
+    """How much one failed benchmark item counts: 1 - its best score over its failed trials.
+
+    An item that scored 0 everywhere counts 1; one that came within a rubric item of passing counts
+    little, but never less than `MIN_ITEM_WEIGHT`. A missing score counts as 0.
+    """
+    best = max((s or 0.0 for s in scores), default=0.0)
+    return max(MIN_ITEM_WEIGHT, 1.0 - best)
+
+
+def failure_weights(failures: Iterable[Failure]) -> dict[str, float]:
+    """Failure id -> its share of its benchmark item's weight.
+
+    An item (a task id) counts once however many trials, policies or evaluations failed it, with the
+    `item_weight` of its failures; that weight is split evenly over its failures, so summing the
+    weights of any grouping of failures (a gap group, an L1 domain) counts each item at most once.
+    This, not the number of failed trials, is what PRD failure counts and the alignment metric's
+    failure distribution are built from: a flaky item run three times is not three gaps.
+    """
+    by_item: dict[str, list[Failure]] = {}
+    for f in failures:
+        by_item.setdefault(f.task_id, []).append(f)
+    out: dict[str, float] = {}
+    for members in by_item.values():
+        share = item_weight(f.score for f in members) / len(members)
+        out |= {f.id: share for f in members}
+    return out
+
+
 def _round_half_up(value: float) -> int:
     return int(value + 0.5)
 
@@ -456,6 +490,8 @@ def task_diagnoses_by_rules(
     challenging: Collection[str] = (),
 ) -> list[TaskDiagnosis]:
     """One diagnosis per (evaluation, task, policy, dominant tag): trials failing the same way merge."""
+    failures = list(failures)
+    weights = failure_weights(failures)
     groups: dict[tuple[str, str, str, str], list[Failure]] = {}
     for f in failures:
         groups.setdefault((f.eval_id, f.task_id, f.policy, _tags_of(f)[0]), []).append(f)
@@ -490,6 +526,7 @@ def task_diagnoses_by_rules(
                 evidence=evidence,
                 gap=gap_for(dominant, first.coordinate),
                 severity=severity,
+                failure_weight=sum(weights[f.id] for f in members),
             )
         )
     return out
@@ -554,7 +591,8 @@ Below are the failure records and a draft diagnosis written by rules. Reconstruc
 (steps taken against steps needed), state the root cause precisely, keep the failure tags from
 {tags}, most decisive first, quote evidence, and name the capability gap (capability ids: {caps};
 atom ids: {atoms}) and a severity from 1 (minor) to 3 (leaves harm behind).
-Keep failure_ids, eval_id, task_id, policy, route, task_kind and coordinate exactly as in the draft.
+Keep failure_ids, eval_id, task_id, policy, route, task_kind, coordinate and failure_weight exactly as in
+the draft.
 
 Failures:
 {failures}
@@ -578,7 +616,16 @@ Draft grouping by rules:
 
 
 def _task_check(draft: TaskDiagnosis) -> Any:
-    fixed = ("failure_ids", "eval_id", "task_id", "policy", "route", "task_kind", "coordinate")
+    fixed = (
+        "failure_ids",
+        "eval_id",
+        "task_id",
+        "policy",
+        "route",
+        "task_kind",
+        "coordinate",
+        "failure_weight",
+    )
 
     def check(value: TaskDiagnosis) -> list[str]:
         return [

@@ -2,17 +2,21 @@
 
 A self-evolution round runs through the same seeds -> environments -> tasks assets as the base
 round; what changes is its input. `directives_for` merges the active PRDs into one
-`SynthesisDirectives` (targets, variations, and per-L1 weights proportional to priority-weighted
-failure counts). `seeds_for` then writes the round's seeds: query seeds composed offline from the
-domain knowledge base for every targeted L2 domain (user requests that exercise the targeted
-capabilities and variations), plus shipped-corpus seeds that already sit in a targeted domain.
+`SynthesisDirectives` (targets, variations, and per-L1 weights proportional to the weighted failed
+benchmark items behind each L1) and apportions the round's seed budget over the L1s by those
+weights, so the round's seeds are distributed over L1 like the failures. `seeds_for` then writes
+the round's seeds: query seeds composed offline from the domain knowledge base for every targeted
+L2 domain (user requests that exercise the targeted capabilities and variations), plus
+shipped-corpus seeds that already sit in a targeted domain.
 Every seed names the PRDs it serves and its target taxonomy id in its metadata, so lineage can
 trace a synthesized task back to the failures that asked for it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
+from fractions import Fraction
 
 from agentomnia.directives import SynthesisDirectives
 from agentomnia.evolution.prd import PRD, PRIORITIES
@@ -37,6 +41,82 @@ def _merge(values: Sequence[Sequence[str]]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for group in values for v in group))
 
 
+def apportion(
+    weights: Mapping[str, float], seats: int, *, caps: Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """Split `seats` over the keys of `weights` in proportion to the weights (largest remainder).
+
+    Each key first gets the whole part of its exact quota `seats x weight / total`; the seats left
+    go one each to the largest fractional parts, ties to the larger weight, then to the earlier key.
+    So every key gets its quota rounded down or up, never further from it (Hamilton's method), and
+    the result is deterministic. Quotas are computed exactly (as fractions), so a tie is a tie.
+    A key may be capped (`caps`): it then gets at most its cap and the seats it cannot take are
+    apportioned over the other keys the same way. Keys with no weight get nothing; fewer seats are
+    handed out only when the caps leave no room for them.
+    """
+    if seats < 0:
+        raise ValueError(f"seats must not be negative, got {seats}")
+    limits = caps or {}
+    out = dict.fromkeys(weights, 0)
+    open_keys = [k for k in weights if weights[k] > 0]
+    left = seats
+    while True:
+        share = _largest_remainder({k: weights[k] for k in open_keys}, left)
+        full = [k for k in open_keys if k in limits and share[k] > limits[k]]
+        if not full:
+            return out | share
+        for key in full:
+            out[key] = limits[key]
+            left -= limits[key]
+            open_keys.remove(key)
+
+
+def _largest_remainder(weights: Mapping[str, float], seats: int) -> dict[str, int]:
+    total = sum((Fraction(w) for w in weights.values()), Fraction(0))
+    if not total:
+        return dict.fromkeys(weights, 0)
+    quotas = {k: Fraction(w) * seats / total for k, w in weights.items()}
+    out = {k: math.floor(q) for k, q in quotas.items()}
+    order = list(weights)
+    by_remainder = sorted(order, key=lambda k: (-(quotas[k] - out[k]), -weights[k], order.index(k)))
+    for key in by_remainder[: seats - sum(out.values())]:
+        out[key] += 1
+    return out
+
+
+def _l1_weights(prds: Sequence[PRD]) -> dict[str, float]:
+    """L1 key -> the failures behind it, summed over the PRDs (in PRD order, for deterministic ties).
+
+    A PRD with `failure_counts` weighs only the L1s it counts (generated PRDs count weighted failed
+    benchmark items); one without counts, such as a hand-written PRD, weighs each L1 it targets as
+    one failed item.
+    """
+    weight: dict[str, float] = {}
+    for prd in prds:
+        counts = prd.failure_counts or dict.fromkeys(prd.target_l1, 1.0)
+        for key in prd.target_l1:
+            weight[key] = weight.get(key, 0.0) + counts.get(key, 0.0)
+    return {k: w for k, w in weight.items() if w > 0}
+
+
+def _l2_candidates(prds: Sequence[PRD], l1_keys: Collection[str], tax: Taxonomy) -> dict[str, list[int]]:
+    """Per L1, its L2 domains in the order they take the L1's seeds.
+
+    First the L2s its PRDs name (highest priority PRD first), then the L1's other L2s in taxonomy
+    order, so a heavily failing L1 can spread its seeds over as many domains as it has.
+    """
+    candidates: dict[str, list[int]] = {k: [] for k in l1_keys}
+    for prd in prds:
+        for taxonomy_id in prd.target_l2:
+            ids = candidates.get(tax.by_id(taxonomy_id).l1_key)
+            if ids is not None and taxonomy_id not in ids:
+                ids.append(taxonomy_id)
+    for key, ids in candidates.items():
+        split, name = key.split("/", 1)
+        ids.extend(d.id for d in tax.l2s(split=split, l1=name) if d.id not in ids)
+    return candidates
+
+
 def directives_for(
     prds: Sequence[PRD],
     round_key: str,
@@ -48,12 +128,13 @@ def directives_for(
 ) -> SynthesisDirectives:
     """Merge the PRDs whose status is in `statuses` into one round's directives.
 
-    Weights: each PRD adds its failures to every L1 it targets, taken from its `failure_counts`
-    (1 per targeted L1 for a PRD without counts, e.g. an external one); priority orders the PRDs and
-    breaks ties. The `max_domains` L2 slots go to the L1s in proportion to the weights (Sainte-Lague
-    highest averages, so the round's seeds follow the failure distribution and a lightly failing
-    L1 may get none), and within an L1 first to the L2 domains its PRDs name (highest priority
-    first), then to the L1's other L2 domains in taxonomy order.
+    The round's seed budget is `max_domains` L2 domains of `seeds_per_domain` seeds each. The
+    domains go to the L1s in proportion to the failures behind them (`apportion`, largest
+    remainder), so the round's seeds over L1 match the failure distribution as closely as whole
+    domains allow; an L1 takes at most as many domains as it has, the rest go elsewhere. Within an
+    L1 the domains its PRDs name come first, then its other domains (see `_l2_candidates`); each
+    domain appears once. `weights` are the targeted L1s' shares of those failures. Priority orders
+    the PRDs and breaks ties; it does not weigh the L1s, since the round should look like what failed.
     """
     if max_domains < 1:
         raise ValueError(f"max_domains must be at least 1, got {max_domains}")
@@ -61,37 +142,17 @@ def directives_for(
     if not active:
         return SynthesisDirectives(round=round_key, seeds_per_domain=seeds_per_domain)
     tax = taxonomy or taxonomy_index()
-    weight: dict[str, float] = {}
-    candidates: dict[str, list[int]] = {}
-    for prd in active:
-        counts = prd.failure_counts or dict.fromkeys(prd.target_l1, 1)
-        for key in prd.target_l1:
-            # the failures themselves, not the priority: the round should look like what failed
-            weight[key] = weight.get(key, 0.0) + max(1, counts.get(key, 1))
-            named = [i for i in prd.target_l2 if tax.by_id(i).l1_key == key]
-            candidates.setdefault(key, []).extend(i for i in named if i not in candidates[key])
-    for key, ids in candidates.items():
-        # After the named L2s, the L1's other L2s (taxonomy order): a heavily failing L1 can then take
-        # as many slots as its weight earns, so the round's seeds follow the failure distribution.
-        split, name = key.split("/", 1)
-        ids.extend(d.id for d in tax.l2s(split=split, l1=name) if d.id not in ids)
+    weight = _l1_weights(active)
     order = sorted(weight, key=lambda k: -weight[k])  # stable: ties keep PRD priority order
-    slots = dict.fromkeys(order, 0)
-    total = min(max_domains, sum(len(candidates[k]) for k in order))
-    for _ in range(total):
-        # Highest averages (Sainte-Lague): the next slot goes where weight / (2 x slots + 1) is largest,
-        # the most proportional of the divisor methods, so the seeds follow the failure distribution.
-        open_l1 = [k for k in order if slots[k] < len(candidates[k])]
-        chosen = max(open_l1, key=lambda k: (weight[k] / (2 * slots[k] + 1), -order.index(k)))
-        slots[chosen] += 1
+    candidates = _l2_candidates(active, order, tax)
+    slots = apportion({k: weight[k] for k in order}, max_domains, caps={k: len(candidates[k]) for k in order})
     kept = [k for k in order if slots[k] > 0]
-    target_l2 = tuple(i for k in kept for i in candidates[k][: slots[k]])
     kept_weight = sum(weight[k] for k in kept)
     return SynthesisDirectives(
         round=round_key,
         prd_ids=tuple(p.prd_id for p in active),
         target_l1=tuple(kept),
-        target_l2=target_l2,
+        target_l2=tuple(i for k in kept for i in candidates[k][: slots[k]]),
         target_capabilities=_merge([p.capabilities for p in active]),
         target_atoms=_merge([p.atoms for p in active]),
         env_variations=_merge([p.env_variations for p in active]),

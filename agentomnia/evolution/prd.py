@@ -130,7 +130,9 @@ class PRD(Record):
     task_variations: tuple[str, ...] = ()  # keys of TASK_VARIATIONS
     source: str = "diagnosis"  # "diagnosis" or "external:<file>"
     source_failure_ids: tuple[str, ...] = ()
-    failure_counts: dict[str, int] = Field(default_factory=dict)  # L1 key -> failures behind this PRD
+    # L1 key -> failed benchmark items behind this PRD, each weighted by how far it is from passing
+    # (`agentomnia.evolution.diagnosis.failure_weights`); people may give plain counts.
+    failure_counts: dict[str, float] = Field(default_factory=dict)
     priority_score: float | None = None  # share of failures x severity, for generated PRDs
     diagnosis_id: str | None = None
 
@@ -322,6 +324,23 @@ def _levers(atom_ids: Sequence[str], acts_on: set[str], limit: int) -> list[str]
     return out[:limit]
 
 
+def weighted_failures(group: CapabilityDiagnosis, report: DiagnosisReport) -> dict[str, float]:
+    """L1 key -> the weighted failed benchmark items of `group`, heaviest first.
+
+    Each task diagnosis contributes its `failure_weight` in proportion to how many of its failures
+    the group holds, so an item counts once across all PRDs (not once per failed trial) and a near
+    miss counts less than a task the agent never got anywhere on.
+    """
+    held = set(group.failure_ids)
+    totals: dict[str, float] = {}
+    for task in report.task_diagnoses:
+        share = len(held.intersection(task.failure_ids)) / len(task.failure_ids)
+        if share:
+            key = task.coordinate.l1_key
+            totals[key] = totals.get(key, 0.0) + task.failure_weight * share
+    return {k: round(v, 4) for k, v in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+
 def compose_prd(
     group: CapabilityDiagnosis,
     report: DiagnosisReport,
@@ -339,6 +358,7 @@ def compose_prd(
     share = group.frequency / max(1, report.failure_count)
     score = round(share * group.severity, 4)
     env_vars, task_vars = _variations(group)
+    counts = weighted_failures(group, report)
     domains = _domain_names(group.l2_domains)
     routes = Counter(m.route for m in members)
     route_text = ", ".join(f"{r} x{n}" for r, n in routes.most_common())
@@ -397,7 +417,7 @@ def compose_prd(
         environment_guidance=environment_guidance,
         task_guidance=task_guidance,
         extra_information=extra,
-        target_l1=tuple(group.l1_domains),
+        target_l1=tuple(dict.fromkeys([*group.l1_domains, *counts])),
         target_l2=group.l2_domains,
         capabilities=(group.gap.capability,),
         atoms=group.gap.atoms,
@@ -405,7 +425,7 @@ def compose_prd(
         task_variations=task_vars,
         source="diagnosis",
         source_failure_ids=group.failure_ids,
-        failure_counts=dict(group.l1_domains),
+        failure_counts=counts,
         priority_score=score,
         diagnosis_id=report.id,
     )

@@ -58,17 +58,27 @@ def _call_from_block(block: str, index: int) -> tuple[dict[str, Any], bool]:
     return {"id": call_id, "type": "function", "function": function}, False
 
 
+def _visible(text: str) -> str:
+    visible = strip_thinking(text)
+    for marker in _END_MARKERS:
+        visible = visible.replace(marker, "")
+    return visible
+
+
+def read_calls(text: str) -> list[tuple[dict[str, Any], bool]]:
+    """Each `<tool_call>` block of generated text as (OpenAI-format call, well formed)."""
+    blocks = [m.group(1).strip() for m in _CALL_BLOCK.finditer(_visible(text))]
+    return [_call_from_block(block, i) for i, block in enumerate(blocks)]
+
+
 def parse_tool_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
     """(content, calls) from Qwen3-style generated text.
 
     The content is the text outside `<tool_call>` blocks with thinking removed; when some block is
     malformed the whole visible text is kept as content, so the transcript shows what was written.
     """
-    visible = strip_thinking(text)
-    for marker in _END_MARKERS:
-        visible = visible.replace(marker, "")
-    blocks = [m.group(1).strip() for m in _CALL_BLOCK.finditer(visible)]
-    parsed = [_call_from_block(block, i) for i, block in enumerate(blocks)]
+    visible = _visible(text)
+    parsed = read_calls(visible)
     calls = [call for call, _ in parsed]
     malformed = not all(ok for _, ok in parsed)
     content = visible if malformed else _CALL_BLOCK.sub("", visible)

@@ -88,6 +88,8 @@ def test_lineage_order_of_the_synthesis_stages() -> None:
     assert parents("raw_seeds") == {"taxonomy", "prds"}
     assert parents("prds") == {"failure_diagnosis"}
     assert parents("omniabench_eval") == {"omniabench_split", "rl_checkpoint"}
+    # what the round's agent learned is measured once it is trained, on the held-out benchmark
+    assert parents("agent_learning") == {"omniabench_split", "rl_checkpoint"}
 
 
 def test_jobs_schedules_and_checks() -> None:

@@ -11,15 +11,22 @@ from dagster import SensorResult, SkipReason, build_sensor_context, instance_for
 from agentomnia.evolution import example_prd_path
 from agentomnia.omniabench.store import FailureStore
 from resources import StorageResource
-from sensors import FAILURE_THRESHOLD_ENV, failure_threshold, omniabench_failure_sensor, prd_inbox_sensor
+from sensors import (
+    EVOLVE_ON_ENV,
+    FAILURE_THRESHOLD_ENV,
+    failure_threshold,
+    omniabench_failure_sensor,
+    prd_inbox_sensor,
+)
 from tests.fixtures.benchmark import make_failure
 
 
 def _evaluation(
-    home: Path, eval_id: str, failures: int, *, finish: bool = True, round_key: str = "r0"
-) -> None:
+    home: Path, eval_id: str, failures: int, *, finish: bool = True, round_key: str = "r0",
+    policy: str = "baseline:heuristic",
+) -> None:  # fmt: skip
     store = FailureStore(home / "lineage.duckdb")
-    store.start(eval_id, round_key, "baseline:heuristic", "bench-1", tasks=10, trials=3)
+    store.start(eval_id, round_key, policy, "bench-1", tasks=10, trials=3)
     store.add_failures([make_failure(n, eval_id=eval_id, round_key=round_key) for n in range(failures)])
     if finish:
         store.finish(eval_id, 0.4)
@@ -74,6 +81,36 @@ def test_two_evaluations_in_one_tick_get_two_rounds(home: Path) -> None:
         result = _tick(instance, home)
         assert isinstance(result, SensorResult)
         assert sorted(str(r.partition_key) for r in result.run_requests or []) == ["r2", "r3"]
+
+
+def test_the_round_s_trained_agent_drives_the_loop_unless_another_policy_is_named(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentomnia.storage import Storage
+
+    rl, sft = Storage(home).round("r0").trained_policies()
+    with instance_for_test() as instance:
+        instance.add_dynamic_partitions("rounds", ["r0"])
+        _evaluation(home, "ev-heuristic", failures=9)
+        _evaluation(home, "ev-sft", failures=8, policy=sft)
+        _evaluation(home, "ev-rl", failures=7, policy=rl)
+        result = _tick(instance, home)
+        assert isinstance(result, SensorResult)
+        # one round, from the RL checkpoint's failures; the others are named as not driving it
+        assert [r.run_key for r in result.run_requests or []] == ["evolve-ev-rl"]
+        monkeypatch.setenv(EVOLVE_ON_ENV, "baseline:heuristic")
+        named = _tick(instance, home)
+        assert isinstance(named, SensorResult)
+        assert [r.run_key for r in named.run_requests or []] == ["evolve-ev-heuristic"]
+    with instance_for_test() as instance:
+        # a round that evaluated no trained agent evolves on what it did evaluate
+        monkeypatch.delenv(EVOLVE_ON_ENV)
+        instance.add_dynamic_partitions("rounds", ["r0", "r1"])
+        _evaluation(home, "ev-r1-heuristic", failures=6, round_key="r1")
+        result = _tick(instance, home, cursor=None)
+        assert isinstance(result, SensorResult)
+        assert "evolve-ev-r1-heuristic" in [r.run_key for r in result.run_requests or []]
+        assert "evolve-ev-heuristic" not in [r.run_key for r in result.run_requests or []]
 
 
 def test_a_busy_file_skips_the_tick(home: Path) -> None:

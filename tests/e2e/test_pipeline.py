@@ -24,6 +24,7 @@ def test_a_small_round_runs_end_to_end_with_lineage(home: Path) -> None:
         "sft_checkpoint": {"max_steps": 8},
         "rl_checkpoint": {"max_steps": 1},
         "omniabench_eval": {"policies": ["baseline:heuristic"], "trials": 2, "max_steps": 12},
+        "agent_learning": {"limit": 4},
     }
     graph = defs.resolve_asset_graph()
     # a round: every asset but the static taxonomy and the separate scale corpus
@@ -85,6 +86,15 @@ def test_a_small_round_runs_end_to_end_with_lineage(home: Path) -> None:
     assert analysis.metadata["successful"].value + analysis.metadata["failed"].value > 0
     assert "| indicator |" in analysis.metadata["table"].value.lower()
     assert audit.metadata["audited"].value >= 0 and "table" in audit.metadata
+    # the round's agent is measured against the untrained model it started from, on held-out reference steps
+    sft, learning = events["sft_checkpoint"], events["agent_learning"]
+    assert str(sft.metadata["started_from"].value).startswith("tiny offline")
+    assert learning.metadata["probes"].value > 0
+    base, trained = (
+        learning.metadata["base/action_likelihood"].value,
+        learning.metadata["sft/action_likelihood"].value,
+    )
+    assert trained > base  # 8 steps of SFT already make the reference replies likelier
     calibration = events["reward_model_report"]
     assert {"C_RM", "reliability", "rank", "direction", "magnitude", "consistency"} <= set(
         calibration.metadata

@@ -63,3 +63,20 @@ def test_other_axes_and_bad_inputs() -> None:
         alignment([], coords, coords)
     with pytest.raises(ValueError, match="epsilon"):
         alignment(coords, coords, coords, epsilon=0)
+
+
+def test_weighted_failures_count_each_item_by_its_weight() -> None:
+    failures = _at(PET, 2) + _at(ADVISOR, 1)
+    # one Lifestyle item failed twice (half its weight on each trial) and one Finance item once
+    weighted = alignment(_at(PET, 1) + _at(ADVISOR, 1), [], failures, failure_weights=[0.5, 0.5, 1.0])
+    assert weighted.p_failures == {"tob/Finance": 0.5, "toc/Lifestyle": 0.5}
+    assert weighted.kl_round == pytest.approx(0.0, abs=1e-12) and weighted.n_failures == 3
+    # unweighted, the twice-failed item counts twice: 1/3 Finance, 2/3 Lifestyle
+    plain = alignment(_at(PET, 1) + _at(ADVISOR, 1), [], failures)
+    z = 1.002
+    expected = (0.501 / z) * math.log(0.501 / (1 / 3 + 0.001)) + (0.501 / z) * math.log(
+        0.501 / (2 / 3 + 0.001)
+    )
+    assert plain.kl_round == pytest.approx(expected, rel=1e-9)
+    with pytest.raises(ValueError):
+        alignment(failures, [], failures, failure_weights=[1.0])

@@ -11,7 +11,9 @@ from agentomnia.evolution.diagnosis import (
     DiagnosisReport,
     diagnose,
     failure_severity,
+    failure_weights,
     gap_for,
+    item_weight,
     reconstruct,
 )
 from agentomnia.llm import LLMOutputError
@@ -252,3 +254,22 @@ def test_the_rules_own_answers_satisfy_the_strict_schemas_sent_to_a_model(report
     )
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(report.task_diagnoses[0].model_dump(mode="json") | {"extra": 1}, schema)
+
+
+def test_a_failed_item_counts_once_by_how_far_it_is_from_passing() -> None:
+    assert item_weight([0.2, 0.5]) == pytest.approx(0.5)  # 1 - best score
+    assert item_weight([0.95]) == pytest.approx(0.1)  # a near miss still counts a little
+    assert item_weight([None]) == 1.0
+    failures = [
+        make_failure("t-a", 10005, ["wrong_tool"], score=0.2),
+        make_failure("t-a", 10005, ["invalid_arguments"], trial=1, score=0.5),
+        make_failure("t-a", 10005, ["wrong_tool"], trial=2, score=0.0, eval_id="eval-r0-other"),
+        make_failure("t-b", 20000, ["wrong_tool"], score=0.95),
+    ]
+    weights = failure_weights(failures)
+    # t-a: best of 0.2, 0.5, 0.0 is 0.5 -> weight 0.5 over its three failures, whichever evaluation
+    assert [weights[f.id] for f in failures] == pytest.approx([0.5 / 3, 0.5 / 3, 0.5 / 3, 0.1])
+    tasks = {(t.task_id, t.eval_id, t.dominant_tag): t for t in diagnose(failures).task_diagnoses}
+    assert tasks[("t-a", "eval-r0-heuristic", "wrong_tool")].failure_weight == pytest.approx(0.5 / 3)
+    assert tasks[("t-a", "eval-r0-heuristic", "invalid_arguments")].failure_weight == pytest.approx(0.5 / 3)
+    assert tasks[("t-b", "eval-r0-heuristic", "wrong_tool")].failure_weight == pytest.approx(0.1)

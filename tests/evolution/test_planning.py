@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentomnia.evolution.diagnosis import DiagnosisReport
-from agentomnia.evolution.planning import compose_request, directives_for, seeds_for
+from agentomnia.evolution.planning import apportion, compose_request, directives_for, seeds_for
 from agentomnia.evolution.prd import PRD, generate_prds
 from agentomnia.seeds.models import Seed
 from agentomnia.taxonomy import DomainKnowledge, taxonomy_index
@@ -79,6 +79,61 @@ def test_directives_weigh_l1_domains_by_failures() -> None:
     narrow = directives_for(prds, "r2", max_domains=1)
     assert narrow.target_l1 == ("toc/Lifestyle",) and narrow.weights == {"toc/Lifestyle": 1.0}
     assert directives_for([], "r2").empty
+
+
+def test_apportion_gives_each_l1_its_quota_rounded_by_largest_remainder() -> None:
+    failures = {"A": 6.0, "B": 3.0, "C": 1.0}
+    assert apportion(failures, 10) == {"A": 6, "B": 3, "C": 1}  # exact quotas
+    # 4 seeds: quotas 2.4, 1.2, 0.4 -> whole parts 2, 1, 0 (3 seeds); the last seed goes to the
+    # largest fraction, a tie of 0.4 between A and C that the larger weight (A) wins -> 3, 1, 0
+    assert apportion(failures, 4) == {"A": 3, "B": 1, "C": 0}
+    # 7 seeds: quotas 4.2, 2.1, 0.7 -> 4, 2, 0 and the last seed to C's 0.7 -> 4, 2, 1
+    assert apportion(failures, 7) == {"A": 4, "B": 2, "C": 1}
+    # A capped at 2: the other 8 seeds split 3:1 over B and C -> 6 and 2
+    assert apportion(failures, 10, caps={"A": 2}) == {"A": 2, "B": 6, "C": 2}
+    # caps that leave no room hand out fewer seeds; no weight, no seeds
+    assert apportion({"A": 1.0, "Z": 0.0}, 5, caps={"A": 2}) == {"A": 2, "Z": 0}
+    assert apportion(failures, 0) == {"A": 0, "B": 0, "C": 0}
+
+
+def test_the_round_s_seeds_over_l1_match_the_failures(toc_knowledge: Mapping[int, DomainKnowledge]) -> None:
+    prds = [
+        _prd(
+            "A",
+            "P1",
+            ["toc/Lifestyle", "toc/Travel"],
+            [10005],
+            failure_counts={"toc/Lifestyle": 6, "toc/Travel": 3},
+        ),
+        _prd("B", "P0", ["toe/Data Analysis"], [], failure_counts={"toe/Data Analysis": 1}),
+    ]
+    tax = taxonomy_index()
+    d = directives_for(prds, "r2", max_domains=10, seeds_per_domain=1)
+    per_l1 = [tax.by_id(i).l1_key for i in d.target_l2]
+    assert [per_l1.count(k) for k in ("toc/Lifestyle", "toc/Travel", "toe/Data Analysis")] == [6, 3, 1]
+    assert len(set(d.target_l2)) == 10  # spread over distinct domains, the named one first
+    assert d.target_l2[:6] == (10005, 10004, 10006, 10007, 10008, 10009)
+    assert d.target_l1 == ("toc/Lifestyle", "toc/Travel", "toe/Data Analysis")
+    # 4 domains: 3, 1, 0 as in the apportionment above; the L1 without a seed is not targeted
+    small = directives_for(prds, "r2", max_domains=4)
+    assert [tax.by_id(i).l1_key for i in small.target_l2].count("toc/Lifestyle") == 3
+    assert small.target_l1 == ("toc/Lifestyle", "toc/Travel")
+    assert small.weights == pytest.approx({"toc/Lifestyle": 6 / 9, "toc/Travel": 3 / 9}, abs=1e-6)
+    # Data Analysis has 3 domains: asked for 5 of 8 seeds it takes 3, and the other 2 go elsewhere
+    heavy = [
+        _prd(
+            "C",
+            "P0",
+            ["toe/Data Analysis", "toc/Travel"],
+            [],
+            failure_counts={"toe/Data Analysis": 5, "toc/Travel": 3},
+        )
+    ]
+    capped = directives_for(heavy, "r2", max_domains=8)
+    assert [tax.by_id(i).l1_key for i in capped.target_l2].count("toc/Travel") == 5
+    # the seeds follow the domains: one per domain, here in the toc knowledge loaded for the test
+    seeds = seeds_for(d, tax, toc_knowledge, prds=prds)
+    assert [s.metadata["l1"] for s in seeds].count("toc/Lifestyle") == 6
 
 
 def test_generated_prds_give_directives_that_follow_the_failures(report: DiagnosisReport) -> None:

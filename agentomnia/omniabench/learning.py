@@ -1,0 +1,407 @@
+"""What a checkpoint has learned, measured where a tiny model can show it.
+
+A model small enough to train on a CPU passes no benchmark item, so pass@k alone cannot tell a
+trained checkpoint from an untrained one. These figures can. They are computed on the held-out
+benchmark's reference trajectories, replayed through the sandbox: at every step where the
+reference calls a tool, the conversation up to that step is the prompt (teacher forcing), and:
+
+- **next tool**: of all the listed tools, the one the checkpoint finds most likely to be called
+  next (the log-likelihood of the reply beginning `<tool_call>{"name": "<tool>", ...`) is the one the
+  reference called;
+- **next action**: its most likely reply (greedy) begins with a call of that tool with JSON object
+  arguments, so the call could be executed;
+- **exact arguments**: and those arguments equal the reference's;
+- **well-formed calls**: of its free replies (the greedy one, plus `samples` at temperature 1), the
+  share that call at least one listed tool and whose every call parses as
+  `{"name": ..., "arguments": {...}}`.
+
+Each figure is reported per route (ToB/ToC/ToE) and overall, for the model a round started from
+and for each checkpoint it trained, so learning shows as a rise from the start model to the SFT
+checkpoint and, across rounds, as figures that do not fall. On a GPU with a real model the same
+figures sit beside pass@k.
+
+A model trained for a few dozen steps on a CPU learns the shape of a reply long before it learns
+which tool to call, so one more figure moves first: **action likelihood**, the per-token
+probability (geometric mean) the model gives the reference's next reply, teacher-forced. It is the
+held-out loss of the benchmark's reference steps, as a probability.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentomnia.omniabench.hf import load_checkpoint, read_calls
+from agentomnia.omniabench.models import BenchmarkItem
+from agentomnia.omniabench.split import benchmark_item
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.tasks.models import Task
+from agentomnia.trajectories.messages import parse_arguments, tool_names
+from agentomnia.trajectories.rollout import reference_plan, rollout
+from agentomnia.trajectories.sft import align_context
+from agentomnia.trajectories.users import make_user
+
+FIGURES = ("action_likelihood", "next_tool", "next_action", "exact_arguments", "well_formed_calls")
+ALL_ROUTES = "all"
+
+
+class LearningSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_new_tokens: int = Field(default=48, ge=8, description="tokens per reply; a short tool call needs ~30")
+    samples: int = Field(default=0, ge=0, description="sampled replies per step, beside the greedy one")
+    temperature: float = Field(default=1.0, gt=0)
+    max_steps_per_task: int = Field(default=2, ge=1, description="reference steps probed per task")
+    limit: int = Field(default=0, ge=0, description="N benchmark tasks spread over the list (0 = all)")
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One reference step: the conversation before it, the tools offered, and what the reference did."""
+
+    task_id: str
+    route: str
+    step: int
+    messages: tuple[Mapping[str, Any], ...]
+    tools: tuple[Mapping[str, Any], ...]
+    tool: str
+    arguments: Mapping[str, Any]
+
+
+class FigureRow(BaseModel):
+    """One policy's figures on one route (or `all`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    policy: str  # the role: start, sft, rl
+    checkpoint: str
+    route: str
+    probes: int
+    samples: int
+    action_likelihood: float | None
+    next_tool: float | None
+    next_action: float | None
+    exact_arguments: float | None
+    well_formed_calls: float | None
+
+
+class LearningReport(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    round: str
+    tasks: int
+    probes: int
+    rows: list[FigureRow]
+    settings: LearningSettings
+
+    def overall(self, policy: str) -> FigureRow | None:
+        return next((r for r in self.rows if r.policy == policy and r.route == ALL_ROUTES), None)
+
+    def markdown(self) -> str:
+        head = "| policy | route | probes | action likelihood | next tool | next action | exact arguments | well-formed calls |"
+        lines = [head, "|---|---|---|---|---|---|---|---|"]
+        for r in self.rows:
+            cells = [_share(getattr(r, f)) for f in FIGURES]
+            lines.append(f"| {r.policy} | {r.route} | {r.probes} | " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _arguments(call: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A call's arguments as an object, or None when they are not one."""
+    return parse_arguments(call)[1]
+
+
+def _context(messages: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
+    """The prompt before a step: earlier assistant turns keep their calls but not the reference's
+    narration, which names its plan and is not what an agent would have written."""
+    out: list[Mapping[str, Any]] = []
+    for m in messages:
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            m = {**m, "content": ""}
+        out.append(m)
+    return tuple(out)
+
+
+def spread(items: Sequence[Task], n: int) -> list[Task]:
+    """`n` items evenly spaced over the sequence (all when `n` is 0 or covers them), so a sample of a
+    benchmark ordered by route or split still holds every route."""
+    if not n or n >= len(items):
+        return list(items)
+    return [items[(i * len(items)) // n] for i in range(n)]
+
+
+def reference_probes(
+    tasks: Sequence[Task],
+    items: Mapping[str, BenchmarkItem],
+    bundles: Mapping[str, Bundle],
+    sandbox: Sandbox,
+    settings: LearningSettings,
+) -> tuple[list[Probe], list[str]]:
+    """(probes, problems): every tool-calling step of each task's reference trajectory, replayed
+    in the sandbox so the tool results in the prompt are the environment's own."""
+    from agentomnia.omniabench.policies import ReferenceAgent
+
+    probes: list[Probe] = []
+    problems: list[str] = []
+    for task in spread(tasks, settings.limit):
+        bundle = bundles.get(task.env_id)
+        if bundle is None:
+            problems.append(f"{task.id}: no bundle for environment {task.env_id}")
+            continue
+        route = (items.get(task.id) or benchmark_item(task)).route
+        try:
+            plan = reference_plan(task, bundle, sandbox)
+            agent = ReferenceAgent(plan, task.expected_answer)
+            run = rollout(task, bundle, sandbox, agent, user=make_user(task, None), max_steps=len(plan) + 2)
+        except Exception as exc:  # one task that cannot be replayed costs its probes, not the report
+            problems.append(f"{task.id}: the reference could not be replayed: {type(exc).__name__}: {exc}")
+            continue
+        tools = tuple(dict(t) for t in bundle.tools)
+        step = 0
+        for i, message in enumerate(run.messages):
+            calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+            if not calls or step >= settings.max_steps_per_task:
+                continue
+            target = calls[0]
+            probes.append(
+                Probe(
+                    task_id=task.id,
+                    route=str(route),
+                    step=step,
+                    messages=_context(run.messages[:i]),
+                    tools=tools,
+                    tool=str(target["function"]["name"]),
+                    arguments=_arguments(target) or {},
+                )
+            )
+            step += 1
+    return probes, problems
+
+
+@dataclass
+class _Tally:
+    probes: int = 0
+    log_likelihood: float = 0.0
+    tokens: int = 0
+    next_tool: int = 0
+    next_action: int = 0
+    exact: int = 0
+    samples: int = 0
+    well_formed: int = 0
+
+    def row(self, policy: str, checkpoint: str, route: str) -> FigureRow:
+        def share(n: int, d: int) -> float | None:
+            return round(n / d, 4) if d else None
+
+        return FigureRow(
+            policy=policy, checkpoint=checkpoint, route=route, probes=self.probes, samples=self.samples,
+            action_likelihood=round(math.exp(self.log_likelihood / self.tokens), 4) if self.tokens else None,
+            next_tool=share(self.next_tool, self.probes), next_action=share(self.next_action, self.probes),
+            exact_arguments=share(self.exact, self.probes),
+            well_formed_calls=share(self.well_formed, self.samples),
+        )  # fmt: skip
+
+
+def well_formed(text: str, names: set[str]) -> bool:
+    """A reply that calls at least one listed tool, every call a JSON object with object arguments."""
+    calls = read_calls(text)
+    return bool(calls) and all(
+        ok and call["function"]["name"] in names and _arguments(call) is not None for call, ok in calls
+    )
+
+
+def _generate(model: Any, tokenizer: Any, prompt: str, settings: LearningSettings, sample: bool) -> list[str]:
+    import torch
+
+    encoded = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(model.device)
+    options: dict[str, Any] = {"do_sample": False}
+    if sample:
+        options = {"do_sample": True, "temperature": settings.temperature, "top_k": 0,
+                   "num_return_sequences": settings.samples}  # fmt: skip
+    with torch.inference_mode():
+        output = model.generate(
+            **encoded,
+            max_new_tokens=settings.max_new_tokens,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            **options,
+        )
+    start = encoded["input_ids"].shape[1]
+    return [str(tokenizer.decode(row[start:], skip_special_tokens=False)) for row in output]
+
+
+# Every assistant turn of an SFT row is rendered (TRL's Qwen3 training template) as an empty
+# thinking block, then the reply; a trained model begins its replies the same way.
+REPLY_START = "<think>\n\n</think>\n\n"
+
+
+def call_head(tool: str) -> str:
+    """How a reply that calls `tool` begins, as the SFT rows render it."""
+    return f'{REPLY_START}<tool_call>\n{{"name": {json.dumps(tool, ensure_ascii=False)}, "arguments": '
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _ids(tokenizer: Any, text: str) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def continuation_log_likelihoods(
+    model: Any, tokenizer: Any, prompt_ids: Sequence[int], continuations: Sequence[str]
+) -> list[tuple[float, int]]:
+    """(sum of log P(token), tokens) of each continuation after the prompt, teacher-forced.
+
+    Each continuation begins with a special token (the reply's `<think>`), where tokenization splits,
+    so the prompt is tokenized once and each continuation on its own. The prompt and the part all
+    continuations share run once; each continuation's own tokens are scored on a copy of that
+    key/value cache (right padding is harmless: causal attention never lets a real token see a
+    later pad)."""
+    import torch
+    from transformers import DynamicCache
+
+    if not continuations:
+        return []
+    tails = [_ids(tokenizer, text) for text in continuations]
+    common = min(_common_prefix(tails[0], t) for t in tails)
+    common = min(common, *(len(t) - 1 for t in tails))  # every continuation keeps a token of its own
+    prefix = [*prompt_ids, *tails[0][:common]]
+    own = [t[common:] for t in tails]
+    with torch.inference_mode():
+        cache = DynamicCache()
+        # logits of the prefix's last common+1 positions: the shared tokens' predictions, then the first own token's
+        first = model(input_ids=torch.tensor([prefix], device=model.device), past_key_values=cache,
+                      use_cache=True, logits_to_keep=common + 1)  # fmt: skip
+        head = torch.log_softmax(first.logits[0].float(), dim=-1)
+        width = max(len(t) for t in own)
+        ids = torch.tensor(
+            [t + [tokenizer.pad_token_id] * (width - len(t)) for t in own], device=model.device
+        )
+        cache.batch_repeat_interleave(len(own))
+        logp = torch.log_softmax(
+            model(input_ids=ids, past_key_values=cache, use_cache=True).logits.float(), -1
+        )
+    shared = sum(float(head[i, tails[0][i]]) for i in range(common))  # the same for every continuation
+    out = []
+    for row, tail in enumerate(own):
+        total = shared + float(head[common, tail[0]])  # the first own token is predicted by the prefix's end
+        total += sum(float(logp[row, pos - 1, tail[pos]]) for pos in range(1, len(tail)))
+        out.append((total, common + len(tail)))
+    return out
+
+
+def tool_scores(model: Any, tokenizer: Any, prompt: str, tools: Sequence[str]) -> list[float]:
+    """log P(the reply begins by calling tool t | prompt) for each t: the model's own ranking of the
+    next action, read from its likelihoods rather than from one sampled reply."""
+    scored = continuation_log_likelihoods(
+        model, tokenizer, _ids(tokenizer, prompt), [call_head(t) for t in tools]
+    )
+    return [total for total, _ in scored]
+
+
+def reference_reply(tool: str, arguments: Mapping[str, Any]) -> str:
+    """The reference step as an SFT row renders an assistant turn that makes it."""
+    call = json.dumps({"name": tool, "arguments": dict(arguments)}, ensure_ascii=False)
+    return f"{REPLY_START}<tool_call>\n{call}\n</tool_call><|im_end|>"
+
+
+def reply_log_likelihood(model: Any, tokenizer: Any, prompt: str, reply: str) -> tuple[float, int]:
+    """(sum of log P(token), tokens) of `reply` after `prompt`, teacher-forced."""
+    [scored] = continuation_log_likelihoods(model, tokenizer, _ids(tokenizer, prompt), [reply])
+    return scored
+
+
+def first_call(text: str) -> tuple[str, dict[str, Any]] | None:
+    """(tool, arguments) of a reply's first call, or None when it makes none with JSON object arguments."""
+    calls = read_calls(text)
+    if not calls or not calls[0][1]:
+        return None
+    arguments = _arguments(calls[0][0])
+    return (str(calls[0][0]["function"]["name"]), arguments) if arguments is not None else None
+
+
+def measure(
+    checkpoint: Path, probes: Sequence[Probe], settings: LearningSettings, *, policy: str, device: str = "cpu"
+) -> list[FigureRow]:
+    """The figures of one checkpoint on `probes`, per route and overall (route `all`)."""
+    import torch
+
+    model, tokenizer = load_checkpoint(checkpoint, device)
+    window = int(getattr(model.config, "max_position_embeddings", 0) or 0)
+    torch.manual_seed(settings.seed)
+    tallies: dict[str, _Tally] = {}
+    for probe in probes:
+        prompt = str(
+            tokenizer.apply_chat_template(
+                align_context(probe.messages), tools=list(probe.tools) or None,
+                add_generation_prompt=True, tokenize=False,
+            )
+        )  # fmt: skip
+        names = tool_names(probe.tools)
+        prompt_ids = _ids(tokenizer, prompt)
+        if window and len(prompt_ids) + settings.max_new_tokens > window:
+            continue  # longer than the model can read: counted in no figure
+        # the reference's reply and each tool's call opening, scored in one pass over the prompt
+        scored = continuation_log_likelihoods(
+            model,
+            tokenizer,
+            prompt_ids,
+            [reference_reply(probe.tool, probe.arguments), *map(call_head, names)],
+        )
+        log_likelihood, tokens = scored[0]
+        scores = [total for total, _ in scored[1:]]
+        chosen = names[max(range(len(names)), key=lambda i: (scores[i], -i))] if names else None
+        right = chosen == probe.tool
+        # the most likely next action, literally: the greedy reply to the prompt, then sampled ones
+        free = _generate(model, tokenizer, prompt, settings, sample=False)
+        free += _generate(model, tokenizer, prompt, settings, sample=True) if settings.samples else []
+        action = first_call(free[0])
+        acted = action is not None and action[0] == probe.tool
+        formed = sum(well_formed(text, set(names)) for text in free)
+        for key in (probe.route, ALL_ROUTES):
+            t = tallies.setdefault(key, _Tally())
+            t.probes += 1
+            t.log_likelihood += log_likelihood
+            t.tokens += tokens
+            t.next_tool += right
+            t.next_action += acted
+            t.exact += acted and action is not None and action[1] == dict(probe.arguments)
+            t.samples += len(free)
+            t.well_formed += formed
+    routes = sorted(k for k in tallies if k != ALL_ROUTES)
+    return [tallies[k].row(policy, str(checkpoint), k) for k in [*routes, ALL_ROUTES] if k in tallies]
+
+
+def learning_report(
+    round_key: str,
+    checkpoints: Mapping[str, Path],
+    probes: Sequence[Probe],
+    tasks: int,
+    settings: LearningSettings,
+    device: str = "cpu",
+) -> LearningReport:
+    """Figures for each (role -> checkpoint folder), in the order given (start, sft, rl)."""
+    rows = [
+        row
+        for role, path in checkpoints.items()
+        for row in measure(path, probes, settings, policy=role, device=device)
+    ]
+    return LearningReport(round=round_key, tasks=tasks, probes=len(probes), rows=rows, settings=settings)
