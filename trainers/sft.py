@@ -133,7 +133,11 @@ def truncation(trainer: Any, rows: int) -> dict[str, int | None]:
 
 
 def train_sft(
-    dataset: Any, out_dir: str | Path, config: SFTSettings | None = None, *, save_start: str | Path | None = None
+    dataset: Any,
+    out_dir: str | Path,
+    config: SFTSettings | None = None,
+    *,
+    save_start: str | Path | None = None,
 ) -> TrainReport:
     """Fine-tune on `dataset` (folder, Dataset or rows) and save a checkpoint folder at `out_dir`.
 

@@ -55,6 +55,22 @@ def withholdable(task: Task) -> list[tuple[str, Any, str]]:
     return out
 
 
+def _withheld_in_objectives(spec: dict[str, Any], text: str) -> dict[str, Any]:
+    """The task's objectives as the request now words them: an objective that named the withheld
+    detail (a record picked by it, "the alarm matching 'Ground'") names the gap instead, so the check
+    that every objective is stated in the request reads what the request says."""
+    objectives = spec.get("objectives")
+    if not isinstance(objectives, list):
+        return spec
+    reworded = [
+        {**o, "mention": str(o["mention"]).replace(text, ASK_ME, 1)}
+        if isinstance(o, dict) and text in str(o.get("mention", ""))
+        else o
+        for o in objectives
+    ]
+    return {**spec, "objectives": reworded}
+
+
 def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
     """The multi-turn variant of a single-turn DAG task, or None when no detail can be withheld."""
     if task.interaction != "single" or task.kind not in DAG.kinds:
@@ -78,6 +94,6 @@ def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
     data = task.model_dump(exclude={"id"})
     data.update(
         query=query, interaction="multi", persona=persona.model_dump(), coordinate=coordinate.model_dump(),
-        metadata=metadata,
+        metadata=metadata, internal_spec=_withheld_in_objectives(task.internal_spec, text),
     )  # fmt: skip
     return Task.model_validate(data)

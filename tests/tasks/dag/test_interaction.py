@@ -63,3 +63,29 @@ def test_conversion_needs_a_literal_request_detail(freight_dir: Path, freight_sa
         if converted is not None:
             assert converted.id != task.id and converted.reference_calls == task.reference_calls
             assert make_multi_turn(converted, random.Random(0)) is None  # already multi-turn
+
+
+def test_a_withheld_detail_an_objective_names_is_withheld_there_too(
+    freight_dir: Path, freight_bundle: Bundle, freight_sandbox: Sandbox
+) -> None:
+    from agentomnia.envs.spec import EnvSpec
+    from agentomnia.tasks.quality import consistency_problems
+
+    spec = EnvSpec.model_validate(freight_bundle.spec)
+    tasks, _ = synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=4)
+    task = next(t for t in tasks if withholdable(t) and t.internal_spec.get("objectives"))
+    _, _, text = withholdable(task)[0]
+    # an objective that picks its record by the detail, as "the alarm matching 'Ground'" does
+    sentence = next(s for s in task.query.split(". ") if text in s)
+    objectives = [
+        {**task.internal_spec["objectives"][0], "mention": sentence},
+        *task.internal_spec["objectives"][1:],
+    ]
+    picked = task.model_copy(update={"internal_spec": {**task.internal_spec, "objectives": objectives}})
+    assert not [p for p in consistency_problems(picked, spec) if "not stated" in p]
+    converted = next(
+        m for seed in range(20)
+        if (m := make_multi_turn(picked, random.Random(seed))) is not None and text not in m.query
+    )  # fmt: skip
+    assert ASK_ME in converted.internal_spec["objectives"][0]["mention"]
+    assert not [p for p in consistency_problems(converted, spec) if "not stated" in p]
