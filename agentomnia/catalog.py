@@ -418,8 +418,9 @@ class RoundArtifacts:
         return folder if (folder / "config.json").exists() else None
 
     def trained_policies(self) -> list[str]:
-        """The policy names this round's checkpoints are evaluated under, most trained first."""
-        return [f"hf:{self.checkpoint_dir(kind)}" for kind in (RL, SFT)]
+        """The policy names this round's checkpoints are evaluated under, most trained first: the
+        specs themselves, so a name is the same in every home (the folder is in the results' lineage)."""
+        return [CHECKPOINT_RL, CHECKPOINT_SFT]
 
     def evaluation_files(self) -> list[Path]:
         """Each evaluated policy's `<policy>.report.json` in this round, sorted by name."""

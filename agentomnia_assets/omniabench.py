@@ -228,6 +228,7 @@ def omniabench_eval(
             trials=config.checkpoint_trials if local else config.trials, max_steps=config.max_steps,
             llm=llm.get(), embedder=None, run_id=context.run.run_id, limit=config.limit,
             policy_options={"max_new_tokens": config.max_new_tokens} if local else None,
+            name=spec if spec.startswith(CHECKPOINT) else None,
         )  # fmt: skip
         context.log.info(f"{outcome.policy}: pass@1 {outcome.report.overall.pass_at_1:.3f}")
         outcomes.append(outcome)
@@ -296,9 +297,9 @@ def infrastructure_errors_are_rare(context, storage: StorageResource) -> dg.Asse
 
 
 class LearningConfig(dg.Config):
-    # benchmark tasks probed, spread over the benchmark (0 = all): 24 tasks x 2 steps x 3 checkpoints
-    # take two to three minutes on two CPU cores; a GPU affords all
-    limit: int = 24
+    # benchmark tasks probed, spread over the benchmark (0 = all): 12 tasks x 2 steps x 3 checkpoints
+    # take one to two minutes on two CPU cores; a GPU affords all
+    limit: int = 12
     max_steps_per_task: int = 2  # reference steps probed per task
     samples: int = 0  # sampled replies per step beside the greedy one, for the well-formed-call share
     max_new_tokens: int = 48

@@ -15,6 +15,7 @@ Layout under the platform home:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -154,12 +155,29 @@ def policy_slug(policy: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", policy).strip("_")[:80] or "policy"
 
 
+_WHOLE_FILE_BYTES = 64 << 20  # files up to this size are hashed whole; larger ones by their size and ends
+
+
+def _file_digest(path: Path) -> str:
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with path.open("rb") as f:
+        if size <= _WHOLE_FILE_BYTES:
+            digest.update(f.read())
+        else:
+            digest.update(f.read(1 << 20))
+            f.seek(size - (1 << 20))
+            digest.update(f.read())
+    return digest.hexdigest()
+
+
 def _fingerprint(spec: str) -> str:
-    """What identifies the policy beyond its name: a checkpoint's files change when it is retrained."""
+    """What identifies the policy beyond its name: a checkpoint's files, by content (the same weights
+    trained in another home or at another time are the same policy; retrained ones are not)."""
     if spec.startswith("hf:"):
         folder = Path(spec[3:])
         files = sorted(p for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
-        return content_hash([(p.name, p.stat().st_size, int(p.stat().st_mtime)) for p in files])
+        return content_hash([(p.name, _file_digest(p)) for p in files])
     return ""
 
 
@@ -196,6 +214,7 @@ def run_evaluation(
     policy_options: Mapping[str, Any] | None = None,
     on_result: Callable[[EvalResult], None] | None = None,
     source: str = "benchmark",
+    name: str | None = None,
 ) -> EvaluationOutcome:
     """Evaluate `policy` (a spec, see `policies.make_policy`) on the benchmark with `trials` runs per
     task; store the results, the report, the failures (failure table + lineage)."""
@@ -203,7 +222,8 @@ def run_evaluation(
     if limit:
         tasks = tasks[:limit]
     bundles = Catalog(store).bundles(t.env_id for t in tasks)
-    name, factory = make_policy(policy, embedder=embedder, sandbox=sandbox, **dict(policy_options or {}))
+    made, factory = make_policy(policy, embedder=embedder, sandbox=sandbox, **dict(policy_options or {}))
+    name = name or made  # a caller may name the policy apart from where it lives (`checkpoint:rl`)
     eval_id = "ev-" + content_hash(
         {"round": round_key, "policy": name, "benchmark": split.id, "trials": trials, "tasks": [t.id for t in tasks],
          "fingerprint": _fingerprint(policy), "max_steps": max_steps}
