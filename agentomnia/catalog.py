@@ -138,6 +138,8 @@ STATIC_ROUND = "static"
 
 # Training outputs live beside the artifacts: `datasets/<kind>/<round>/` and `checkpoints/<kind>/<round>/`.
 SFT, RL = "sft", "rl"
+START = "start"  # checkpoints/start/<round>: the untrained model a first round's SFT began from
+ORIGIN = "origin.json"  # in a checkpoint folder: where its training started and on what
 # Evaluation policy specs that name a round's own trained agent (evaluated as hf:<folder>).
 CHECKPOINT, CHECKPOINT_RL, CHECKPOINT_SFT = "checkpoint", "checkpoint:rl", "checkpoint:sft"
 SFT_DATASET, RL_DATASET = "sft_dataset", "rl_dataset"  # their Dagster asset keys

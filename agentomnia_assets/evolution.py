@@ -29,19 +29,10 @@ from agentomnia.records import content_hash
 from agentomnia.rejection import rejection_lineage
 from agentomnia.storage import Storage, save_records
 from agentomnia_assets._common import count_table, md_table, round_asset
-from agentomnia_assets.partitions import previous_round, rounds
+from agentomnia_assets.partitions import parent_round
 from resources import LineageResource, LLMResource, StorageResource
 
-PARENT_TAG = "agentomnia/parent_round"
 SOURCE_EVAL_TAG = "agentomnia/source_eval"
-
-
-def parent_round(context: dg.AssetExecutionContext) -> str | None:
-    tagged = context.run.tags.get(PARENT_TAG)
-    if tagged:
-        return tagged
-    existing = list(context.instance.get_dynamic_partitions(rounds.name))  # type: ignore[arg-type]
-    return previous_round(context.partition_key, existing)
 
 
 def parent_failures(store: Storage, parent: str | None, source_eval: str | None) -> list[Failure]:

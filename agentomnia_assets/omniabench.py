@@ -13,8 +13,10 @@ from agentomnia.catalog import (
     CHECKPOINT_SFT,
     EVALUATIONS,
     LEARNING,
+    ORIGIN,
     RL_CHECKPOINT,
     SFT,
+    START,
     TASK_ARTIFACTS,
     Catalog,
 )
@@ -308,8 +310,6 @@ class LearningConfig(dg.Config):
 def learning_checkpoints(store: Storage, round_key: str) -> dict[str, Path]:
     """The models to compare, by role: `base` (the model the first round began from), `start` (what
     this round continued from, when that is not the base), and the round's `sft` and `rl` checkpoints."""
-    from agentomnia_assets.training import ORIGIN, START
-
     artifacts = store.round(round_key)
     out: dict[str, Path] = {}
     starts = sorted(

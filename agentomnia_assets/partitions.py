@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from dagster import DynamicPartitionsDefinition
+from dagster import AssetExecutionContext, DynamicPartitionsDefinition
 
 rounds = DynamicPartitionsDefinition(name="rounds")
 
@@ -30,3 +30,15 @@ def previous_round(key: str, existing: list[str]) -> str | None:
     index = round_index(key)
     below = [round_index(k) for k in existing if _ROUND.match(k) and round_index(k) < index]
     return f"r{max(below)}" if below else None
+
+
+PARENT_TAG = "agentomnia/parent_round"  # on a self-evolution run: the round whose failures started it
+
+
+def parent_round(context: AssetExecutionContext) -> str | None:
+    """The round this run's round follows: the one its run is tagged with, else the highest earlier."""
+    tagged = context.run.tags.get(PARENT_TAG)
+    if tagged:
+        return tagged
+    existing = list(context.instance.get_dynamic_partitions(rounds.name))  # type: ignore[arg-type]
+    return previous_round(context.partition_key, existing)

@@ -9,6 +9,7 @@ from typing import Any
 import dagster as dg
 
 from agentomnia.catalog import (
+    ORIGIN,
     REWARD_AUDIT,
     REWARD_MODEL_REPORT,
     RL,
@@ -16,6 +17,7 @@ from agentomnia.catalog import (
     ROLLOUT_ANALYSIS,
     SFT,
     SFT_DATASET,
+    START,
     TRAJECTORIES,
     Catalog,
 )
@@ -40,6 +42,7 @@ from agentomnia.storage import write_parquet
 from agentomnia.tasks.models import Task
 from agentomnia.trajectories.rollout import replay
 from agentomnia_assets._common import png, round_asset
+from agentomnia_assets.partitions import parent_round
 from resources import LineageResource, LLMResource, SandboxResource, StorageResource
 
 
@@ -52,9 +55,6 @@ class SFTConfig(dg.Config):
     # checkpoint, and mixes in rows of earlier rounds so the agent keeps what it learned.
     continue_from_previous: bool = True
     replay_share: float = 0.25  # of the training mix, rows replayed from earlier rounds
-
-
-START = "start"  # checkpoints/start/<round>: the model a fresh round's SFT began from, kept to compare
 
 
 def _round_number(key: str) -> int | None:
@@ -105,9 +105,6 @@ class GRPOConfig(dg.Config):
     num_generations: int = 2
 
 
-ORIGIN = "origin.json"  # in a checkpoint folder: where its training started and on what
-
-
 def write_origin(
     folder: Path, start: str, from_round: str | None, new_rows: int, replayed: int, *, trained: bool
 ) -> None:
@@ -138,7 +135,6 @@ def sft_checkpoint(
 ) -> dg.MaterializeResult:
     import datasets
 
-    from agentomnia_assets.evolution import parent_round
     from trainers import ModelSettings, SFTSettings, train_sft
 
     store = storage.get()
