@@ -171,12 +171,19 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+# What a checkpoint answers with: its weights, config and tokenizer (not its training reports, which
+# hold paths and timings).
+_POLICY_FILES = ("*.safetensors", "pytorch_model*.bin", "config.json", "generation_config.json",
+                 "tokenizer.json", "tokenizer_config.json", "chat_template.jinja")  # fmt: skip
+
+
 def _fingerprint(spec: str) -> str:
-    """What identifies the policy beyond its name: a checkpoint's files, by content (the same weights
-    trained in another home or at another time are the same policy; retrained ones are not)."""
+    """What identifies the policy beyond its name: a checkpoint's weights, config and tokenizer, by
+    content (the same weights trained in another home or at another time are the same policy;
+    retrained ones are not)."""
     if spec.startswith("hf:"):
         folder = Path(spec[3:])
-        files = sorted(p for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
+        files = sorted({p for pattern in _POLICY_FILES for p in folder.glob(pattern) if p.is_file()})
         return content_hash([(p.name, _file_digest(p)) for p in files])
     return ""
 
