@@ -28,6 +28,7 @@ from agentomnia.catalog import (
 from agentomnia.envs.build import (
     BuildConfig,
     BuiltEnv,
+    VaryState,
     build_environment,
     state_stage,
     toolset_stage,
@@ -47,6 +48,7 @@ from agentomnia.seeds.inference import DomainMatcher, EnvCandidate, infer_candid
 from agentomnia.seeds.models import Seed
 from agentomnia.seeds.selection import SelectionConfig, select
 from agentomnia.storage import Storage, save_records, write_parquet
+from agentomnia.tasks.dag.variations import ENV_OPERATORS, vary_environment
 from agentomnia.tasks.models import Task
 from agentomnia.taxonomy import Taxonomy
 
@@ -222,6 +224,26 @@ def _toolset_output(
     return _spec_output(ctx, "toolset", tooled, "toolset", s.spec.id, "tools_for")
 
 
+def environment_variations(seeds: Iterable[Seed]) -> tuple[str, ...]:
+    """The environment variations the seeds of a PRD round ask for (their `env_variations`), in order."""
+    asked = (v for seed in seeds for v in seed.metadata.get("env_variations") or ())
+    return tuple(dict.fromkeys(v for v in asked if v in ENV_OPERATORS))
+
+
+def seed_variations(seeds: Iterable[Seed]) -> VaryState | None:
+    """How an environment built from `seeds` rewrites its s0: the PRD's environment variations
+    (`vary_environment`), or None outside a PRD round."""
+    variations = environment_variations(seeds)
+    if not variations:
+        return None
+
+    def vary(spec: EnvSpec, s0: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        state, results = vary_environment(spec, s0, variations, seed=spec.candidate_id)
+        return state, [f"{r.operator}: {note}" for r in results if r.applied for note in r.notes]
+
+    return vary
+
+
 def environments_stage(
     ctx: StageContext,
     staged: Sequence[StagedSpec],
@@ -232,12 +254,17 @@ def environments_stage(
     config: BuildConfig | None = None,
     parallel: Callable[[Callable[[StagedSpec], Any], Sequence[StagedSpec]], list[Any]] | None = None,
     meta: Mapping[str, Any] | None = None,
+    seeds: Mapping[str, Seed] | None = None,
 ) -> StageOutput[BuiltEnv]:
-    """Code, s0 and three-level verification per toolset; `parallel` maps the build over the specs."""
+    """Code, s0 and three-level verification per toolset; `parallel` maps the build over the specs.
+    With the round's `seeds`, an environment whose seeds carry a PRD's environment variations has
+    them built into its s0 (`seed_variations`)."""
     cfg = config or BuildConfig()
+    known = seeds or {}
 
     def build(s: StagedSpec) -> BuiltEnv | Rejection:
-        return verify_stage(s.spec, s.space, s.normalization, sandbox, llm=llm, config=cfg)
+        vary = seed_variations(known[i] for i in s.spec.seed_ids if i in known)
+        return verify_stage(s.spec, s.space, s.normalization, sandbox, llm=llm, config=cfg, vary=vary)
 
     results = parallel(build, staged) if parallel else [build(s) for s in staged]
     out: StageOutput[BuiltEnv] = StageOutput("verification", [])
@@ -256,6 +283,7 @@ def _environment_lineage(
     co = b.spec.coordinate
     row = lineage_row(b.spec.in_round(ctx.round_key), kind="environment", run_id=ctx.run_id, location=str(folder),
                       meta={"tools": len(b.spec.tools), "dropped_tools": len(b.dropped_tools), "spec_id": b.spec.id,
+                            **({"variations": sorted({v.split(":")[0] for v in b.variations})} if b.variations else {}),
                             **(meta or {})})  # fmt: skip
     rows = [row.model_copy(update={"id": b.env_id})]
     edges = [Edge(child=b.env_id, parent=parent, relation="built_from")]
@@ -285,7 +313,9 @@ def build_candidate(
     the stages give when run one asset each (the scale shards and `agentomnia env build`)."""
     own = [seeds[i] for i in candidate.seed_ids if i in seeds]
     domain = taxonomy.by_id(candidate.coordinate.taxonomy_id)
-    outcome = build_environment(candidate, own, domain, sandbox, llm=llm, config=config)
+    outcome = build_environment(
+        candidate, own, domain, sandbox, llm=llm, config=config, vary=seed_variations(own)
+    )
     out: StageOutput[BuiltEnv] = StageOutput("environment", [])
     refused = outcome.result if isinstance(outcome.result, Rejection) else None
     state = _state_output(ctx, outcome.state or _refused(refused))

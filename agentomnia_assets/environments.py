@@ -170,7 +170,10 @@ def environments(
             return list(pool.map(fn, items))
 
     ctx = StageContext(context.partition_key, context.run.run_id)
-    out = environments_stage(ctx, staged, box, store, llm=llm.get(), config=cfg, parallel=parallel)
+    seeds = {s.id: s for s in artifacts.seeds()}  # a PRD round's seeds carry its environment variations
+    out = environments_stage(
+        ctx, staged, box, store, llm=llm.get(), config=cfg, parallel=parallel, seeds=seeds
+    )
     built = out.kept
     publish(out, ctx, artifacts, ENVIRONMENTS, lineage.get(),
             write=lambda _path, kept: write_environments(artifacts, store, kept))  # fmt: skip
@@ -183,6 +186,10 @@ def environments(
             "kept_share": round(kept, 3),
             "tools_total": sum(len(b.spec.tools) for b in built),
             "dropped_tools": sum(len(b.dropped_tools) for b in built),
+            "varied_by_prd": sum(1 for b in built if b.variations),
+            "prd_variations": md_table(
+                [{"env": b.spec.name, "change": v} for b in built for v in b.variations], limit=40
+            ),
             "verification_checks": sum(
                 b.report.init.checks + b.report.tool.checks + b.report.env.checks for b in built
             ),

@@ -11,9 +11,19 @@ from typing import Any
 
 import dagster as dg
 
-from agentomnia.catalog import ALIGNMENT, DIAGNOSIS, PRDS, SPLIT, TAXONOMY, MissingArtifact
+from agentomnia.catalog import (
+    ALIGNMENT,
+    DIAGNOSIS,
+    ENVIRONMENTS,
+    PRDS,
+    SPLIT,
+    TAXONOMY,
+    MissingArtifact,
+    RoundArtifacts,
+)
 from agentomnia.evolution import (
     alignment,
+    data_by_prd,
     diagnose,
     directives_for,
     generate_prds,
@@ -28,6 +38,7 @@ from agentomnia.omniabench.store import FailureStore
 from agentomnia.records import content_hash
 from agentomnia.rejection import rejection_lineage
 from agentomnia.storage import Storage, save_records
+from agentomnia.tasks.models import Task
 from agentomnia_assets._common import count_table, md_table, round_asset
 from agentomnia_assets.partitions import parent_round
 from resources import LineageResource, LLMResource, StorageResource
@@ -191,6 +202,17 @@ def prds(
     )
 
 
+def _data_by_prd(artifacts: RoundArtifacts, tasks: list[Task]) -> list[dict[str, Any]]:
+    """Which of the round's PRDs produced which seeds, environments and tasks (empty without PRDs)."""
+    prds = artifacts.prds() if artifacts.exists(PRDS) else []
+    if not prds:
+        return []
+    specs = artifacts.env_specs() if artifacts.exists(ENVIRONMENTS) else []
+    index = artifacts.environments() if specs else []
+    env_seeds = {row["env_id"]: spec.seed_ids for row, spec in zip(index, specs, strict=True)}
+    return data_by_prd(prds, artifacts.seeds(), env_seeds, tasks)
+
+
 @round_asset(
     "evolution",
     deps=[dg.AssetKey(SPLIT.name)],
@@ -207,15 +229,21 @@ def prd_alignment(
     round_key = context.partition_key
     parent = parent_round(context)
     failures = parent_failures(store, parent, context.run.tags.get(SOURCE_EVAL_TAG))
-    current = store.round(round_key).training_tasks()
+    artifacts = store.round(round_key)
+    current = artifacts.training_tasks()
     previous = store.round(parent).training_tasks() if parent is not None else []
-    path = store.round(round_key).path(ALIGNMENT, "alignment")
+    path = artifacts.path(ALIGNMENT, "alignment")
+    by_prd = _data_by_prd(artifacts, current)
+    produced = {"data_by_prd": md_table(by_prd)} if by_prd else {}
     if not failures or not current:
         path.write_text(
-            json.dumps({"round": round_key, "parent_round": parent, "kl_round": None, "kl_previous": None})
-        )
+            json.dumps({"round": round_key, "parent_round": parent, "kl_round": None, "kl_previous": None,
+                        "data_by_prd": by_prd})
+        )  # fmt: skip
         why = "no failures triggered this round" if not failures else "the round has no training tasks"
-        return dg.MaterializeResult(metadata={"kl_round": "n/a", "kl_previous": "n/a", "reason": why})
+        return dg.MaterializeResult(
+            metadata={"kl_round": "n/a", "kl_previous": "n/a", "reason": why, **produced}
+        )
     # Failures weighted as the PRDs that planned the round weighed them: per benchmark item, by how
     # far it is from passing, so the metric asks whether the round went where it was sent.
     weights = failure_weights(failures)
@@ -225,7 +253,9 @@ def prd_alignment(
         [f.coordinate for f in failures],
         failure_weights=[weights[f.id] for f in failures],
     )
-    payload: dict[str, Any] = {"round": round_key, "parent_round": parent, **result.model_dump(mode="json")}
+    payload: dict[str, Any] = {
+        "round": round_key, "parent_round": parent, **result.model_dump(mode="json"), "data_by_prd": by_prd
+    }  # fmt: skip
     path.write_text(json.dumps(payload, indent=1))
     rid = "alignment-" + content_hash(payload)
     lineage.get().record(
@@ -254,6 +284,7 @@ def prd_alignment(
                     for k in top
                 ]
             ),  # fmt: skip
+            **produced,
             "path": dg.MetadataValue.path(str(path)),
         }
     )

@@ -176,12 +176,10 @@ def noop_scores_zero(context, storage: StorageResource, sandbox: SandboxResource
 
 class EvalConfig(dg.Config):
     # policy specs (see agentomnia.omniabench.policies), plus this round's trained agent: "checkpoint:rl",
-    # "checkpoint:sft", or "checkpoint" (the most trained of the two), each evaluated as hf:<folder>.
-    # Two or more policies also give the L1 scatter of the first two (paper Figure 17). List the trained
-    # agent first ([CHECKPOINT_RL, CHECKPOINT_SFT, "baseline:heuristic"]): the failure sensor then evolves
-    # on it. Not yet the default: a checkpoint's evaluation must first be shown to repeat exactly in
-    # another home (the crash test compares a resumed run with a clean one record for record).
-    policies: list[str] = ["baseline:heuristic"]
+    # "checkpoint:sft", or "checkpoint" (the most trained of the two), each evaluated under its spec's name.
+    # Two or more policies also give the L1 scatter of the first two (paper Figure 17). The trained agent
+    # comes first: the failure sensor evolves on it (AGENTOMNIA_EVOLVE_ON names another policy).
+    policies: list[str] = [CHECKPOINT_RL, CHECKPOINT_SFT, "baseline:heuristic"]
     trials: int = 3
     max_steps: int = 20
     limit: int = 0  # evaluate only the first N benchmark items (0 = all)

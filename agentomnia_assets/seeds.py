@@ -27,11 +27,11 @@ class SeedsConfig(dg.Config, SelectionConfig):  # type: ignore[misc]
         "Seeds parsed from files: user queries (JSONL/CSV/Parquet/HF datasets), SKILL.md skills, MCP tools/list "
         "results and OpenAPI/Swagger specs. Round r0 reads the shipped corpus; every round reads "
         "$AGENTOMNIA_HOME/seeds/; a round with PRDs in force adds query seeds composed for the targeted domains "
-        "and capabilities. Unreadable inputs become rejected records with the file, place and fix."
+        "and capabilities (in llm mode the model writes their requests from the PRDs' text). Unreadable inputs become rejected records with the file, place and fix."
     ),
 )
 def raw_seeds(
-    context: dg.AssetExecutionContext, storage: StorageResource, lineage: LineageResource
+    context: dg.AssetExecutionContext, storage: StorageResource, lineage: LineageResource, llm: LLMResource
 ) -> dg.MaterializeResult:
     round_key = context.partition_key
     store = storage.get()
@@ -44,7 +44,8 @@ def raw_seeds(
     documents = artifacts.prds()
     steered = []
     if directives is not None:
-        steered = seeds_for(directives, load_taxonomy(), load_knowledge(), prds=documents)
+        # in llm mode the model writes each PRD seed's request from the PRDs' text
+        steered = seeds_for(directives, load_taxonomy(), load_knowledge(), prds=documents, llm=llm.get())
     ctx = StageContext(round_key, context.run.run_id)
     out = seeds_stage(ctx, [*result.accepted, *steered], result.rejected,
                       prd_records={p.prd_id: p.id for p in documents})  # fmt: skip
@@ -54,6 +55,9 @@ def raw_seeds(
         metadata={
             "seeds": len(seeds),
             "prd_seeds": len(steered),
+            "prd_requests_by": count_table(
+                [str(s.metadata.get("request_by", "rules")).split(" ")[0] for s in steered], "written by"
+            ),
             "rejected": len(rejected),
             "tools": sum(len(s.tools) for s in seeds),
             "by_kind": count_table([s.kind for s in seeds], "kind"),

@@ -5,7 +5,16 @@ from typing import Literal
 
 import dagster as dg
 
-from agentomnia.catalog import RL, SFT, SPLIT, TRAJECTORIES, VERIFIED_TRAJECTORIES, Catalog
+from agentomnia.catalog import (
+    CHECKPOINT_SFT,
+    RL,
+    SFT,
+    SFT_CHECKPOINT,
+    SPLIT,
+    TRAJECTORIES,
+    VERIFIED_TRAJECTORIES,
+    Catalog,
+)
 from agentomnia.lineage import Edge, lineage_row
 from agentomnia.storage import Storage, save_records
 from agentomnia.trajectories import (
@@ -225,15 +234,23 @@ def sft_rows_valid(context, storage: StorageResource) -> dg.AssetCheckResult:  #
 
 class RLDatasetConfig(dg.Config):
     k: int = 4
+    # Whose pass@K sorts the candidates into difficulty levels (paper §5.2.1): "sft" samples the round's
+    # SFT checkpoint; "teacher" replays the reference with a 25% slip per step. The default is the teacher
+    # because the tiny CPU model passes nothing and most of its sampled runs end in invalid calls, which
+    # pass@K discards, so "sft" would leave it no candidates; on a GPU with a real model, use "sft".
+    difficulty_from: Literal["teacher", "sft"] = "teacher"
+    temperature: float = 0.7  # sampling temperature of the SFT checkpoint's pass@K runs
+    max_new_tokens: int = 64  # per assistant turn of those runs
+    max_steps: int = 8  # assistant turns per pass@K run
 
 
 @round_asset(
     "trajectories",
     pool=None,
-    deps=[verified_trajectories],
+    deps=[verified_trajectories, dg.AssetKey(SFT_CHECKPOINT)],
     description=(
         "RL dataset: prompt-level dedup (n-gram and embedding), minimum length, rubric validation, difficulty by "
-        "pass@K of a policy, uniform sampling across levels within pass@K in [0, 0.8], 10-20% overlap with the SFT "
+        "pass@K of a policy (the noisy teacher, or the round's SFT checkpoint sampled), uniform sampling across levels within pass@K in [0, 0.8], 10-20% overlap with the SFT "
         "set; each item with its golden trajectory (columns prompt, task, bundle_dir, golden)."
     ),
 )
@@ -250,9 +267,22 @@ def rl_dataset(
     tasks = [t for t in artifacts.tasks() if t.id in set(rl_ids)]
     dirs: dict[str, str | Path] = {env: Catalog(store).bundle_dir(env) for env in {t.env_id for t in tasks}}
     out = artifacts.dataset_dir(RL)
+    policy, why = None, "teacher (configured)"
+    if config.difficulty_from == "sft":
+        folder = artifacts.trained_checkpoint(CHECKPOINT_SFT)
+        if folder is None:
+            why = "teacher: the round has no trained SFT checkpoint"
+        else:
+            from agentomnia.omniabench.hf import sampling_policy  # torch and transformers only when used
+
+            policy = sampling_policy(
+                folder, temperature=config.temperature, max_new_tokens=config.max_new_tokens
+            )
+            why = f"the round's SFT checkpoint, sampled at temperature {config.temperature}"
     report = build_rl_dataset(
-        tasks, runs, out, sandbox=sandbox.get(), bundle_dirs=dirs, k=config.k, sft_task_ids=sft_ids
-    )
+        tasks, runs, out, sandbox=sandbox.get(), bundle_dirs=dirs, k=config.k, sft_task_ids=sft_ids,
+        policy=policy, max_steps=config.max_steps,
+    )  # fmt: skip
     return dg.MaterializeResult(
         metadata={
             "rows": report.rows,
@@ -260,6 +290,7 @@ def rl_dataset(
             "overlap_with_sft": report.overlap,
             "overlap_in_range": report.overlap_in_range,
             "policy": report.policy,
+            "difficulty_from": why,
             "k": report.k,
             "levels": md_table([{"level": k, "items": v} for k, v in report.levels.items()]),
             "dropped": md_table([{"reason": k, "count": v} for k, v in report.dropped.items()]),

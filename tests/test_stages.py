@@ -148,3 +148,47 @@ def test_relations_are_one_vocabulary() -> None:
     assert set(get_args(Relation)) == set(RELATIONS)
     with pytest.raises(ValueError):
         Edge(child="a", parent="b", relation="made_somehow")  # type: ignore[arg-type]
+
+
+def test_a_prd_rounds_environment_variations_are_built_into_s0_and_verified(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
+    """A seed a PRD wrote with environment variations gets an environment whose own s0 holds them
+    (so every task family meets them), verified like any s0; both build paths agree."""
+    from agentomnia.directives import ENV_VARIATIONS
+    from agentomnia.envs.state import state_violations
+    from agentomnia.stages import environment_variations
+
+    ctx = StageContext("r1", "run-1")
+    seed, candidate = PARCEL.seed(), PARCEL.candidate()
+    asked = seed.model_copy(
+        update={"metadata": {**seed.metadata, "env_variations": [*ENV_VARIATIONS, "bogus"]}}
+    )
+    assert environment_variations([asked]) == tuple(ENV_VARIATIONS)  # unknown names are not operators
+    seeds = {seed.id: asked}  # the candidate names the seed by id; its metadata is what the PRD asked
+    taxonomy = load_taxonomy()
+    cfg = BuildConfig(toolset=ToolsetConfig())
+
+    state = state_space_stage(ctx, [candidate], seeds, taxonomy)
+    tooled = toolsets_stage(ctx, state.kept, seeds, cfg.toolset)
+    built = environments_stage(ctx, tooled.kept, sandbox, Storage(tmp_path / "a"), config=cfg, seeds=seeds)
+    together = build_candidate(ctx, candidate, seeds, taxonomy, sandbox, Storage(tmp_path / "b"), config=cfg)
+    plain = build_candidate(
+        ctx, candidate, {seed.id: seed}, taxonomy, sandbox, Storage(tmp_path / "c"), config=cfg
+    )
+
+    [env] = built.kept
+    assert env.report.passed and state_violations(env.spec, env.s0) == []
+    assert [b.env_id for b in together.kept] == [env.env_id] != [PARCEL_ENV_ID]
+    assert [b.env_id for b in plain.kept] == [PARCEL_ENV_ID] and plain.kept[0].variations == []
+    made = {v.split(":")[0] for v in env.variations}
+    assert {"distractor_injection", "unavailable_entities", "conflicting_states"} <= made, env.variations
+    base = plain.kept[0].s0
+    grown = {t: len(env.s0[t]) - len(base[t]) for t in base if isinstance(base[t], dict)}
+    assert sum(grown.values()) >= 4, grown  # distractors and twins are new records
+    changed = sum(
+        1 for t in base if isinstance(base[t], dict) for k in base[t] if env.s0[t].get(k) != base[t][k]
+    )
+    assert changed >= 1  # records taken out of service change in place
+    row = next(r for r in built.rows if r.id == env.env_id)
+    assert set(row.meta["variations"]) == made

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +57,7 @@ class BuiltEnv(BaseModel):
     normalization: list[Normalization] = Field(default_factory=list)
     state_space: StateSpaceReport
     repairs: list[str] = Field(default_factory=list)
+    variations: list[str] = Field(default_factory=list)  # what a PRD round built into s0 ("operator: note")
 
     @property
     def env_id(self) -> str:
@@ -65,6 +66,9 @@ class BuiltEnv(BaseModel):
 
 
 BuildStage = Literal["state_space", "toolset", "initial_state", "verification"]
+# Rewrites a generated s0 before verification (a PRD round's environment variations): the new state and
+# one line per change made. It must keep every invariant; verification checks the result like any s0.
+VaryState = Callable[[EnvSpec, dict[str, Any]], tuple[dict[str, Any], list[str]]]
 
 
 def build_failure(candidate_id: str, name: str, stage: BuildStage, reason: str) -> Rejection:
@@ -104,8 +108,10 @@ def verify_stage(
     *,
     llm: LLM | None = None,
     config: BuildConfig | None = None,
+    vary: VaryState | None = None,
 ) -> BuiltEnv | Rejection:
-    """Source, s0 and the generation -> load -> verify -> repair loop, with a bounded budget."""
+    """Source, s0 (rewritten by `vary` where given) and the generation -> load -> verify -> repair
+    loop, with a bounded budget."""
     cfg = config or BuildConfig()
 
     def fail(stage: BuildStage, reason: str) -> Rejection:
@@ -121,6 +127,9 @@ def verify_stage(
             problems = str(exc)
     if s0 is None:
         return fail("initial_state", f"no valid s0 in {cfg.state_seeds} attempts: {problems}")
+    varied: list[str] = []
+    if vary is not None:
+        s0, varied = vary(spec, s0)
 
     dropped: list[DroppedTool] = []
     repairs: list[str] = []
@@ -198,7 +207,7 @@ def verify_stage(
         )
     return BuiltEnv(
         spec=spec, source=source, s0=s0, report=report, dropped_tools=dropped,
-        normalization=normalization, state_space=space, repairs=repairs,
+        normalization=normalization, state_space=space, repairs=repairs, variations=varied,
     )  # fmt: skip
 
 
@@ -222,6 +231,7 @@ def build_environment(
     *,
     llm: LLM | None = None,
     config: BuildConfig | None = None,
+    vary: VaryState | None = None,
 ) -> BuildOutcome:
     """All stages for one candidate, one after another (the scale shards, `agentomnia env build`, the
     environment bench); the assets run the same stage functions one asset each."""
@@ -235,7 +245,7 @@ def build_environment(
         return BuildOutcome(state=state, result=tooled)
     spec, table = tooled
     return BuildOutcome(state=state, toolset=tooled,
-                        result=verify_stage(spec, space, table, sandbox, llm=llm, config=cfg))  # fmt: skip
+                        result=verify_stage(spec, space, table, sandbox, llm=llm, config=cfg, vary=vary))  # fmt: skip
 
 
 def verification_record(built: BuiltEnv) -> dict[str, Any]:
@@ -249,6 +259,7 @@ def verification_record(built: BuiltEnv) -> dict[str, Any]:
         "contract": r.contract.model_dump() if r.contract is not None else None,
         "dropped_tools": [d.model_dump() for d in built.dropped_tools],
         "repairs": built.repairs,
+        "variations": built.variations,
         "normalization": [n.model_dump() for n in built.normalization],
         "state_space": built.state_space.model_dump(),
         "seconds": r.seconds,

@@ -7,7 +7,7 @@ round moved the data toward the failures (paper Figure 18).
 """
 
 from agentomnia.directives import ENV_VARIATIONS, TASK_VARIATIONS, SynthesisDirectives
-from agentomnia.evolution.alignment import AXES, Alignment, alignment, axis_counts
+from agentomnia.evolution.alignment import AXES, NO_PRD, Alignment, alignment, axis_counts, data_by_prd
 from agentomnia.evolution.diagnosis import (
     TAG_RULES,
     CapabilityDiagnosis,
@@ -21,7 +21,6 @@ from agentomnia.evolution.inbox import example_prd_path, inbox_dir, read_inbox, 
 from agentomnia.evolution.planning import compose_request, directives_for, seeds_for
 from agentomnia.evolution.prd import (
     PRD,
-    PRIORITY_WEIGHT,
     PRDFormatError,
     PRDProblem,
     generate_prds,
@@ -34,7 +33,6 @@ __all__ = [
     "AXES",
     "ENV_VARIATIONS",
     "PRD",
-    "PRIORITY_WEIGHT",
     "TAG_RULES",
     "TASK_VARIATIONS",
     "Alignment",
@@ -47,6 +45,8 @@ __all__ = [
     "SynthesisDirectives",
     "TaskDiagnosis",
     "alignment",
+    "data_by_prd",
+    "NO_PRD",
     "axis_counts",
     "compose_request",
     "diagnose",

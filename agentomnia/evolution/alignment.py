@@ -25,6 +25,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agentomnia.evolution.prd import PRD
+from agentomnia.seeds.models import Seed
+from agentomnia.tasks.models import Task
 from agentomnia.taxonomy import Coordinate, distribution, kl_divergence
 from agentomnia.taxonomy.coordinate import coordinate_of
 
@@ -145,3 +148,58 @@ def alignment(
         n_previous=sum(previous.values()),
         n_failures=len(failure_coords),
     )
+
+
+# -- which PRD produced which data --------------------------------------------------------------------
+
+NO_PRD = "(no PRD)"
+
+
+def data_by_prd(
+    prds: Sequence[PRD],
+    seeds: Iterable[Seed],
+    env_seed_ids: Mapping[str, Sequence[str]],
+    tasks: Iterable[Task],
+) -> list[dict[str, Any]]:
+    """One row per PRD: the round's seeds, environments and tasks (by kind) it produced.
+
+    A seed names the PRDs it serves (`metadata["prd_ids"]`); an environment was produced by the PRDs
+    of its seeds (`env_seed_ids`: env id -> seed ids); a task by its environment's PRDs. A task on an
+    environment no PRD seeded (a solver task's own environment) is credited to the PRDs that target
+    its domain (its L2, else its L1), since the round made it for that domain. What no PRD explains
+    falls in a last row, `NO_PRD`. A record serving two PRDs counts in both rows, so rows may sum to
+    more than the round holds.
+    """
+    seed_prds = {s.id: tuple(s.metadata.get("prd_ids") or ()) for s in seeds}
+    env_prds = {
+        env: tuple(dict.fromkeys(p for sid in sids for p in seed_prds.get(sid, ())))
+        for env, sids in env_seed_ids.items()
+    }
+    known = [p.prd_id for p in prds]
+    rows: dict[str, dict[str, Any]] = {
+        p.prd_id: {"prd": p.prd_id, "priority": p.priority, "seeds": 0, "environments": 0, "tasks": 0}
+        for p in prds
+    }
+    rows[NO_PRD] = {"prd": NO_PRD, "priority": "", "seeds": 0, "environments": 0, "tasks": 0}
+
+    def credit(ids: Sequence[str], column: str, kind: str | None = None) -> None:
+        for pid in [i for i in ids if i in rows] or [NO_PRD]:
+            rows[pid][column] += 1
+            if kind is not None:
+                rows[pid][kind] = rows[pid].get(kind, 0) + 1
+
+    for ids in seed_prds.values():
+        credit(ids, "seeds")
+    for ids in env_prds.values():
+        credit(ids, "environments")
+    for t in tasks:
+        ids = env_prds.get(t.env_id) or tuple(
+            p.prd_id
+            for p in prds
+            if t.coordinate.taxonomy_id in p.target_l2 or t.coordinate.l1_key in p.target_l1
+        )
+        credit(ids, "tasks", t.kind)
+    ordered = [rows[k] for k in [*known, NO_PRD]]
+    kinds = sorted({k for r in ordered for k in r} - {"prd", "priority", "seeds", "environments", "tasks"})
+    return [{**r, **{k: r.get(k, 0) for k in kinds}} for r in ordered if r is not rows[NO_PRD] or r["seeds"]
+            or r["environments"] or r["tasks"]]  # fmt: skip

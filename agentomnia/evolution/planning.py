@@ -15,11 +15,16 @@ trace a synthesized task back to the failures that asked for it.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Mapping, Sequence
 from fractions import Fraction
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from agentomnia.directives import SynthesisDirectives
-from agentomnia.evolution.prd import PRD, PRIORITIES
+from agentomnia.evolution.prd import PART_II, PRD, PRIORITIES
+from agentomnia.evolution.revise import ask_validated, attempts_summary
+from agentomnia.llm import LLM
 from agentomnia.records import content_hash
 from agentomnia.seeds.inference import DomainMatcher, seed_text, singular, words
 from agentomnia.seeds.models import Seed
@@ -327,6 +332,82 @@ def compose_request(
     return " ".join(dict.fromkeys(parts))
 
 
+# -- the request in llm mode: the PRD's text conditions it -------------------------------------------
+
+# The PRD text a model reads when it writes a PRD round's request: every prose field, Part I and II.
+PRD_TEXT_FIELDS: tuple[str, ...] = ("title", "scenario", "requirements", "case_study", *PART_II)
+MAX_REQUEST_WORDS = 120
+
+
+class WrittenRequest(BaseModel):
+    """What the model returns for one PRD seed: the request, in the user's own words."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request: str = Field(min_length=20, max_length=1500)
+
+
+def prd_brief(prds: Sequence[PRD]) -> str:
+    """The PRDs' prose, field by field, as the model reads it."""
+    blocks = []
+    for prd in prds:
+        lines = [f"PRD {prd.prd_id} ({prd.priority})"]
+        for name in PRD_TEXT_FIELDS:
+            value = getattr(prd, name)
+            if not value:
+                continue
+            text = "; ".join(value) if isinstance(value, tuple) else str(value)
+            lines.append(f"- {name.replace('_', ' ')}: {text}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def request_messages(domain: Domain, draft: str, prds: Sequence[PRD]) -> list[dict[str, str]]:
+    """The conversation asking a model to write one PRD seed's request (see `write_request`)."""
+    system = (
+        "You write the request a real user of a service would send to an AI assistant that can use the "
+        "service's tools. Write it in the user's own voice: a goal, the details the user knows, what they "
+        "want back. Never mention tools, APIs, ids the user would not know, PRDs, agents or benchmarks. "
+        f'At most {MAX_REQUEST_WORDS} words. Answer with JSON: {{"request": "..."}}.'
+    )
+    user = (
+        f"Domain: {domain.l2} ({domain.l1}).\n\n"
+        "These product requirement documents say where the assistant fails and what new requests "
+        f"should exercise:\n\n{prd_brief(prds)}\n\n"
+        "A request composed from the domain's knowledge base for this purpose (keep its piece of work, its "
+        "record and every condition it sets; make it read like a person wrote it, and let the "
+        f"requirements above shape what the user asks for):\n{draft}"
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+# Words that give a request away as machine-made: a user names none of them.
+_GIVEAWAYS = re.compile(r"\b(prds?|benchmarks?|the agent|tool calls?|apis?|json)\b", re.IGNORECASE)
+
+
+def _request_problems(value: WrittenRequest) -> list[str]:
+    problems = []
+    n = len(value.request.split())
+    if n > MAX_REQUEST_WORDS:
+        problems.append(f"request: {n} words; at most {MAX_REQUEST_WORDS}")
+    leaked = sorted({m.group(0).lower() for m in _GIVEAWAYS.finditer(value.request)})
+    if leaked:
+        problems.append(f"request: says {leaked}; a user would not")
+    return problems
+
+
+def write_request(llm: LLM, domain: Domain, draft: str, prds: Sequence[PRD]) -> tuple[str, str]:
+    """A PRD seed's request written by the model from the PRDs' text and the composed `draft`, and who
+    wrote it: "model", or "rules (...)" with the reason when no valid answer came (the draft is used)."""
+    value, attempts = ask_validated(
+        llm, request_messages(domain, draft, prds), WrittenRequest,
+        schema_name="prd_seed_request", check=_request_problems,
+    )  # fmt: skip
+    if value is None:
+        return draft, f"rules ({attempts_summary('request', attempts)})"
+    return value.request.strip(), "model"
+
+
 # -- the round's seeds -------------------------------------------------------------------------------
 
 
@@ -343,6 +424,7 @@ def seeds_for(
     prds: Sequence[PRD] = (),
     corpus_seeds: Sequence[Seed] = (),
     matcher: DomainMatcher | None = None,
+    llm: LLM | None = None,
 ) -> list[Seed]:
     """The seeds a PRD round starts from: composed query seeds, then matching corpus seeds.
 
@@ -352,6 +434,8 @@ def seeds_for(
     (b) Corpus seeds whose domain is targeted, at most `seeds_per_domain` per L2: the domain is
     the seed's `metadata["taxonomy_id"]` when present, else the matcher's choice (seeds that have
     neither are skipped). Deterministic: the same inputs give the same seeds in the same order.
+    With `llm` (llm mode), the model rewrites each composed request from the serving PRDs' text
+    (`write_request`); `metadata["request_by"]` says whether the model's request or the rules' was used.
     """
     if directives.empty:
         return []
@@ -377,6 +461,10 @@ def seeds_for(
             text = compose_request(
                 domain, kb, index, capabilities=caps, env_variations=env, task_variations=task
             )
+            by = "rules"
+            if llm is not None:
+                readers = serving or [p for p in prds if p.prd_id in prd_ids]
+                text, by = write_request(llm, domain, text, readers) if readers else (text, by)
             row = {
                 "id": name,
                 "query": text,
@@ -389,6 +477,7 @@ def seeds_for(
                 "atoms": list(atoms),
                 "env_variations": list(env),
                 "task_variations": list(task),
+                "request_by": by,
             }
             seed = query_seed(
                 row,

@@ -239,14 +239,6 @@ class PRD(Record):
             raise ValueError(f"failure_counts names L1 domains {unknown_counts} that are not in target_l1")
         return self
 
-    @property
-    def weight(self) -> int:
-        """Priority weight used when PRDs are merged: P0 counts eight times a P3."""
-        return PRIORITY_WEIGHT[self.priority]
-
-
-PRIORITY_WEIGHT: dict[str, int] = {"P0": 8, "P1": 4, "P2": 2, "P3": 1}
-
 
 def priority_for(score: float) -> Priority:
     """The bucket of a share-of-failures x severity score (see the module docstring)."""

@@ -22,6 +22,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentomnia.records import content_hash
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.tasks.models import ReferenceCall, Task
+from agentomnia.trajectories.agents import PolicyFactory
 from agentomnia.trajectories.messages import assistant_message
 from agentomnia.trajectories.sft import align_context
 
@@ -144,7 +148,8 @@ def load_checkpoint(path: Path, device: str) -> tuple[Any, Any]:
 
 
 class HFAgent:
-    """Greedy decoding of a local checkpoint through its chat template, one reply per turn."""
+    """A local checkpoint through its chat template, one reply per turn: greedy, or sampled at
+    `temperature` from a seeded generator (the same seed gives the same replies)."""
 
     def __init__(
         self,
@@ -153,11 +158,14 @@ class HFAgent:
         max_new_tokens: int = 512,
         device: str | None = None,
         name: str | None = None,
+        temperature: float = 0.0,
+        seed: int = 0,
     ) -> None:
         self.path = Path(path)
         self.max_new_tokens = max_new_tokens
         self.device = device or default_device()
         self.name = name or f"hf:{path}"
+        self.temperature, self.seed, self.turn = temperature, seed, 0
 
     def render(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> str:
         """The prompt text: the conversation shaped like an SFT row (arguments as dicts, earlier
@@ -173,13 +181,18 @@ class HFAgent:
 
         model, tokenizer = load_checkpoint(self.path, self.device)
         encoded = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(self.device)
+        sampling: dict[str, Any] = {"do_sample": False}
+        if self.temperature > 0:
+            sampling = {"do_sample": True, "temperature": self.temperature, "top_k": 0}
+            torch.manual_seed(self.seed * 1009 + self.turn)  # one stream per agent and turn
+            self.turn += 1
         with torch.inference_mode():
             output = model.generate(
                 **encoded,
                 max_new_tokens=self.max_new_tokens,
-                do_sample=False,
                 pad_token_id=tokenizer.pad_token_id,
                 eos_token_id=tokenizer.eos_token_id,
+                **sampling,
             )
         new_tokens = output[0, encoded["input_ids"].shape[1] :]
         return str(tokenizer.decode(new_tokens, skip_special_tokens=False))
@@ -188,3 +201,18 @@ class HFAgent:
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> dict[str, Any]:
         return to_assistant_message(self.generate(self.render(messages, tools)))
+
+
+def sampling_policy(
+    folder: Path, *, temperature: float = 0.7, max_new_tokens: int = 64, device: str | None = None
+) -> PolicyFactory:
+    """A pass@K policy sampling the checkpoint in `folder` at `temperature`:
+    attempt i of a task always draws the same replies, so pass@K repeats exactly."""
+    checked = check_checkpoint(folder)
+
+    def make(task: Task, plan: Sequence[ReferenceCall], bundle: Bundle, attempt: int) -> HFAgent:
+        seed = int(content_hash([task.id, attempt], 8), 16)
+        return HFAgent(checked, max_new_tokens=max_new_tokens, device=device, name=f"hf:{folder.name}",
+                       temperature=temperature, seed=seed)  # fmt: skip
+
+    return make

@@ -10,7 +10,7 @@ computed per rollout, each a boolean with the steps that show it and why:
 - `repeated_calls`: the same call (tool and arguments) made `repeat_limit` times, or repeated until
   the turn budget ran out;
 - `no_clarification`: the task holds a detail back (a persona's withheld or misleading details, the
-  `(ask me)` gap of a multi-turn DAG task) and the agent wrote, or answered, before asking the user;
+  gap of a multi-turn DAG task, `interaction.ASK_ME`) and the agent wrote, or answered, before asking the user;
 - `unchecked_write`: a write on a record or table that no earlier read looked at;
 - `unsupported_answer`: a value of the final answer that no tool result contained (nor derived from
   one: a count, sum, minimum, maximum or mean of a listed field, or one step of arithmetic).

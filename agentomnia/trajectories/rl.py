@@ -291,9 +291,12 @@ def build_rl_dataset(
     ngram_threshold: float = 0.8,
     embedding_threshold: float = 0.95,
     seed: int = 0,
+    max_steps: int = 30,
 ) -> RLDatasetReport:
     """Write `out_dir/hf`, `out_dir/rl.jsonl` and `out_dir/items.json`. The default policy is the
-    noisy offline teacher (no guidance, 25% slip rate per planned step)."""
+    noisy offline teacher (no guidance, 25% slip rate per planned step); the rl_dataset asset can pass
+    the round's SFT checkpoint, sampled (`agentomnia.omniabench.hf.sampling_policy`), as §5.2.1 has it.
+    `max_steps` bounds each pass@K rollout."""
     from datasets import Dataset
 
     policy = policy or noisy_policy(0.25)
@@ -336,7 +339,7 @@ def build_rl_dataset(
             continue
         if task.env_id not in bundles:
             bundles[task.env_id] = Bundle.load(Path(folder))
-        difficulty = pass_at_k(checked, bundles[task.env_id], sandbox, policy, k)
+        difficulty = pass_at_k(checked, bundles[task.env_id], sandbox, policy, k, max_steps=max_steps)
         if difficulty.rate is None:
             dropped["every pass@K run anomalous or truncated"] += 1
             continue

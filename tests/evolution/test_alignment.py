@@ -80,3 +80,43 @@ def test_weighted_failures_count_each_item_by_its_weight() -> None:
     assert plain.kl_round == pytest.approx(expected, rel=1e-9)
     with pytest.raises(ValueError):
         alignment(failures, [], failures, failure_weights=[1.0])
+
+
+def test_data_by_prd_follows_seeds_to_environments_to_tasks() -> None:
+    """Each PRD is credited with the seeds that name it, the environments those seeds built and the
+    tasks on them; a solver task on its own environment goes to the PRD targeting its domain; what no
+    PRD explains is a row of its own, and a shared seed counts for both PRDs."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from agentomnia.evolution import NO_PRD, data_by_prd
+    from agentomnia.evolution.prd import PRD
+
+    def prd(prd_id: str, l1: list[str], l2: list[int]) -> PRD:
+        return PRD.model_validate({"prd_id": prd_id, "priority": "P0", "status": "active", "scenario": "s",
+                                   "requirements": ["r"], "case_study": "c", "target_l1": l1, "target_l2": l2})  # fmt: skip
+
+    def seed(sid: str, *prd_ids: str) -> Any:
+        return SimpleNamespace(id=sid, metadata={"prd_ids": list(prd_ids)} if prd_ids else {})
+
+    def task(env_id: str, kind: str, taxonomy_id: int) -> Any:
+        coordinate = Coordinate.for_domain(taxonomy_id, ["tool_use"], ["tool_parameter_grounding"])
+        return SimpleNamespace(env_id=env_id, kind=kind, coordinate=coordinate)
+
+    prds = [prd("A", ["toc/Lifestyle"], [PET]), prd("B", ["tob/Finance"], [ADVISOR])]
+    seeds = [seed("s1", "A"), seed("s2", "A", "B"), seed("s3", "B"), seed("s4")]
+    envs = {"e1": ["s1"], "e2": ["s2", "s3"], "e3": ["s4"]}
+    tasks = [task("e1", "dag_standard", PET), task("e1", "program", PET), task("e2", "dag_challenge", ADVISOR),
+             task("e3", "dag_standard", TRAIN), task("solver-env", "solver_guided", ADVISOR),
+             task("solver-env-2", "solver_anchored", TRAIN)]  # fmt: skip
+    rows = {r["prd"]: r for r in data_by_prd(prds, cast(Any, seeds), envs, cast(Any, tasks))}
+    assert list(rows) == ["A", "B", NO_PRD]
+    assert (rows["A"]["seeds"], rows["A"]["environments"], rows["A"]["tasks"]) == (2, 2, 3)
+    assert (rows["B"]["seeds"], rows["B"]["environments"], rows["B"]["tasks"]) == (2, 1, 2)
+    assert (rows[NO_PRD]["seeds"], rows[NO_PRD]["environments"], rows[NO_PRD]["tasks"]) == (1, 1, 2)
+    assert rows["A"]["dag_standard"] == 1 and rows["A"]["program"] == 1 and rows["A"]["dag_challenge"] == 1
+    assert rows["B"]["solver_guided"] == 1 and rows["B"]["program"] == 0
+    assert rows[NO_PRD]["solver_anchored"] == 1
+    assert data_by_prd(prds[:1], cast(Any, seeds[:1]), {"e1": ["s1"]}, []) == [
+        {"prd": "A", "priority": "P0", "seeds": 1, "environments": 1, "tasks": 0}
+    ]

@@ -196,3 +196,26 @@ def test_challenge_prd_tasks_stay_verified_and_grow_longer(
     bundle = Bundle.load(parcel_dir)
     assert all(check_task(t, box, bundle, parcel_env.spec).passed for t in harder)
     assert max(n for t in harder for n in t.metadata["chain_lengths"]) > CHALLENGE.chain_len[1]
+
+
+def test_target_atoms_add_the_operators_and_dials_of_their_levers() -> None:
+    """A PRD's atoms are read: each adds the hardening operators whose lever belongs to it, and an
+    atom whose lever is the wording sets that dial; an atom with neither changes nothing."""
+    from agentomnia.tasks.dag.variations import ATOM_OPERATORS
+
+    def atoms(*ids: str) -> SynthesisDirectives:
+        return SynthesisDirectives(round="r1", prd_ids=("p",), target_atoms=ids)
+
+    planning = profile_for_directives(STANDARD, atoms("dynamic_planning"))
+    assert {"unavailable_entities", "closed_loop"} <= set(planning.hardening) - set(STANDARD.hardening)
+    assert planning.allow_ids and not planning.indirect  # only the state side moved
+    conflicts = profile_for_directives(STANDARD, atoms("multi_source_inconsistency"))
+    assert set(conflicts.hardening) - set(STANDARD.hardening) == {"conflicting_states"}
+    ambiguous = profile_for_directives(STANDARD, atoms("ambiguous_goal"))
+    assert ambiguous.indirect and "multi_candidate" in ambiguous.hardening
+    grounding = profile_for_directives(STANDARD, atoms("tool_parameter_grounding"))
+    assert not grounding.allow_ids and grounding.hardening == STANDARD.hardening
+    assert profile_for_directives(STANDARD, atoms("risk_clarification")) is STANDARD
+    assert set(ATOM_OPERATORS["structured_information"]) == {
+        "boundary_tie", "cross_entity_evidence", "aggregatable_history"
+    }  # fmt: skip

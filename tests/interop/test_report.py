@@ -16,6 +16,7 @@ from agentomnia.catalog import (
     ENVIRONMENT_STATS,
     ENVIRONMENTS,
     EVALUATIONS,
+    LEARNING,
     PRDS,
     RAW_SEEDS,
     SOLVER_TASKS,
@@ -187,8 +188,25 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "n_round": 4,
         "n_previous": 10,
         "n_failures": 6,
+        "data_by_prd": [
+            {
+                "prd": "PRD-r0-01",
+                "priority": "P1",
+                "seeds": 3,
+                "environments": 2,
+                "tasks": 7,
+                "dag_standard": 7,
+            }
+        ],
     }
     rnd.path(ALIGNMENT, "alignment").write_text(json.dumps(alignment))
+    figures = {"action_likelihood": 0.0073, "next_tool": 0.0455, "next_action": 0.0, "exact_arguments": 0.0,
+               "well_formed_calls": 0.0}  # fmt: skip
+    rows = [{"policy": p, "route": route, "probes": 4, "samples": 4, **figures}
+            for p in ("base", "sft") for route in ("all", "ToB")]  # fmt: skip
+    rnd.path(LEARNING, "report").write_text(
+        json.dumps({"round": ROUND, "tasks": 2, "probes": 4, "rows": rows})
+    )
     return root
 
 
@@ -210,6 +228,7 @@ def test_report_shows_the_round_stage_by_stage(home: Path, tmp_path: Path) -> No
         "trajectories",
         "training",
         "benchmark",
+        "learning",
         "prds",
     ):
         assert key in summary.sections, key
@@ -257,6 +276,11 @@ def test_report_shows_the_round_stage_by_stage(home: Path, tmp_path: Path) -> No
     training = section(page, "training")
     assert '<td class="n">0.75</td>' in training  # the SFT loss drop, (2.0 - 0.5) / 2.0
     assert "0.1234" in section(page, "alignment") and "0.5678" in section(page, "alignment")
+    assert "what each PRD produced" in section(page, "alignment") and "PRD-r0-01" in section(
+        page, "alignment"
+    )
+    learned = section(page, "learning")
+    assert "0.0073" in learned and "next_tool" in learned and "per model and route" in learned
 
 
 def test_report_is_self_contained_and_escaped(home: Path) -> None:
@@ -301,11 +325,12 @@ def test_an_empty_round_reports_every_section_missing(tmp_path: Path) -> None:
         "trajectories",
         "training",
         "benchmark",
+        "learning",
         "prds",
         "alignment",
     }
     assert "rounds with artifacts: r5" in section(rendered.html, "overview")
-    assert rendered.html.count('<span class="badge">not materialized</span>') == 10
+    assert rendered.html.count('<span class="badge">not materialized</span>') == 11
     assert not (root / "artifacts" / ENVIRONMENTS.name).exists()  # the report created nothing in the home
 
 

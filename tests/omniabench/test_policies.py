@@ -8,7 +8,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -650,3 +650,34 @@ def test_hf_policy_on_a_tiny_local_checkpoint(tmp_path: Path) -> None:
     assert other["role"] == "assistant" and isinstance(other["content"], str)
     for call in other.get("tool_calls", []):
         assert call["type"] == "function" and isinstance(call["function"]["arguments"], str)
+
+
+def test_a_sampling_policy_repeats_each_attempt_and_varies_between_them(tmp_path: Path) -> None:
+    """pass@K of a checkpoint (the RL dataset's difficulty from the SFT model): attempt i of a task
+    always draws the same replies, and different attempts draw different ones."""
+    from types import SimpleNamespace
+
+    from agentomnia.omniabench.hf import sampling_policy
+    from trainers.model import ModelSettings, build_tiny_model, build_tokenizer, rows_as_text
+
+    messages = [
+        {"role": "system", "content": "You operate tools."},
+        {"role": "user", "content": "Show claim 6."},
+    ]
+    settings = ModelSettings(vocab_size=600, hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
+                             intermediate_size=64)  # fmt: skip
+    tokenizer = build_tokenizer(
+        rows_as_text([{"messages": messages, "tools": []}], repeats=5), settings.vocab_size
+    )
+    build_tiny_model(tokenizer, settings).save_pretrained(tmp_path / "ckpt")
+    tokenizer.save_pretrained(tmp_path / "ckpt")
+    policy = sampling_policy(tmp_path / "ckpt", temperature=1.0, max_new_tokens=12, device="cpu")
+    task: Any = SimpleNamespace(id="task-1")
+
+    def reply(attempt: int) -> str:
+        return policy(task, [], cast(Any, None), attempt).generate(
+            "<|im_start|>user\nShow claim 6.<|im_end|>\n"
+        )
+
+    assert reply(0) == reply(0) and reply(1) == reply(1)
+    assert len({reply(a) for a in range(4)}) > 1

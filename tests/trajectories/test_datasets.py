@@ -250,3 +250,28 @@ def test_default_offline_pipeline_gives_non_empty_datasets(
     assert sft.rows > 0 and rl.rows > 0
     assert rl.policy == "noisy-teacher@0.25" and rl.k == 4
     assert sum(rl.levels.values()) == rl.rows and rl.overlap <= 0.2
+
+
+@pytest.mark.slow
+def test_rl_difficulty_can_come_from_a_checkpoint_sampled(
+    tasks: list[Task], guided: list[Trajectory], parcel, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """pass@K of a (here untrained) checkpoint sorts the candidates: it passes nothing, so every task
+    it ran validly is "hard", and runs it wrecked with invalid calls are discarded, as §5.2.1 has it."""
+    from agentomnia.omniabench.hf import sampling_policy
+    from trainers.model import ModelSettings, build_tiny_model, build_tokenizer, rows_as_text
+
+    settings = ModelSettings(vocab_size=600, hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
+                             intermediate_size=64)  # fmt: skip
+    rows = [{"messages": list(t.messages), "tools": []} for t in guided[:3]]
+    tokenizer = build_tokenizer(rows_as_text(rows, repeats=2), settings.vocab_size)
+    build_tiny_model(tokenizer, settings).save_pretrained(tmp_path / "ckpt")
+    tokenizer.save_pretrained(tmp_path / "ckpt")
+    policy = sampling_policy(tmp_path / "ckpt", max_new_tokens=16, device="cpu")
+    report = build_rl_dataset(
+        tasks[:3], guided, tmp_path / "rl", sandbox=parcel.sandbox, bundle_dirs={parcel.env_id: parcel.folder},
+        policy=policy, k=2, max_steps=2, max_pass_rate=1.0,
+    )  # fmt: skip
+    assert report.policy == "hf:ckpt"  # a random model writes no call syntax: its runs end with an answer
+    assert report.candidates + report.dropped.get("every pass@K run anomalous or truncated", 0) == 3
+    assert all(i.level == "hard" and i.pass_rate == 0 for i in report.items)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from agentomnia.reporting.model import Section
 from agentomnia.reporting.reader import RoundReader
-from agentomnia.reporting.sections.benchmark import benchmark
+from agentomnia.reporting.sections.benchmark import benchmark, learning
 from agentomnia.reporting.sections.evolution import alignment, prds
 from agentomnia.reporting.sections.pipeline import environments, overview, realism, tasks, taxonomy
 from agentomnia.reporting.sections.runs import training, trajectories
@@ -23,6 +23,7 @@ SECTIONS: tuple[tuple[str, str, Builder], ...] = (
     ("trajectories", "Trajectories", trajectories),
     ("training", "Training", training),
     ("benchmark", "OmniaBench", benchmark),
+    ("learning", "What the agent learned", learning),
     ("prds", "Diagnosis and PRDs", prds),
     ("alignment", "PRD alignment", alignment),
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agentomnia.catalog import EVALUATIONS
+from agentomnia.catalog import EVALUATIONS, LEARNING
+from agentomnia.omniabench.learning import ALL_ROUTES
 from agentomnia.omniabench.metrics import report as eval_report
 from agentomnia.omniabench.service import load_results
 from agentomnia.reporting.model import Section
@@ -45,3 +46,27 @@ def benchmark(r: RoundReader, s: Section) -> None:
         s.add("".join(parts))
     for path in r.artifacts.files(EVALUATIONS, "*.png"):
         s.add(r.image(path, path.stem.replace("_", " ")))
+
+
+def learning(r: RoundReader, s: Section) -> None:
+    """What the round's checkpoints learned on the benchmark's reference steps, beside the untrained model."""
+    if not r.need(s, "learning figures", LEARNING, "report"):
+        return
+    data = r.artifacts.learning() or {}
+    rows = data.get("rows") or []
+    s.add(
+        pairs(
+            {"benchmark tasks probed": data.get("tasks"), "reference steps": data.get("probes")},
+            caption="teacher-forced probes on the benchmark's reference trajectories",
+        )
+    )
+    overall = [row for row in rows if row.get("route") == ALL_ROUTES]
+    s.add(
+        table(
+            overall,
+            caption="per model, all routes (base = untrained, start = what this round continued from)",
+        )
+    )
+    by_route = [row for row in rows if row.get("route") != ALL_ROUTES]
+    if by_route:
+        s.add(details("per model and route", table(by_route)))

@@ -116,9 +116,12 @@ def alignment(r: RoundReader, s: Section) -> None:
     if not r.need(s, "alignment", ALIGNMENT, "alignment"):
         return
     data = r.artifacts.alignment() or {}
+    produced = data.get("data_by_prd") or []
     if data.get("kl_round") is None:
         s.add(pairs({"round": data.get("round"), "parent round": data.get("parent_round") or "none"}))
         s.note("nothing to compare: no failures triggered this round (or it has no training tasks)")
+        if produced:
+            s.add(table(produced, caption="what each PRD produced: seeds, environments, tasks by kind"))
         return
     a = Alignment.model_validate({k: v for k, v in data.items() if k in Alignment.model_fields})
     s.add(
@@ -147,3 +150,5 @@ def alignment(r: RoundReader, s: Section) -> None:
     ]
     s.add(details("distributions over L1 domains", table(rows)))
     s.add(_alignment_png(a, r))
+    if produced:
+        s.add(table(produced, caption="what each PRD produced: seeds, environments, tasks by kind"))

@@ -20,7 +20,9 @@ from agentomnia.tasks.models import Persona, Task
 from agentomnia.taxonomy import Coordinate
 from agentomnia.taxonomy.axes import profile_mask
 
-ASK_ME = "(ask me)"
+# What the request says where the withheld detail stood: a person leaving it for later, not a template
+# slot ("the alarm matching what I will tell you"). No apostrophe: quoted values in requests use them.
+ASK_ME = "what I will tell you"
 PERSONA_NAMES = ("Dana", "Ravi", "Mei", "Tomás", "Aisha", "Jonas", "Lena", "Kofi")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 

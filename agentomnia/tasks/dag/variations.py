@@ -28,17 +28,32 @@ Environment variations (how the initial state is made harder), each adding harde
 - conflicting_states: `conflicting_states` (a twin entry that disagrees on one decisive field), so
   the agent has to notice the conflict and check which entry the request is about.
 
-No directives, or directives without variations, leave the profile untouched (the same object).
+Target atoms (a PRD's `atoms`, merged into `target_atoms`) turn dials too: each adds the hardening
+operators whose lever belongs to the atom (`ATOM_OPERATORS`, read off `hardening.LEVERS`: e.g.
+dynamic_planning adds records taken out of service and lifecycles to follow, multi_source_inconsistency
+adds disagreeing twins), and an atom whose lever is the request itself sets its dial (`ATOM_DIALS`:
+ambiguous_goal phrases indirectly, tool_parameter_grounding never names ids). Atoms with neither
+(progressive_disclosure, risk_clarification) are served by the round's multi-turn share and rules.
+
+A PRD round's environments carry the environment variations too (`vary_environment`): the build
+applies the same operators to the environment's own s0 before verification, so program and solver
+tasks made on it meet them as well, not only the DAG tasks whose states are hardened one by one.
+
+No directives, or directives without variations or atoms, leave the profile untouched (the same object).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from agentomnia.directives import ENV_VARIATIONS, TASK_VARIATIONS, SynthesisDirectives
+from agentomnia.envs.spec import EnvSpec
 from agentomnia.tasks.dag.profiles import RefinementProfile
 from agentomnia.tasks.families import is_challenging_kind
-from agentomnia.tasks.hardening import OPERATORS, HardeningResult
+from agentomnia.tasks.hardening import LEVERS, OPERATORS, HardeningResult, apply_all
+from agentomnia.taxonomy.axes import ATOM_IDS, lever
 
 # The hardening operators each environment variation adds, in the order they run.
 ENV_OPERATORS: dict[str, tuple[str, ...]] = {
@@ -46,6 +61,9 @@ ENV_OPERATORS: dict[str, tuple[str, ...]] = {
     "unavailable_entities": ("unavailable_entities",),
     "conflicting_states": ("conflicting_states",),
 }
+# How often each environment variation's operators run on a PRD round's s0: each pass draws its own
+# entity and record, so the pattern shows up in more than one corner of the world.
+ENV_PASSES = 2
 # The shortest chain a dependency_depth round asks for (see the module docstring for why not more).
 MIN_DEEP_CHAIN = 3
 # Hardening operators a task variation brings along (its state-side support).
@@ -53,6 +71,24 @@ TASK_OPERATORS: dict[str, tuple[str, ...]] = {
     "dependency_depth": (),
     "implicit_references": (),
     "data_transformations": ("aggregatable_history",),
+}
+
+
+def _atom_operators() -> dict[str, tuple[str, ...]]:
+    """Atom id -> the hardening operators whose lever belongs to it (from `LEVERS`)."""
+    out: dict[str, list[str]] = {}
+    for op, lever_id in LEVERS.items():
+        out.setdefault(lever(lever_id)[0].id, []).append(op)
+    return {atom: tuple(ops) for atom, ops in out.items()}
+
+
+# The hardening operators a PRD's target atom adds, so a round aimed at an atom makes states that
+# exercise it (dynamic_planning -> records taken out of service and lifecycles to follow, ...).
+ATOM_OPERATORS: dict[str, tuple[str, ...]] = _atom_operators()
+# Atoms whose lever is the request, not the state: the profile dial that activates each.
+ATOM_DIALS: dict[str, dict[str, bool]] = {
+    "ambiguous_goal": {"indirect": True},
+    "tool_parameter_grounding": {"allow_ids": False},
 }
 
 
@@ -76,7 +112,7 @@ def profile_for_directives(
 ) -> RefinementProfile:
     """`profile` with every variation the directives ask for applied (see the module docstring)."""
     wanted = requested_variations(directives)
-    if not wanted:
+    if not wanted and not (directives is not None and directives.target_atoms):
         return profile
     changes: dict[str, object] = {}
     if "dependency_depth" in wanted:
@@ -91,6 +127,10 @@ def profile_for_directives(
         changes["virtual"] = profile.virtual + 1
         changes["stack_virtual"] = True
     added = [op for v in wanted for op in (*ENV_OPERATORS.get(v, ()), *TASK_OPERATORS.get(v, ()))]
+    atoms = directives.target_atoms if directives is not None else ()
+    added += [op for atom in atoms for op in ATOM_OPERATORS.get(atom, ())]
+    for atom in atoms:
+        changes.update({k: v for k, v in ATOM_DIALS.get(atom, {}).items() if getattr(profile, k) != v})
     hardening = tuple(dict.fromkeys([*profile.hardening, *added]))
     if hardening != profile.hardening:
         changes["hardening"] = hardening
@@ -126,6 +166,25 @@ def variation_metadata(
     }
 
 
+def vary_environment(
+    spec: EnvSpec, s0: Mapping[str, Any], variations: Sequence[str], *, seed: str
+) -> tuple[dict[str, Any], list[HardeningResult]]:
+    """A PRD round's environment: `s0` with every requested environment variation built into it.
+
+    Each variation's operators run `ENV_PASSES` times on the whole world (each pass draws its own
+    entity and record), so every task made on the environment, whatever its family, meets the
+    lookalikes, the records out of service or the disagreeing twins the PRD asked for. `s0` must keep
+    every invariant (a generated state does); each operator keeps them too or leaves the state as it
+    was and says why. Deterministic in `seed`. Task variations and unknown names are ignored here.
+    """
+    steps: list[tuple[str, dict[str, Any]]] = [
+        (op, {}) for _ in range(ENV_PASSES) for v in variations for op in ENV_OPERATORS.get(v, ())
+    ]
+    if not steps:
+        return dict(s0), []
+    return apply_all(spec, s0, random.Random(f"environment-variations:{seed}"), steps, valid=True)
+
+
 def _check_tables() -> None:
     # every named variation must have a mapping and every mapped operator must exist; a renamed
     # operator or a new variation without a mapping fails at import, not silently in a round
@@ -133,10 +192,12 @@ def _check_tables() -> None:
     unknown = {op for ops in (*ENV_OPERATORS.values(), *TASK_OPERATORS.values()) for op in ops} - set(
         OPERATORS
     )
+    unknown |= {a for a in ATOM_DIALS if a not in ATOM_IDS}
+    unknown |= {k for dials in ATOM_DIALS.values() for k in dials if k not in RefinementProfile.model_fields}
     if missing or unknown:
         raise RuntimeError(
             f"variation tables are out of date: unmapped variations {sorted(missing)}, unknown hardening "
-            f"operators {sorted(unknown)}; update agentomnia/evolution/variations.py"
+            f"operators, atoms or dials {sorted(unknown)}; update agentomnia/evolution/variations.py"
         )
 
 
