@@ -22,6 +22,9 @@ class LLMSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     base_url: str = "http://127.0.0.1:8000/v1"
+    # Several endpoints serving the same model (replicas, judge servers): requests are routed over them
+    # by shared prefix and load (`agentomnia.llm.router`). Empty: `base_url` alone.
+    base_urls: tuple[str, ...] = ()
     model: str = "qwen3-8b"
     api_key_env: str = Field(default="OPENAI_API_KEY", description="name of the variable holding the key")
     concurrency: int = Field(default=8, ge=1)
@@ -34,6 +37,9 @@ class LLMSettings(BaseModel):
         env = os.environ
         return cls(
             base_url=env.get("AGENTOMNIA_LLM_BASE_URL", cls.model_fields["base_url"].default),
+            base_urls=tuple(
+                u.strip() for u in env.get("AGENTOMNIA_LLM_BASE_URLS", "").split(",") if u.strip()
+            ),
             model=env.get("AGENTOMNIA_LLM_MODEL", cls.model_fields["model"].default),
             api_key_env=env.get("AGENTOMNIA_LLM_API_KEY_ENV", "OPENAI_API_KEY"),
             concurrency=int(env.get("AGENTOMNIA_LLM_CONCURRENCY", "8")),

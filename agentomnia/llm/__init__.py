@@ -1,7 +1,8 @@
 """LLM protocol, the OpenAI-compatible backend and its response cache.
 
 `make_llm(mode, settings, cache_path)` is the one place that decides whether a model is used:
-offline mode returns None and every stage falls back to its deterministic proposer.
+offline mode returns None and every stage falls back to its deterministic proposer. Several endpoints
+(`AGENTOMNIA_LLM_BASE_URLS`) are used as one, routed by shared prefix and load (`RoutedLLM`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,20 @@ from agentomnia.config import LLMSettings, Mode
 from agentomnia.llm.cache import ResponseCache, request_hash
 from agentomnia.llm.openai_backend import OpenAICompatibleLLM
 from agentomnia.llm.protocol import LLM, LLMError, LLMOutputError, LLMResponse, Usage
+from agentomnia.llm.router import RoutedLLM
 
 
 def make_llm(mode: Mode, settings: LLMSettings, cache_path: Path | None) -> LLM | None:
     if mode == "offline":
         return None
-    return OpenAICompatibleLLM(settings, ResponseCache(cache_path) if cache_path is not None else None)
+    cache = ResponseCache(cache_path) if cache_path is not None else None
+    urls = list(dict.fromkeys(settings.base_urls))
+    if len(urls) < 2:
+        return OpenAICompatibleLLM(
+            settings.model_copy(update={"base_url": urls[0]}) if urls else settings, cache
+        )
+    # one cache for all: a request's key names the model and the request, not the endpoint
+    return RoutedLLM([OpenAICompatibleLLM(settings.model_copy(update={"base_url": u}), cache) for u in urls])
 
 
 __all__ = [
@@ -27,6 +36,7 @@ __all__ = [
     "LLMResponse",
     "OpenAICompatibleLLM",
     "ResponseCache",
+    "RoutedLLM",
     "Usage",
     "make_llm",
     "request_hash",
