@@ -30,7 +30,7 @@ from agentomnia.rewards.analysis import (
 )
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
-from agentomnia.tasks.dag.interaction import ASK_ME, make_multi_turn
+from agentomnia.tasks.dag.interaction import GAP_PHRASES, make_multi_turn, says_gap
 from agentomnia.tasks.models import Task
 from agentomnia.trajectories.messages import answer_block, assistant_message, tool_call
 from agentomnia.trajectories.rollout import rollout
@@ -181,8 +181,9 @@ def test_missing_details_read_the_multi_turn_dag_route(mock: Any) -> None:
     data["reference_calls"] = [{"tool": "create_task", "args": {"user_id": "user_2", "title": "Plan the sprint"},
                                 "sources": {"title": "query", "user_id": "s0:users.user_2.user_id"}}]  # fmt: skip
     multi = make_multi_turn(Task.model_validate(data), random.Random(0))
-    assert multi is not None and ASK_ME in multi.query
-    assert missing_details(multi) == ["withheld title", f"the request says {ASK_ME}"]
+    assert multi is not None and says_gap(multi.query)
+    phrase = next(p for p in GAP_PHRASES if p in multi.query)
+    assert missing_details(multi) == ["withheld title", f"the request says {phrase!r}"]
     blind = mock.run(multi, say("On it.", ("create_task", {"user_id": "user_2", "title": "Sprint"})))
     assert "withheld title" in fired(blind, "no_clarification")[0]
 

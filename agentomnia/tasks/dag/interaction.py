@@ -20,9 +20,16 @@ from agentomnia.tasks.models import Persona, Task
 from agentomnia.taxonomy import Coordinate
 from agentomnia.taxonomy.axes import profile_mask
 
-# What the request says where the withheld detail stood: a person leaving it for later, not a template
-# slot ("the alarm matching what I will tell you"). No apostrophe: quoted values in requests use them.
+# What the request says where the withheld detail stood, as a person leaving it for later: after a
+# word that takes an object ("set the name to ...", "the alarm matching ...") it is ASK_ME; after a
+# bare field label ("quantity ...", "name ...") it is ASK_LATER. No apostrophes: quoted values use them.
 ASK_ME = "what I will tell you"
+ASK_LATER = "still to be confirmed with me"
+GAP_PHRASES: tuple[str, ...] = (ASK_ME, ASK_LATER)
+_TAKES_OBJECT = frozenset(
+    ("to", "is", "are", "as", "be", "matching", "named", "called", "of", "for", "with", "by", "at", "from",
+     "on", "under", "reads", "says", "equals", "=", ":")
+)  # fmt: skip
 PERSONA_NAMES = ("Dana", "Ravi", "Mei", "Tomás", "Aisha", "Jonas", "Lena", "Kofi")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -57,7 +64,18 @@ def withholdable(task: Task) -> list[tuple[str, Any, str]]:
     return out
 
 
-def _withheld_in_objectives(spec: dict[str, Any], text: str) -> dict[str, Any]:
+def gap_phrase(query: str, text: str) -> str:
+    """How the request words the gap where `text` stood (see `ASK_ME`, `ASK_LATER`)."""
+    before = query[: query.find(text)].split()
+    return ASK_ME if before and before[-1].lower().strip(",") in _TAKES_OBJECT else ASK_LATER
+
+
+def says_gap(query: str) -> bool:
+    """Whether a request leaves a detail for later in the words `make_multi_turn` uses."""
+    return any(p in query for p in GAP_PHRASES)
+
+
+def _withheld_in_objectives(spec: dict[str, Any], text: str, phrase: str) -> dict[str, Any]:
     """The task's objectives as the request now words them: an objective that named the withheld
     detail (a record picked by it, "the alarm matching 'Ground'") names the gap instead, so the check
     that every objective is stated in the request reads what the request says."""
@@ -65,7 +83,7 @@ def _withheld_in_objectives(spec: dict[str, Any], text: str) -> dict[str, Any]:
     if not isinstance(objectives, list):
         return spec
     reworded = [
-        {**o, "mention": str(o["mention"]).replace(text, ASK_ME, 1)}
+        {**o, "mention": str(o["mention"]).replace(text, phrase, 1)}
         if isinstance(o, dict) and text in str(o.get("mention", ""))
         else o
         for o in objectives
@@ -81,7 +99,8 @@ def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
     if not options:
         return None
     param, value, text = rng.choice(options)
-    query = task.query.replace(text, ASK_ME, 1)
+    phrase = gap_phrase(task.query, text)
+    query = task.query.replace(text, phrase, 1)
     sentences = [s for s in _SENTENCE.split(query.strip()) if s]
     granularity = "terse" if len(sentences) >= 3 and rng.random() < 0.5 else "normal"
     persona = Persona(name=rng.choice(PERSONA_NAMES), granularity=granularity, withheld={param: value})
@@ -96,6 +115,6 @@ def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
     data = task.model_dump(exclude={"id"})
     data.update(
         query=query, interaction="multi", persona=persona.model_dump(), coordinate=coordinate.model_dump(),
-        metadata=metadata, internal_spec=_withheld_in_objectives(task.internal_spec, text),
+        metadata=metadata, internal_spec=_withheld_in_objectives(task.internal_spec, text, phrase),
     )  # fmt: skip
     return Task.model_validate(data)

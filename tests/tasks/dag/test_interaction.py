@@ -7,7 +7,14 @@ from pathlib import Path
 
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
-from agentomnia.tasks.dag.interaction import ASK_ME, make_multi_turn, withholdable
+from agentomnia.tasks.dag.interaction import (
+    ASK_LATER,
+    ASK_ME,
+    gap_phrase,
+    make_multi_turn,
+    says_gap,
+    withholdable,
+)
 from agentomnia.tasks.dag.synth import check_task, synthesize_dag_tasks
 from agentomnia.tasks.families import family_of
 from agentomnia.trajectories import generate_trajectories
@@ -29,7 +36,7 @@ def test_multi_turn_tasks_keep_their_oracle_and_need_a_question(
     assert multi, "no teacher-solved task had a literal detail to withhold"
     for task in multi:
         assert task.persona is not None and len(task.persona.withheld) == 1
-        assert ASK_ME in task.query
+        assert says_gap(task.query)
         assert "interactive_collaboration" in task.coordinate.capabilities
         assert "progressive_disclosure" in task.coordinate.atoms
         check = check_task(task, freight_sandbox, freight_bundle)
@@ -87,5 +94,12 @@ def test_a_withheld_detail_an_objective_names_is_withheld_there_too(
         m for seed in range(20)
         if (m := make_multi_turn(picked, random.Random(seed))) is not None and text not in m.query
     )  # fmt: skip
-    assert ASK_ME in converted.internal_spec["objectives"][0]["mention"]
+    assert says_gap(converted.internal_spec["objectives"][0]["mention"])
     assert not [p for p in consistency_problems(converted, spec) if "not stated" in p]
+
+
+def test_the_gap_reads_as_a_person_would_leave_it() -> None:
+    assert gap_phrase("Set the person name to 'Anna Garrett' now.", "'Anna Garrett'") == ASK_ME
+    assert gap_phrase("The alarm matching 'Ground' needs updating.", "'Ground'") == ASK_ME
+    assert gap_phrase("A new order: that item, quantity 40 and supplier 'Marsh'.", "40") == ASK_LATER
+    assert gap_phrase("name 'Relay Finals', starts at noon", "'Relay Finals'") == ASK_LATER
