@@ -39,6 +39,7 @@ from agentomnia.rewards import (
 )
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.tasks.grading import Judge, Outcome, VerifierRunner
+from agentomnia.trajectories.sft import GENERATION_TEMPLATE
 from trainers.curriculum import CurriculumSettings, RolloutCurriculum
 from trainers.environment import SandboxToolEnv, environment_class, golden_turns, prefix_messages
 from trainers.model import ModelSettings, load_base
@@ -423,6 +424,7 @@ def grpo_config(settings: GRPOSettings, out_dir: Path, *, auxiliary: bool = Fals
         seed=settings.seed,
         disable_tqdm=True,
         dataloader_num_workers=0,
+        chat_template_kwargs=dict(GENERATION_TEMPLATE),  # rollouts reply as the SFT rows taught
     )
 
 

@@ -27,7 +27,7 @@ from agentomnia.sandbox.bundle import Bundle
 from agentomnia.tasks.models import ReferenceCall, Task
 from agentomnia.trajectories.agents import PolicyFactory
 from agentomnia.trajectories.messages import assistant_message
-from agentomnia.trajectories.sft import align_context
+from agentomnia.trajectories.sft import GENERATION_TEMPLATE, align_context
 
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
 _CALL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
@@ -172,7 +172,11 @@ class HFAgent:
         reasoning dropped), then the assistant generation prompt."""
         _, tokenizer = load_checkpoint(self.path, self.device)
         rendered = tokenizer.apply_chat_template(
-            align_context(messages), tools=list(tools) or None, add_generation_prompt=True, tokenize=False
+            align_context(messages),
+            tools=list(tools) or None,
+            add_generation_prompt=True,
+            tokenize=False,
+            **GENERATION_TEMPLATE,
         )
         return str(rendered)
 

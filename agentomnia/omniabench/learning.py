@@ -45,7 +45,7 @@ from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.models import Task
 from agentomnia.trajectories.messages import parse_arguments, tool_names
 from agentomnia.trajectories.rollout import reference_plan, rollout
-from agentomnia.trajectories.sft import align_context
+from agentomnia.trajectories.sft import GENERATION_TEMPLATE, align_context
 from agentomnia.trajectories.users import make_user
 
 FIGURES = ("action_likelihood", "next_tool", "next_action", "exact_arguments", "well_formed_calls")
@@ -355,6 +355,13 @@ def measure(
                 add_generation_prompt=True, tokenize=False,
             )
         )  # fmt: skip
+        # free replies start where the SFT rows' replies start: after the empty thinking block
+        reply_prompt = str(
+            tokenizer.apply_chat_template(
+                align_context(probe.messages), tools=list(probe.tools) or None,
+                add_generation_prompt=True, tokenize=False, **GENERATION_TEMPLATE,
+            )
+        )  # fmt: skip
         names = tool_names(probe.tools)
         prompt_ids = _ids(tokenizer, prompt)
         if window and len(prompt_ids) + settings.max_new_tokens > window:
@@ -371,8 +378,8 @@ def measure(
         chosen = names[max(range(len(names)), key=lambda i: (scores[i], -i))] if names else None
         right = chosen == probe.tool
         # the most likely next action, literally: the greedy reply to the prompt, then sampled ones
-        free = _generate(model, tokenizer, prompt, settings, sample=False)
-        free += _generate(model, tokenizer, prompt, settings, sample=True) if settings.samples else []
+        free = _generate(model, tokenizer, reply_prompt, settings, sample=False)
+        free += _generate(model, tokenizer, reply_prompt, settings, sample=True) if settings.samples else []
         action = first_call(free[0])
         acted = action is not None and action[0] == probe.tool
         formed = sum(well_formed(text, set(names)) for text in free)

@@ -88,6 +88,12 @@ def _hf_call(call: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+# Chat-template options for generating a reply from a model trained on SFT rows: the rows render every
+# assistant turn after an empty thinking block (non-thinking mode), so a generation prompt must end
+# with that block too, or the model starts a thinking block it was never taught to close.
+GENERATION_TEMPLATE: dict[str, bool] = {"enable_thinking": False}
+
+
 def align_context(
     messages: Sequence[Mapping[str, Any]], *, arguments_as: Literal["dict", "json"] = "dict"
 ) -> list[dict[str, Any]]:

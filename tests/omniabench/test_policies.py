@@ -597,6 +597,8 @@ def test_openai_policy_uses_the_spec_model_over_the_configured_endpoint(
 def test_hf_policy_on_a_tiny_local_checkpoint(tmp_path: Path) -> None:
     import torch
 
+    from agentomnia.trajectories.sft import GENERATION_TEMPLATE
+
     from trainers.model import ModelSettings, build_tiny_model, build_tokenizer, rows_as_text
 
     tools = [{"type": "function", "function": {"name": "get_claim", "description": "Get one claim.",
@@ -617,7 +619,11 @@ def test_hf_policy_on_a_tiny_local_checkpoint(tmp_path: Path) -> None:
     model = build_tiny_model(tokenizer, settings)
     # Teach the random model one reply to this exact prompt, so greedy decoding must go through
     # the chat template, generation and the tool-call parser to give the call back.
-    prompt = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+    # ... rendered as the agent renders it: after the empty thinking block SFT rows put before a reply
+    prompt = tokenizer.apply_chat_template(
+        messages, tools=tools, add_generation_prompt=True, tokenize=False, **GENERATION_TEMPLATE
+    )
+    assert prompt.endswith("<think>\n\n</think>\n\n")
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     target_ids = tokenizer(target, add_special_tokens=False)["input_ids"]
     ids = torch.tensor([prompt_ids + target_ids])
