@@ -41,6 +41,9 @@ class SynthesisDirectives(BaseModel):
     target_atoms: tuple[str, ...] = ()
     env_variations: tuple[str, ...] = ()  # keys of ENV_VARIATIONS
     task_variations: tuple[str, ...] = ()  # keys of TASK_VARIATIONS
+    # The PRDs' Part II task guidance, in PRD order: prose that model-driven proposers read in llm mode
+    # (the DAG description rewrite); offline synthesis turns only the dials above.
+    task_guidance: tuple[str, ...] = ()
     seeds_per_domain: int = Field(2, ge=1, le=50)  # new seeds to synthesize per targeted L2 domain
     weights: dict[str, float] = Field(default_factory=dict)  # l1 key -> share of the round's seeds
 

@@ -162,6 +162,7 @@ def directives_for(
         target_atoms=_merge([p.atoms for p in active]),
         env_variations=_merge([p.env_variations for p in active]),
         task_variations=_merge([p.task_variations for p in active]),
+        task_guidance=_merge([(p.task_guidance,) for p in active if p.task_guidance]),
         seeds_per_domain=seeds_per_domain,
         weights={k: round(weight[k] / kept_weight, 6) for k in kept},
     )

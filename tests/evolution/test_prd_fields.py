@@ -137,7 +137,11 @@ def test_prose_reaches_the_model_and_changes_the_request(base: Round, field: str
     changed = _changed(field, value)
     assert changed.prompts != base.prompts
     assert (value[0] if isinstance(value, list) else value) in "".join(changed.prompts)
-    assert changed.directives == base.directives  # prose steers the words, not the targets
+    # prose steers the words, not the targets; task guidance is also handed on to the DAG rewrite
+    assert changed.directives.model_copy(update={"task_guidance": ()}) == base.directives.model_copy(
+        update={"task_guidance": ()}
+    )
+    assert (changed.directives.task_guidance != base.directives.task_guidance) == (field == "task_guidance")
 
 
 @pytest.mark.parametrize("field", sorted(PROVENANCE))
@@ -226,3 +230,14 @@ def test_variations_reach_the_seeds_the_environment_and_the_profile(base: Round)
     assert not base.profile.allow_ids  # implicit_references
     plain = _changed("task_variations", [])
     assert plain.profile.allow_ids and "implicit_references" not in plain.seeds[0].metadata["task_variations"]
+
+
+def test_task_guidance_reaches_the_model_that_rewrites_dag_requests(base: Round) -> None:
+    from agentomnia.tasks.dag.synth import _rephrase
+
+    assert base.directives.task_guidance == (BASE["task_guidance"],)
+    llm = ScriptedLLM({"task_description": [lambda conversation: {"query": "Please book it."}]})
+    assert _rephrase(llm, "Book slot SLO-004.", base.directives.task_guidance) == "Please book it."
+    assert BASE["task_guidance"] in llm.calls[0][1][0]["content"]
+    _rephrase(llm, "Book slot SLO-004.")
+    assert "product requirements" not in llm.calls[1][1][0]["content"]

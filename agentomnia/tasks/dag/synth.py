@@ -222,13 +222,18 @@ def _compose(spec: EnvSpec, out: Generated, profile: RefinementProfile, rng: ran
     return " ".join(p.strip() for p in parts if p.strip())
 
 
-def _rephrase(llm: LLM, query: str) -> str | None:
+def _rephrase(llm: LLM, query: str, guidance: Sequence[str] = ()) -> str | None:
+    """The model's rewrite of a composed request; a PRD round's task guidance tells it what the round's
+    requests should be like (it may change the wording, never a value)."""
     schema = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+    steer = (
+        " This round's requests follow these product requirements: " + " ".join(guidance) if guidance else ""
+    )
     messages = [
         {"role": "system", "content": (
             "Rewrite a user's request to a business system so it reads like a person wrote it. Keep every "
             "record description, every value and every quoted JSON field name exactly as written; do not "
-            "add tool names, ids or numbered steps."
+            "add tool names, ids or numbered steps." + steer
         )},
         {"role": "user", "content": query},
     ]  # fmt: skip
@@ -334,7 +339,7 @@ def build_task(
     query = _compose(spec, out, profile, wording)
     phrased_by = "template"
     if llm is not None:
-        text = _rephrase(llm, query)
+        text = _rephrase(llm, query, directives.task_guidance if directives is not None else ())
         if text is not None and not leakage_problems(text, spec, **forbid):
             query, phrased_by = text, "llm"
     leaks = leakage_problems(query, spec, **forbid)
