@@ -241,3 +241,18 @@ def test_task_guidance_reaches_the_model_that_rewrites_dag_requests(base: Round)
     assert BASE["task_guidance"] in llm.calls[0][1][0]["content"]
     _rephrase(llm, "Book slot SLO-004.")
     assert "product requirements" not in llm.calls[1][1][0]["content"]
+
+
+def test_a_bad_model_request_falls_back_to_the_composed_one_and_says_why() -> None:
+    """A request that gives itself away (or breaks the schema) is refused; after the attempts the
+    composed request is used, and the seed records who wrote it and why."""
+    prds = [PRD.model_validate(BASE)]
+    directives = directives_for(prds, "r1", max_domains=1, seeds_per_domain=1)
+    llm = ScriptedLLM(
+        {"prd_seed_request": [lambda c: {"request": "As the agent, run the benchmark task now."}]}
+    )
+    [seed] = seeds_for(directives, taxonomy_index(), load_knowledge(), prds=prds, llm=llm)
+    [offline] = seeds_for(directives, taxonomy_index(), load_knowledge(), prds=prds)
+    assert seed.text == offline.text and offline.metadata["request_by"] == "rules"
+    assert seed.metadata["request_by"].startswith("rules (request: no valid answer after 3 attempt(s)")
+    assert "a user would not" in seed.metadata["request_by"] and len(llm.calls) == 3
