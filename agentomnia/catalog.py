@@ -144,7 +144,6 @@ ORIGIN = "origin.json"  # in a checkpoint folder: where its training started and
 CHECKPOINT, CHECKPOINT_RL, CHECKPOINT_SFT = "checkpoint", "checkpoint:rl", "checkpoint:sft"
 SFT_DATASET, RL_DATASET = "sft_dataset", "rl_dataset"  # their Dagster asset keys
 RL_CHECKPOINT = "rl_checkpoint"
-SFT_CHECKPOINT = "sft_checkpoint"
 
 
 class MissingArtifact(FileNotFoundError):

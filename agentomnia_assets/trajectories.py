@@ -9,7 +9,6 @@ from agentomnia.catalog import (
     CHECKPOINT_SFT,
     RL,
     SFT,
-    SFT_CHECKPOINT,
     SPLIT,
     TRAJECTORIES,
     VERIFIED_TRAJECTORIES,
@@ -237,7 +236,8 @@ class RLDatasetConfig(dg.Config):
     # Whose pass@K sorts the candidates into difficulty levels (paper §5.2.1): "sft" samples the round's
     # SFT checkpoint; "teacher" replays the reference with a 25% slip per step. The default is the teacher:
     # on two CPU cores "sft" took 207 s for r0's 33 candidates (the teacher 13 s) and put every one in
-    # "hard", since the tiny model passes nothing. With a real model, use "sft".
+    # "hard", since the tiny model passes nothing. With a real model, use "sft", and materialize rl_dataset
+    # after sft_checkpoint (it does not wait for it): without a checkpoint it uses the teacher and says so.
     difficulty_from: Literal["teacher", "sft"] = "teacher"
     temperature: float = 0.7  # sampling temperature of the SFT checkpoint's pass@K runs
     max_new_tokens: int = 64  # per assistant turn of those runs
@@ -247,10 +247,12 @@ class RLDatasetConfig(dg.Config):
 @round_asset(
     "trajectories",
     pool=None,
-    deps=[verified_trajectories, dg.AssetKey(SFT_CHECKPOINT)],
+    # Not a dependency of sft_checkpoint, though "sft" difficulty reads it: with that edge the UI's global
+    # lineage no longer expands its groups (tests/e2e/test_ui.py), so "sft" needs the checkpoint made first.
+    deps=[verified_trajectories],
     description=(
         "RL dataset: prompt-level dedup (n-gram and embedding), minimum length, rubric validation, difficulty by "
-        "pass@K of a policy (the noisy teacher, or the round's SFT checkpoint sampled), uniform sampling across levels within pass@K in [0, 0.8], 10-20% overlap with the SFT "
+        "pass@K of a policy (the noisy teacher, or the round's SFT checkpoint sampled once it exists), uniform sampling across levels within pass@K in [0, 0.8], 10-20% overlap with the SFT "
         "set; each item with its golden trajectory (columns prompt, task, bundle_dir, golden)."
     ),
 )
@@ -271,7 +273,7 @@ def rl_dataset(
     if config.difficulty_from == "sft":
         folder = artifacts.trained_checkpoint(CHECKPOINT_SFT)
         if folder is None:
-            why = "teacher: the round has no trained SFT checkpoint"
+            why = "teacher: the round has no trained SFT checkpoint yet (materialize sft_checkpoint first)"
         else:
             from agentomnia.omniabench.hf import sampling_policy  # torch and transformers only when used
 

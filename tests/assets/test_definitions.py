@@ -84,8 +84,8 @@ def test_lineage_order_of_the_synthesis_stages() -> None:
     # RL uses the auxiliary rewards the round's rollout analysis adopted
     assert parents("rl_checkpoint") == {"sft_checkpoint", "rl_dataset", "rollout_analysis"}
     assert parents("rollout_analysis") == {"trajectories"} == parents("reward_audit")
-    # RL difficulty may be pass@K of the round's SFT checkpoint, so the RL dataset waits for it
-    assert parents("rl_dataset") == {"verified_trajectories", "sft_checkpoint"}
+    # not on sft_checkpoint, though "sft" difficulty reads it: that edge stops the UI's lineage expanding
+    assert parents("rl_dataset") == {"verified_trajectories"}
     # self-evolution: PRDs steer the round's seeds; the evaluation follows training
     assert parents("raw_seeds") == {"taxonomy", "prds"}
     assert parents("prds") == {"failure_diagnosis"}

@@ -598,7 +598,6 @@ def test_hf_policy_on_a_tiny_local_checkpoint(tmp_path: Path) -> None:
     import torch
 
     from agentomnia.trajectories.sft import GENERATION_TEMPLATE
-
     from trainers.model import ModelSettings, build_tiny_model, build_tokenizer, rows_as_text
 
     tools = [{"type": "function", "function": {"name": "get_claim", "description": "Get one claim.",
