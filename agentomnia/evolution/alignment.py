@@ -199,7 +199,9 @@ def data_by_prd(
             if t.coordinate.taxonomy_id in p.target_l2 or t.coordinate.l1_key in p.target_l1
         )
         credit(ids, "tasks", t.kind)
-    ordered = [rows[k] for k in [*known, NO_PRD]]
-    kinds = sorted({k for r in ordered for k in r} - {"prd", "priority", "seeds", "environments", "tasks"})
-    return [{**r, **{k: r.get(k, 0) for k in kinds}} for r in ordered if r is not rows[NO_PRD] or r["seeds"]
-            or r["environments"] or r["tasks"]]  # fmt: skip
+    unexplained = rows[NO_PRD]
+    shown = [rows[k] for k in known]
+    if unexplained["seeds"] or unexplained["environments"] or unexplained["tasks"]:
+        shown.append(unexplained)
+    kinds = sorted({k for r in shown for k in r} - {"prd", "priority", "seeds", "environments", "tasks"})
+    return [{**r, **{k: r.get(k, 0) for k in kinds}} for r in shown]

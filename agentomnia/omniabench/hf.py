@@ -149,7 +149,8 @@ def load_checkpoint(path: Path, device: str) -> tuple[Any, Any]:
 
 class HFAgent:
     """A local checkpoint through its chat template, one reply per turn: greedy, or sampled at
-    `temperature` from a seeded generator (the same seed gives the same replies)."""
+    `temperature` after seeding torch's global generator with (seed, turn), so the same seed gives the
+    same replies. Sampling agents must run one at a time in a process (pass@K runs them in turn)."""
 
     def __init__(
         self,

@@ -197,7 +197,7 @@ def _check_tables() -> None:
     if missing or unknown:
         raise RuntimeError(
             f"variation tables are out of date: unmapped variations {sorted(missing)}, unknown hardening "
-            f"operators, atoms or dials {sorted(unknown)}; update agentomnia/evolution/variations.py"
+            f"operators, atoms or dials {sorted(unknown)}; update agentomnia/tasks/dag/variations.py"
         )
 
 
