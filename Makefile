@@ -14,6 +14,9 @@ export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export DO_NOT_TRACK := 1
 
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_OPENMP=OFF
+
 .PHONY: install run ui test lint typecheck pytest init clean
 
 
@@ -23,7 +26,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first: the CPU wheel on this machine's disk; a plain requirement would pull a CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[dev,test,distributed]"
+	# llama.cpp's server builds from source (once; pip caches the wheel). Portable CPU flags: the native
+	# build picks up AVX-512/AMX and crashes on its first decode on these machines.
+	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
+		$(BIN)/python -m pip install -q -e ".[dev,test,distributed,llm-server]"
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 

@@ -23,6 +23,14 @@ class CLIError(RuntimeError):
     """A failure the user can act on; printed without a traceback."""
 
 
+class Unmet(CLIError):
+    """A check that ran and found problems: its whole answer is printed, then the exit code is 1."""
+
+    def __init__(self, data: Any, text: str) -> None:
+        super().__init__(text)
+        self.data, self.text = data, text
+
+
 Result = tuple[Any, str]  # (JSON-able data, human-readable text)
 Handler = Callable[[argparse.Namespace], Result]
 
@@ -601,6 +609,20 @@ def cmd_tasks_check(args: argparse.Namespace) -> Result:
     return data, f"{len(files)} tasks: oracle passes {oracle}, empty run fails {empty}"
 
 
+def cmd_llm_check(args: argparse.Namespace) -> Result:
+    from agentomnia import config
+    from agentomnia.llm.check import check_endpoint
+
+    settings = config.LLMSettings.from_env()
+    update = {k: v for k, v in {"base_url": args.base_url, "model": args.model}.items() if v}
+    settings = settings.model_copy(update={**update, "timeout_s": args.timeout})
+    report = check_endpoint(settings, samples=args.samples)
+    data, text = report.model_dump(mode="json"), report.render()
+    if not report.ok:
+        raise Unmet(data, text)
+    return data, text
+
+
 # -- parser --------------------------------------------------------------------------------
 
 
@@ -1035,6 +1057,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-verify", action="store_true", help="do not load each environment in the sandbox first"
     )
+    llm = verbs.add_parser("llm", help="the model endpoint llm mode uses").add_subparsers(
+        dest="llm_verb", required=True
+    )
+    p = verb(
+        llm, "check", cmd_llm_check,
+        "probe the configured endpoint: reachable, model listed, JSON schema honoured, tool calls parsed, "
+        "latency and tokens/s; exit 1 with what to fix",
+    )  # fmt: skip
+    p.add_argument("--base-url", help="endpoint to probe (default $AGENTOMNIA_LLM_BASE_URL)")
+    p.add_argument("--model", help="model id to ask for (default $AGENTOMNIA_LLM_MODEL)")
+    p.add_argument("--samples", type=int, default=3, help="short answers to time (default 3)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
     p = verb(
         verbs, "report", cmd_report, "one self-contained HTML page for a round: every stage, plots embedded"
     )
@@ -1045,8 +1079,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    out = sys.stderr if getattr(args, "stdout_is_protocol", False) else sys.stdout
     try:
         data, text = args.handler(args)
+    except Unmet as exc:
+        print(
+            json.dumps(exc.data, indent=2, ensure_ascii=False, default=str) if args.json else exc.text,
+            file=out,
+        )
+        return 1
     except CLIError as exc:
         print(f"agentomnia: {exc}", file=sys.stderr)
         return 1
@@ -1056,7 +1097,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agentomnia {args.verb}: {type(exc).__name__}: {exc}", file=sys.stderr)
         print("(set AGENTOMNIA_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1
-    out = sys.stderr if getattr(args, "stdout_is_protocol", False) else sys.stdout
     if args.json:
         print(json.dumps(data, indent=2, ensure_ascii=False, default=str), file=out)
     elif text:

@@ -31,6 +31,8 @@ class LLMSettings(BaseModel):
     max_retries: int = Field(default=4, ge=0)
     timeout_s: float = Field(default=120.0, gt=0)
     backoff_s: float = Field(default=1.0, ge=0)
+    # the longest answer a stage gets when it names no limit of its own (None: the server's limit)
+    max_tokens: int | None = Field(default=4096, ge=1)
 
     @classmethod
     def from_env(cls) -> LLMSettings:
@@ -43,6 +45,9 @@ class LLMSettings(BaseModel):
             model=env.get("AGENTOMNIA_LLM_MODEL", cls.model_fields["model"].default),
             api_key_env=env.get("AGENTOMNIA_LLM_API_KEY_ENV", "OPENAI_API_KEY"),
             concurrency=int(env.get("AGENTOMNIA_LLM_CONCURRENCY", "8")),
+            max_tokens=int(env.get("AGENTOMNIA_LLM_MAX_TOKENS", "4096")) or None,
+            timeout_s=float(env.get("AGENTOMNIA_LLM_TIMEOUT_S", "120")),
+            max_retries=int(env.get("AGENTOMNIA_LLM_MAX_RETRIES", "4")),
         )
 
 

@@ -33,7 +33,8 @@ TARGETS: dict[str, tuple[str, float]] = {
     "chained_of_share": ("<", 0.02),
     "mean_sentence_words": ("<", 22.0),
     "distinct_trigram_share": (">", 0.60),
-    "compound_tool_share_min": (">=", 1 / 3),
+    # a third, as the figure is reported (to four places): 18 of 54 tools meets it
+    "compound_tool_share_min": (">=", round(1 / 3, 4)),
 }
 
 # Filler: words that say nothing (a value ending in one), and the word list older generators strung

@@ -207,7 +207,13 @@ class PipelineSummary(BaseModel):
     resumed: list[str] = Field(default_factory=list)  # interrupted runs of the invocation it finished
 
     def render(self) -> str:
-        lines = [f"AgentOmnia pipeline: round {self.round}, scale {self.scale}, {self.seconds:.1f}s", ""]
+        ran = (
+            [r["round"] for r in self.loop.rounds]
+            if self.loop is not None and self.loop.rounds
+            else [self.round]
+        )
+        what = f"round {ran[0]}" if len(ran) == 1 else f"rounds {', '.join(ran)} (each evolved from the last)"
+        lines = [f"AgentOmnia pipeline: {what}, scale {self.scale}, {self.seconds:.1f}s", ""]
         for d in self.recovered:
             held = ", ".join(f"{x['pool']} slot of step {x['step']} since {x['since']}" for x in d["slots"])
             lines.append(

@@ -105,6 +105,8 @@ def environment_candidates(
         metadata={
             "candidates": len(candidates),
             "failed": len(failed),
+            # in llm mode: candidates the offline proposer made because the model's answer was unusable
+            "model_fallbacks": sum(bool(c.fallback) for c in candidates),
             "splits": count_table([c.coordinate.split for c in candidates], "split"),
             "l1_domains": len({c.coordinate.l1_key for c in candidates}),
             "by_l1": count_table([c.coordinate.l1_key for c in candidates], "split/L1"),

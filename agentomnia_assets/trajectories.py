@@ -34,7 +34,10 @@ from resources import LineageResource, LLMResource, SandboxResource, StorageReso
 
 
 class TrajectoriesConfig(dg.Config):
-    teacher: str = "offline"  # offline | llm
+    # auto: the served model in llm mode (the offline teacher takes over a task whose model run fails
+    # verification, and both runs are kept), the offline teacher otherwise; offline | llm force one
+    teacher: Literal["auto", "offline", "llm"] = "auto"
+    fallback: bool = True
     max_steps: int = 30
 
 
@@ -60,13 +63,23 @@ def trajectories(
     round_key = context.partition_key
     tasks = store.round(round_key).training_tasks()
     bundles = Catalog(store).bundles(t.env_id for t in tasks)
-    teacher: Literal["offline", "llm"] = "llm" if config.teacher == "llm" and model is not None else "offline"
-    guided = generate_trajectories(
-        tasks, bundles, box, teacher=teacher, guidance=True, llm=model, max_steps=config.max_steps
-    )
-    plain = generate_trajectories(
-        tasks, bundles, box, teacher=teacher, guidance=False, llm=model, max_steps=config.max_steps
-    )
+    if config.teacher == "llm" and model is None:
+        raise ValueError("trajectories: teacher 'llm' needs AGENTOMNIA_MODE=llm and an endpoint; use 'auto'")
+    teacher: Literal["offline", "llm"] = "offline" if model is None or config.teacher == "offline" else "llm"
+    runs = {
+        with_guidance: generate_trajectories(
+            tasks,
+            bundles,
+            box,
+            teacher=teacher,
+            guidance=with_guidance,
+            llm=model,
+            max_steps=config.max_steps,
+            fallback=config.fallback,
+        )  # fmt: skip
+        for with_guidance in (True, False)
+    }
+    guided, plain = runs[True], runs[False]
     all_runs = [t.in_round(round_key) for t in guided + plain]
     path = save_records(
         store.round(round_key).path(TRAJECTORIES),
@@ -95,6 +108,8 @@ def trajectories(
         metadata={
             "tasks": len(tasks),
             "trajectories": len(all_runs),
+            "teacher": teacher if model is None else f"{teacher} ({model.model})",
+            **_model_teacher(guided + plain, teacher),
             "yield_with_guidance": with_g["yield"],
             "yield_without_guidance": without_g["yield"],
             "grounding_pass_rate": with_g["grounding_pass_rate"],
@@ -111,6 +126,19 @@ def trajectories(
             "path": dg.MetadataValue.path(str(path)),
         }
     )
+
+
+def _model_teacher(runs: list[Trajectory], teacher: str) -> dict[str, int]:
+    """How the model fared as teacher: its runs, how many verified, and the tasks the offline teacher
+    took over (runs of both guidance settings)."""
+    if teacher != "llm":
+        return {}
+    model_runs = [t for t in runs if t.policy.startswith("llm:")]
+    return {
+        "model_teacher_runs": len(model_runs),
+        "model_teacher_verified": sum(t.verified for t in model_runs),
+        "offline_fallback_runs": sum(t.policy == "offline-teacher" for t in runs),
+    }
 
 
 def _why(t: Trajectory) -> str:

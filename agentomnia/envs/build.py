@@ -21,7 +21,15 @@ from agentomnia.envs.repair import llm_patch, rule_based_patch
 from agentomnia.envs.spec import EnvSpec, SpecInvalid
 from agentomnia.envs.state import generate_state
 from agentomnia.envs.state_space import StateSpaceReport, build_state_space
-from agentomnia.envs.toolset import Normalization, ToolsetConfig, seed_plain, synthesize_toolset
+from agentomnia.envs.toolset import (
+    Normalization,
+    ToolsetConfig,
+    bounded,
+    mirrors_seed,
+    seed_plain,
+    synthesize_toolset,
+    with_left_out,
+)
 from agentomnia.envs.verify import VerificationReport, bundle_for, verify, with_tools
 from agentomnia.llm import LLM
 from agentomnia.records import canonical_json, content_hash
@@ -195,6 +203,15 @@ def verify_stage(
                 )
             )
         spec = with_tools(spec, [t for t in spec.tools if t.name not in set(names)])
+        # what failed may have been domain behaviour: plain tools give way so that it keeps its share
+        tools, trimmed = bounded(
+            spec,
+            spec.tools,
+            cfg.toolset,
+            keep_share=not mirrors_seed(spec.tools, cfg.toolset, kb_used=space.kb_used),
+        )
+        normalization = with_left_out(normalization, spec.tools, trimmed)
+        spec = with_tools(spec, tools)
         if len(spec.tools) < cfg.toolset.min_tools:
             return fail(
                 "verification", f"only {len(spec.tools)} tools left after dropping failing ones: {names[:5]}"

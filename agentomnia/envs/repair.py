@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 
-from agentomnia.llm import LLM
+from agentomnia.llm import LLM, LLMError
 from agentomnia.sandbox.policy import parse_python
 from agentomnia.sandbox.rules import ALLOWED_MODULES
 
@@ -122,7 +122,13 @@ def llm_patch(llm: LLM, source: str, method: str, failure: str) -> str | None:
         '{"ok", "data", "error"} from every path, never raise, and never change state on a failed call.\n\n'
         f"Failure:\n{failure}\n\nMethod:\n{current}"
     )
-    answer = llm.complete(
-        [{"role": "user", "content": prompt}], schema=LLM_REPAIR_SCHEMA, schema_name="method_repair"
-    )
-    return replace_method(source, method, str(answer.data["method_source"]))
+    try:
+        answer = llm.complete(
+            [{"role": "user", "content": prompt}], schema=LLM_REPAIR_SCHEMA, schema_name="method_repair"
+        )
+    except LLMError:  # no usable rewrite: the repair loop goes on as without a model
+        return None
+    data = answer.data if isinstance(answer.data, dict) else {}
+    if not isinstance(data.get("method_source"), str):
+        return None
+    return replace_method(source, method, data["method_source"])

@@ -636,7 +636,8 @@ def string_for(
         base = re.sub(r"[^a-z0-9]+", "", _ascii(str(record.get("name") or rng.choice(p.companies))))[:24]
         return f"https://www.{base or 'example'}.com"
     if kind == "phone":
-        return str(faker(world.locale, rng).phone_number())
+        # a record's phone is a line to reach, not a switchboard extension ("290.691.9963x12303")
+        return re.split(r"\s*(?:x|ext\.?)\s*\d+$", str(faker(world.locale, rng).phone_number()))[0]
     if kind in ("first_name", "last_name", "own_name"):
         world.person = world.person or person_name(world, rng)
         first, last = world.person

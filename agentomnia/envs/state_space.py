@@ -100,6 +100,7 @@ class StateSpaceReport(BaseModel):
     seed_entities_added: list[str] = Field(default_factory=list)
     seed_entities_merged: list[str] = Field(default_factory=list)
     roles_mapped: dict[str, str] = Field(default_factory=dict)
+    aliases: dict[str, str] = Field(default_factory=dict)  # a seed's short entity name -> the domain's
     tool_entities: dict[str, str] = Field(default_factory=dict)  # seed tool -> the entity it acts on
     removed: dict[str, str] = Field(default_factory=dict)
     seed_attributes_added: int = 0
@@ -288,9 +289,15 @@ def build_state_space(
             known.add(ent)
 
     def resolve(name: str) -> str:
-        """Roles (an approver, whoever something is assigned_to) are people, not entities of their own."""
+        """Roles (an approver, whoever something is assigned_to) are people, not entities of their own;
+        a seed's short name for one of the domain's entities (a `session` where the domain keeps
+        `charging_session`, a `reservation` beside `charger_reservation`) is that entity."""
         if name in attrs:
             return name
+        longer = [k for k in attrs if meta[k]["source"] != "seed" and k.endswith("_" + name)]
+        if len(longer) == 1:
+            report.aliases[name] = longer[0]
+            return longer[0]
         parts = name.split("_")
         for joint in ("by", "to", "for"):
             if joint in parts[:-1]:  # referred_by_employee is an employee

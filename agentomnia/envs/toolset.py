@@ -22,7 +22,8 @@ A seed-led environment keeps the seed's tools exactly and gets none of these.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,6 +41,7 @@ from agentomnia.envs.spec import (
     ToolOp,
     ToolSpec,
     compound_of,
+    is_compound,
 )
 from agentomnia.envs.state_space import FILTER_PARAMS, schema_type
 from agentomnia.seeds.inference import tool_entity
@@ -57,6 +59,9 @@ class ToolsetConfig(BaseModel):
     max_tools: int = 56
     diversify: bool = True
     max_diversified_entities: int = 4
+    # the least share of tools with domain behaviour across entities (`spec.is_compound`) that plain
+    # tools may bring an environment down to (the seed's tools and the reads every chain needs excepted)
+    min_compound_share: float = 1 / 3
 
 
 class Normalization(BaseModel):
@@ -1280,6 +1285,97 @@ def _coverage(spec: EnvSpec, offer: Any) -> None:
             offer(gen_delete(e), None)
 
 
+def mirrors_seed(tools: Iterable[ToolSpec], cfg: ToolsetConfig, *, kb_used: bool) -> bool:
+    """Whether a toolset mirrors its seed: a service the knowledge base does not know that brings a
+    service's worth of operations, kept as declared, with only the reads a chain needs added."""
+    return not kb_used and sum(1 for t in tools if t.origin == "seed") >= cfg.min_tools
+
+
+def bounded(
+    spec: EnvSpec, tools: Sequence[ToolSpec], cfg: ToolsetConfig, *, keep_share: bool = True
+) -> tuple[list[ToolSpec], dict[str, str]]:
+    """The tools an environment offers out of `tools`, and why each of the others is left out.
+
+    The seed's tools always stay, and so do the reads that writes depend on (every entity's get_ and
+    list_) and a way to make each entity's records. The rest fill up to `cfg.max_tools` in priority
+    order: tools with domain behaviour across entities first, as many as hold their share of a full
+    toolset; the diversified shapes of the first entities (so that every hard shape of a task stays
+    represented) and the overviews; the rest of the domain behaviour; the domain's other operations; then the rest. With
+    `keep_share`, a plain tool (one that acts on its own entity alone; an overview, the read that
+    counts what refers to a record, is a lookup chains need and exempt) is admitted only while tools
+    with domain behaviour stay at least `cfg.min_compound_share` of the toolset: an environment is
+    its domain's behaviour with the lookups it needs, not a table editor with a few rules on the side.
+    """
+    shaped = [t.name for t in tools if t.origin == "diversified"][:6]
+    compound = {t.name for t in tools if is_compound(spec, t)}
+
+    def rank(t: ToolSpec) -> int:
+        if t.origin == "seed":
+            return 0
+        if t.name in compound:
+            return 1
+        if t.origin == "kb":
+            return 2
+        # a delete is an entity's only way to remove a record, an overview its one structured
+        # multi-field read
+        return 3 if t.op in ("delete", "overview") else 4 if t.origin == "diversified" else 5
+
+    ordered = sorted(tools, key=lambda t: (rank(t), t.kind == "write", t.name))
+    keep = {t.name for t in tools if t.origin == "seed"}
+    for e in spec.entities:
+        # its get and list by their plain names, or the tools those were merged into
+        for op, plain in (("get", f"get_{e.name}"), ("list", f"list_{plural(e.name)}")):
+            own = [t for t in ordered if t.entity == e.name and t.op == op]
+            if own and not any(t.name in keep for t in own):
+                keep.add(next((t.name for t in own if t.name == plain), own[0].name))
+        creates = [t for t in ordered if t.entity == e.name and t.op == "create"]
+        if creates and not any(c.name in keep for c in creates):
+            keep.add(creates[0].name)
+    share = cfg.min_compound_share if keep_share else 0.0
+    # the hard shapes and the overviews (what a count question reads) come right after enough domain
+    # behaviour to hold its share of a full toolset
+    quota = math.ceil(share * cfg.max_tools) - len(keep & compound)
+    first = [t for t in ordered if t.name in compound and t.name not in keep][: max(quota, 0)]
+    needed = [t for t in ordered if t not in first and (t.name in shaped or t.op == "overview")]
+    ordered = first + needed + [t for t in ordered if t not in first and t not in needed]
+    left_out: dict[str, str] = {}
+    for t in ordered:
+        if t.name in keep:
+            continue
+        if len(keep) >= cfg.max_tools:
+            left_out[t.name] = f"over the {cfg.max_tools}-tool bound"
+        elif t.name not in compound and t.op != "overview" and len(keep & compound) < share * (len(keep) + 1):
+            left_out[t.name] = (
+                f"a plain tool: the toolset keeps tools with domain behaviour at {share:.0%} or more"
+            )
+        else:
+            keep.add(t.name)
+    return [t for t in tools if t.name in keep], left_out
+
+
+def with_left_out(
+    table: Sequence[Normalization], tools: Sequence[ToolSpec], left_out: dict[str, str]
+) -> list[Normalization]:
+    """`table` once the tools named in `left_out` are removed, each with its reason: their rows and
+    those of the candidates merged into them say so."""
+    if not left_out:
+        return list(table)
+    rows: list[Normalization] = []
+    for n in table:
+        if n.fate == "kept" and n.tool in left_out:
+            continue
+        if n.fate == "merged" and n.tool in left_out:
+            n = n.model_copy(
+                update={"fate": "removed", "reason": f"{n.reason}, left out in turn: {left_out[n.tool]}"}
+            )
+        rows.append(n)
+    return rows + [
+        Normalization(candidate=t.name, origin=t.origin, fate="removed", reason=left_out[t.name])
+        for t in tools
+        if t.name in left_out
+    ]
+
+
 def synthesize_toolset(
     spec: EnvSpec,
     seeds: Sequence[Seed],
@@ -1350,7 +1446,7 @@ def synthesize_toolset(
     # reads a chain needs where the seed has none (a get or a list of an entity), so an agent trained
     # here meets the real service's tools. A seed within a known domain, or a small one, is filled out
     # with the domain's coverage and the diversified shapes.
-    seed_led = not kb_used and sum(1 for t in chosen.values() if t.origin == "seed") >= cfg.min_tools
+    seed_led = mirrors_seed(chosen.values(), cfg, kb_used=kb_used)
     if seed_led:
         for e in spec.entities:
             ops = {t.op for t in chosen.values() if t.entity == e.name}
@@ -1384,54 +1480,8 @@ def synthesize_toolset(
             search = gen_search(e)
             offer(search.model_copy(update={"origin": "diversified"}) if search else None, None)
 
-    kept_tools = list(chosen.values())
-    if len(kept_tools) > cfg.max_tools:
-        # after the seed's own: the domain's operations, the diversified shapes of the first entity
-        # (every hard shape stays represented), compound tools, then the rest
-        shaped = [t.name for t in kept_tools if t.origin == "diversified"][:6]
-
-        def rank(t: ToolSpec) -> int:
-            if t.origin in ("seed", "kb"):
-                return 0 if t.origin == "seed" else 1
-            if t.name in shaped:
-                return 2
-            # a delete is an entity's only way to remove a record, an overview its one structured
-            # multi-field read: they rank with the compound tools
-            return (
-                3
-                if compound_of(t) is not None or t.op in ("delete", "overview")
-                else 4
-                if t.origin == "diversified"
-                else 5
-            )
-
-        ordered = sorted(kept_tools, key=lambda t: (rank(t), t.kind == "write", t.name))
-        # the seed's tools and the reads that writes depend on (every entity's get_ and list_) stay;
-        # the rest fill what the bound leaves, in priority order
-        keep = {
-            t.name
-            for t in kept_tools
-            if t.origin == "seed" or t.name in (f"get_{t.entity}", f"list_{plural(t.entity)}")
-        }
-        # and every entity keeps a way to make a record (its best-ranked create)
-        for e in spec.entities:
-            creates = sorted((t for t in ordered if t.entity == e.name and t.op == "create"), key=rank)
-            if creates and not any(c.name in keep for c in creates):
-                keep.add(creates[0].name)
-        for t in ordered:
-            if len(keep) >= cfg.max_tools:
-                break
-            keep.add(t.name)
-        for t in kept_tools:
-            if t.name not in keep:
-                table.append(
-                    Normalization(
-                        candidate=t.name,
-                        origin=t.origin,
-                        fate="removed",
-                        reason=f"over the {cfg.max_tools}-tool bound",
-                    )
-                )
-        kept_tools = [t for t in kept_tools if t.name in keep]
-        table = [n for n in table if not (n.fate == "kept" and n.tool not in keep)]
-    return Toolset(tools=sorted(kept_tools, key=lambda t: t.name), table=table)
+    kept_tools, left_out = bounded(spec, list(chosen.values()), cfg, keep_share=not seed_led)
+    return Toolset(
+        tools=sorted(kept_tools, key=lambda t: t.name),
+        table=with_left_out(table, list(chosen.values()), left_out),
+    )

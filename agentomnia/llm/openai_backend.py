@@ -1,9 +1,10 @@
 """OpenAI-compatible chat backend (vLLM, SGLang, hosted APIs) with retries, a concurrency
 limit, token accounting, schema-checked JSON output and a request-hash cache.
 
-The cache is consulted before any request and written only after an answer passed its checks,
-so a rerun with the same inputs replays the same answers and a malformed answer is never
-remembered.
+The cache is consulted before any request and holds every answer a server gave, well-formed or
+not: its checks run again when it is replayed, so a rerun with the same inputs replays the same
+answers and fails the same way where one was malformed, without asking again. Transport failures
+(timeouts, HTTP errors) are not answers and are never cached.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ class OpenAICompatibleLLM:
         self._slots = threading.BoundedSemaphore(settings.concurrency)
         self._usage = Usage()
         self._usage_lock = threading.Lock()
+        # Servers that take a schema only as `{"type": "json_object", "schema": ...}` (llama.cpp's
+        # Python server refuses `json_schema`): learned from the first refusal, then used throughout.
+        self._json_object = False
 
     @property
     def usage(self) -> Usage:
@@ -67,6 +71,8 @@ class OpenAICompatibleLLM:
             "messages": [dict(m) for m in messages],
             "temperature": temperature,
         }
+        if max_tokens is None:
+            max_tokens = self.settings.max_tokens  # no answer runs on without end
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
         if tools:
@@ -97,7 +103,6 @@ class OpenAICompatibleLLM:
             requests=1,
         )
         self._account(usage)
-        response = self._response(message, schema, key, usage, cached=False)  # raises before caching
         if self.cache is not None:
             self.cache.put(
                 key,
@@ -106,24 +111,47 @@ class OpenAICompatibleLLM:
                 usage.prompt_tokens,
                 usage.completion_tokens,
             )
-        return response
+        return self._response(message, schema, key, usage, cached=False)
+
+    def _shaped(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The request as this endpoint takes it (the cache key is always the request's own)."""
+        fmt = request.get("response_format")
+        if self._json_object and isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+            return {
+                **request,
+                "response_format": {"type": "json_object", "schema": fmt["json_schema"]["schema"]},
+            }
+        return request
 
     def _send(self, request: dict[str, Any]) -> Any:
         attempts = self.settings.max_retries + 1
         last: Exception | None = None
-        for attempt in range(attempts):
+        attempt = 0
+        while attempt < attempts:
             try:
                 with self._slots:
-                    return self._client.chat.completions.create(**request)
+                    return self._client.chat.completions.create(**self._shaped(request))
+            except openai.APIStatusError as exc:
+                if not self._json_object and _refuses_json_schema(request, exc):
+                    self._json_object = True  # resend in the form it takes; that costs no attempt
+                    continue
+                if not isinstance(exc, _RETRYABLE):
+                    fix = (
+                        "serve the model with a longer context (vLLM --max-model-len, llama.cpp --n_ctx) "
+                        "or lower AGENTOMNIA_LLM_MAX_TOKENS"
+                        if "context" in str(exc.message).lower()
+                        else "check AGENTOMNIA_LLM_BASE_URL, AGENTOMNIA_LLM_MODEL and the API key variable"
+                    )
+                    raise LLMError(
+                        f"{self.settings.base_url} answered HTTP {exc.status_code} for model {self.model!r}: "
+                        f"{exc.message}; {fix}"
+                    ) from exc
+                last = exc
             except _RETRYABLE as exc:
                 last = exc
-                if attempt + 1 < attempts:
-                    time.sleep(self.settings.backoff_s * (2**attempt) * (0.5 + random.random()))
-            except openai.APIStatusError as exc:
-                raise LLMError(
-                    f"{self.settings.base_url} answered HTTP {exc.status_code} for model {self.model!r}: {exc.message}; "
-                    "check AGENTOMNIA_LLM_BASE_URL, AGENTOMNIA_LLM_MODEL and the API key variable"
-                ) from exc
+            attempt += 1
+            if attempt < attempts:
+                time.sleep(self.settings.backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random()))
         raise LLMError(
             f"{self.settings.base_url} failed {attempts} times for model {self.model!r} "
             f"(last: {type(last).__name__}: {last}); check the endpoint is up or raise max_retries"
@@ -146,8 +174,8 @@ class OpenAICompatibleLLM:
             except json.JSONDecodeError as exc:
                 raise LLMOutputError(
                     f"model {self.model!r} returned text that is not JSON ({exc.msg} at char {exc.pos}): "
-                    f"{text[:200]!r}; the answer was not cached — retry, or use an endpoint that supports "
-                    "response_format json_schema"
+                    f"{text[:200]!r}; use an endpoint that constrains output to a schema (`agentomnia llm check`); "
+                    "the answer is cached as given, so a rerun replays it"
                 ) from exc
             try:
                 jsonschema.validate(data, dict(schema))
@@ -155,7 +183,7 @@ class OpenAICompatibleLLM:
                 where = "/".join(str(p) for p in exc.absolute_path) or "<root>"
                 raise LLMOutputError(
                     f"model {self.model!r} returned JSON that breaks the schema at {where}: {exc.message}; "
-                    "the answer was not cached"
+                    "the answer is cached as given, so a rerun replays it"
                 ) from exc
         return LLMResponse(
             text=text,
@@ -169,3 +197,17 @@ class OpenAICompatibleLLM:
     def _account(self, usage: Usage) -> None:
         with self._usage_lock:
             self._usage.add(usage)
+
+
+def _refuses_json_schema(request: Mapping[str, Any], exc: openai.APIStatusError) -> bool:
+    """Whether an error says the endpoint does not take `response_format: json_schema` (llama.cpp's
+    server answers 500 "Input should be 'text' or 'json_object'")."""
+    fmt = request.get("response_format")
+    if (
+        not isinstance(fmt, dict)
+        or fmt.get("type") != "json_schema"
+        or exc.status_code not in (400, 422, 500)
+    ):
+        return False
+    text = f"{exc.message} {exc.body}".lower()
+    return "json_object" in text or ("response_format" in text and "json_schema" in text)

@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.embeddings import Embedder, nearest
-from agentomnia.llm import LLM
+from agentomnia.llm import LLM, LLMError
 from agentomnia.records import Record
 from agentomnia.seeds.models import Seed, SeedTool
 from agentomnia.taxonomy import CAPABILITY_IDS, Coordinate, Domain, Taxonomy, guess_capabilities
@@ -164,6 +164,7 @@ class Overview(BaseModel):
 
 class EnvCandidate(Record):
     record_kind: ClassVar[str] = "env_candidate"
+    unhashed: ClassVar[frozenset[str]] = frozenset({"fallback"})
 
     seed_ids: tuple[str, ...]
     name: str
@@ -175,6 +176,7 @@ class EnvCandidate(Record):
     coordinate: Coordinate
     domain_similarity: float
     proposer: Literal["offline", "llm"] = "offline"
+    fallback: str = ""  # why the offline proposer stood in for the model, when it did
 
 
 class CandidateInvalid(ValueError):
@@ -631,6 +633,24 @@ def propose_llm(
     )
 
 
+def _propose(
+    seed: Seed, llm: LLM | None, domain: Domain, similarity: float, overlap: float, top_sims: list[float]
+) -> EnvCandidate:
+    """The model's candidate where it gives a valid one; otherwise the offline proposer's, saying why
+    the model's answer could not stand (malformed, refused, truncated, timed out or invalid)."""
+    if llm is None:
+        return propose_offline(seed, domain, similarity, overlap, top_sims)
+    try:
+        cand = propose_llm(seed, llm, domain, similarity, overlap, top_sims)
+        validate_candidate(cand, seed)
+        return cand
+    except (LLMError, CandidateInvalid, TypeError, ValueError, KeyError) as exc:
+        why = f"the model's candidate was unusable ({type(exc).__name__}: {str(exc)[:160]})"
+        return propose_offline(seed, domain, similarity, overlap, top_sims).model_copy(
+            update={"fallback": why}
+        )
+
+
 def validate_candidate(c: EnvCandidate, seed: Seed) -> None:
     """The checks every proposed candidate passes, whoever proposed it."""
     if not c.summary.strip():
@@ -693,11 +713,7 @@ def infer_candidates(
     for seed, (domain, sim, ov, top) in zip(seeds, matches, strict=True):
         domain = _composed_for(seed, matcher.taxonomy) or domain
         try:
-            cand = (
-                propose_llm(seed, llm, domain, sim, ov, top)
-                if llm is not None
-                else propose_offline(seed, domain, sim, ov, top)
-            )
+            cand = _propose(seed, llm, domain, sim, ov, top)
             validate_candidate(cand, seed)
         except (CandidateInvalid, ValueError, KeyError) as exc:
             failed.append((seed, f"inference failed: {exc}"))

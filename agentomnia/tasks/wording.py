@@ -51,6 +51,36 @@ _VOICES: dict[str, tuple[str, ...]] = {
         "I'm catching up on {domain} for the company.",
     ),
 }
+# A job named by its field rather than by the person ("Game Operations", "Property Management"): the
+# writer works in it ("as a game operations" is not something anyone says).
+_FIELD: tuple[str, ...] = (
+    "I work in {domain} and need a hand today.",
+    "I'm on the {domain} team, and a few things need doing before lunch.",
+    "Catching up on {domain} admin today.",
+    "I handle {domain} at work and have a few updates to get through today.",
+    "Busy day for me in {domain}; can you take a few of these off my plate?",
+)
+_FIELD_INDIRECT: tuple[str, ...] = (
+    "Our {domain} records have got messy and I'd like them straightened out.",
+    "I work in {domain} and need my data cleaned up before the weekly review.",
+    "I'm cleaning up after a busy week in {domain}.",
+)
+# the last word of a job title that names a person (besides the -er, -or, -ist, ... endings)
+_PERSON_WORDS = frozenset({
+    "architect", "guide", "pilot", "coach", "actuary", "guard", "staff", "chef", "nurse", "clerk", "agent",
+    "analyst", "partner", "creative", "auditor", "physician", "veterinarian", "technician", "artist",
+    "attendant", "receptionist", "producer", "director", "dispatcher",
+})  # fmt: skip
+_PERSON_ENDINGS = ("er", "or", "ist", "ant", "ian", "ee", "eer", "ess", "ent")
+
+
+def names_a_person(title: str) -> bool:
+    """Whether a job title names the person doing it ("Pharmacist", "Event Planner"), not its field
+    ("Game Operations", "Property Management", "Cybersecurity")."""
+    last = (title.split() or [""])[-1].lower().split("/")[-1]
+    return last in _PERSON_WORDS or (last.endswith(_PERSON_ENDINGS) and not last.endswith("ment"))
+
+
 _INDIRECT: dict[str, tuple[str, ...]] = {
     "toc": (
         "Things in my {domain} account have got messy and I'd like them straightened out.",
@@ -78,6 +108,8 @@ def _words(domain: str) -> str:
 def opening(rng: random.Random, split: str, domain: str, *, indirect: bool = False) -> str:
     """The first sentence of a request, in the voice of the split's user (`indirect`: a vaguer goal)."""
     options = (_INDIRECT if indirect else _VOICES).get(split) or _VOICES["tob"]
+    if options in (_VOICES["tob"], _INDIRECT["tob"]) and not names_a_person(domain):
+        options = _FIELD_INDIRECT if indirect else _FIELD
     words = _words(domain)
     article = "an" if words[:1].lower() in tuple("aeiou") else "a"
     text = options[rng.randrange(len(options))].format(domain=words, a=article, A=article.capitalize())

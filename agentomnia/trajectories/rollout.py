@@ -93,7 +93,11 @@ def rollout(
             messages.append(reply)
             calls = reply.get("tool_calls") or []
             if not calls:
-                follow_up = user.reply(messages) if user is not None else None
+                try:
+                    follow_up = user.reply(messages) if user is not None else None
+                except Exception as exc:  # the simulated user's failure ends this run only
+                    stop, error = "error", f"user simulator: {type(exc).__name__}: {exc}"
+                    break
                 if follow_up:
                     messages.append(user_message(follow_up))
                     continue

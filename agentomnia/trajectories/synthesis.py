@@ -70,13 +70,18 @@ def generate_trajectories(
     llm: LLM | None = None,
     max_steps: int = 30,
     verify: bool = True,
+    fallback: bool = True,
 ) -> list[Trajectory]:
     """One verified trajectory per task. `teacher="llm"` needs `llm`; with an llm the user simulator
-    and the judge are model-backed too, otherwise everything is offline and deterministic."""
+    and the judge are model-backed too, otherwise everything is offline and deterministic. With the
+    model as teacher and `fallback`, a task whose model run fails verification is also run by the
+    offline teacher: both runs are kept (the model's as a rejected record with its reasons)."""
+    backup = None
     if teacher == "llm":
         if llm is None:
             raise ValueError("teacher='llm' needs an llm; pass llm=... or use teacher='offline'")
         factory: TeacherFactory = llm_teacher(llm)
+        backup = offline_teacher if fallback else None
     elif teacher == "offline":
         factory = offline_teacher
     else:
@@ -88,27 +93,46 @@ def generate_trajectories(
         if bundle is None:
             out.append(_failed_run(task, None, f"no bundle for environment {task.env_id}", "none", hint))
             continue
-        try:
-            plan = reference_plan(task, bundle, sandbox)
-            agent = factory(task, plan, hint, bundle)
-            result = rollout(task, bundle, sandbox, agent, user=make_user(task, llm), max_steps=max_steps)
-        except Exception as exc:  # one task's failure is that task's record, not the batch's end
-            out.append(_failed_run(task, bundle, f"{type(exc).__name__}: {exc}", "unknown", hint))
-            continue
-        traj = to_trajectory(task, result, policy=agent.name, guidance=hint)
-        if verify:
-            report = verify_trajectory(
-                traj,
-                task,
-                final_state=result.final_state,
-                sandbox=sandbox,
-                bundle=bundle,
-                guidance=hint,
-                llm=llm,
-            )
-            traj = traj.with_verification(report)
-        out.append(traj)
+        for make in (factory, backup):
+            if make is None:
+                continue
+            traj = _run(task, bundle, sandbox, make, hint, llm=llm, max_steps=max_steps, verify=verify)
+            out.append(traj)
+            if traj.verified or not verify:
+                break
     return out
+
+
+def _run(
+    task: Task,
+    bundle: Bundle,
+    sandbox: Sandbox,
+    make: TeacherFactory,
+    hint: Guidance,
+    *,
+    llm: LLM | None,
+    max_steps: int,
+    verify: bool,
+) -> Trajectory:
+    try:
+        plan = reference_plan(task, bundle, sandbox)
+        agent = make(task, plan, hint, bundle)
+        result = rollout(task, bundle, sandbox, agent, user=make_user(task, llm), max_steps=max_steps)
+    except Exception as exc:  # one task's failure is that task's record, not the batch's end
+        return _failed_run(task, bundle, f"{type(exc).__name__}: {exc}", "unknown", hint)
+    traj = to_trajectory(task, result, policy=agent.name, guidance=hint)
+    if verify:
+        report = verify_trajectory(
+            traj,
+            task,
+            final_state=result.final_state,
+            sandbox=sandbox,
+            bundle=bundle,
+            guidance=hint,
+            llm=llm,
+        )
+        traj = traj.with_verification(report)
+    return traj
 
 
 class PassRates(BaseModel):

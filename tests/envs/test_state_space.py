@@ -100,3 +100,37 @@ def test_the_parcel_seed_keeps_its_enum_and_references_its_shipments() -> None:
     assert reason is not None and set(reason.enum) >= {"damaged", "lost", "late"}
     assert any(r.source == "claim" and r.target == "shipment" for r in spec.relations)
     assert report.tool_entities["approve_claim"] == "claim"
+
+
+EV_TOOLS: dict[str, Any] = {
+    "tools": [
+        {"name": "start_session", "description": "Start charging a vehicle.",
+         "inputSchema": {"type": "object", "properties": {
+             "charger_id": {"type": "string"}, "vehicle_id": {"type": "string"}}, "required": ["charger_id"]}},
+        {"name": "get_session", "description": "Show a session.", "annotations": {"readOnlyHint": True},
+         "inputSchema": {"type": "object", "properties": {"session_id": {"type": "string"}}, "required": ["session_id"]}},
+        {"name": "cancel_reservation", "description": "Cancel a reservation.",
+         "inputSchema": {"type": "object", "properties": {"reservation_id": {"type": "string"}}, "required": ["reservation_id"]}},
+        {"name": "get_station", "description": "Show a station.", "annotations": {"readOnlyHint": True},
+         "inputSchema": {"type": "object", "properties": {"station_id": {"type": "string"}}, "required": ["station_id"]}},
+    ]
+}  # fmt: skip
+
+
+def test_a_seeds_short_name_for_a_domain_entity_is_that_entity() -> None:
+    """An EV seed's `session` and `reservation` are the domain's charging_session and
+    charger_reservation (one entity each ends in that name): one world, not two side by side. A name
+    the domain has no single entity for (`station`) stays the seed's own."""
+    ev = SeedSpec("ev-seed", EV_TOOLS, domain_id=10074)
+    spec, report = build_state_space(ev.candidate(), [ev.seed()], ev.domain())
+    assert report.kb_used
+    assert report.aliases == {
+        "session": "charging_session",
+        "reservation": "charger_reservation",
+        "vehicle": "electric_vehicle",  # named by start_session's vehicle_id
+    }
+    assert report.tool_entities["get_session"] == "charging_session"
+    assert report.tool_entities["cancel_reservation"] == "charger_reservation"
+    names = {e.name for e in spec.entities}
+    assert not {"session", "reservation", "vehicle"} & names and "station" in names
+    assert spec_problems(spec) == []

@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from agentomnia.envs.spec import EnvSpec
+from agentomnia.envs.naming import plural
+from agentomnia.envs.spec import EnvSpec, is_compound
 from agentomnia.envs.state_space import StateSpaceReport, build_state_space
-from agentomnia.envs.toolset import Toolset, ToolsetConfig, gen_get, synthesize_toolset
+from agentomnia.envs.toolset import (
+    Normalization,
+    Toolset,
+    ToolsetConfig,
+    bounded,
+    gen_get,
+    synthesize_toolset,
+    with_left_out,
+)
 from agentomnia.seeds.models import Seed
 from tests.fixtures.mock import MOCK
 
@@ -86,3 +95,44 @@ def test_without_diversification_no_diversified_shapes_appear(
     spec, report, seed = space
     plain = synthesize_toolset(spec, [seed], report.tool_entities, ToolsetConfig(diversify=False))
     assert plain.tools and all(t.origin != "diversified" for t in plain.tools)
+
+
+def test_plain_tools_give_way_so_domain_behaviour_keeps_a_third_of_the_toolset(
+    space: tuple[EnvSpec, StateSpaceReport, Seed],
+) -> None:
+    """Plain tools (acting on their own entity alone) are admitted only while tools with domain
+    behaviour across entities stay a third of the toolset; without that floor the bound alone decides."""
+    spec, report, seed = space
+    every = synthesize_toolset(spec, [seed], report.tool_entities, ToolsetConfig(max_tools=1000)).tools
+    compound = [t for t in every if is_compound(spec, t)]
+    # fewer tools with behaviour than the plain ones could outnumber: keep a handful of them
+    scarce = [t for t in every if not is_compound(spec, t)] + compound[:14]
+    cfg = ToolsetConfig(max_tools=56)
+    kept, left_out = bounded(spec, scarce, cfg)
+    share = sum(is_compound(spec, t) for t in kept) / len(kept)
+    assert share >= 1 / 3 - 1e-9
+    assert all(t in {x.name for x in kept} for t in (x.name for x in compound[:14]))  # behaviour first
+    assert left_out and all(
+        "domain behaviour" in why for name, why in left_out.items() if name not in {t.name for t in kept}
+    )
+    # every entity still has its reads and a way to make records
+    names = {t.name for t in kept}
+    for e in spec.entities:
+        assert {f"get_{e.name}", f"list_{plural(e.name)}"} & {t.name for t in every} <= names
+    unfloored, _ = bounded(spec, scarce, cfg, keep_share=False)
+    assert len(unfloored) == min(len(scarce), 56) > len(kept)
+    assert sum(is_compound(spec, t) for t in unfloored) / len(unfloored) < 1 / 3  # the floor is what held it
+
+
+def test_a_candidate_merged_into_a_tool_left_out_is_recorded_as_left_out_too() -> None:
+    spec, _ = build_state_space(MOCK.candidate(), [MOCK.seed()], MOCK.domain())
+    get = gen_get(spec.entity("user"))
+    table = [
+        Normalization(candidate=get.name, origin="generated", fate="kept", tool=get.name, reason="get"),
+        Normalization(
+            candidate="fetch_user", origin="kb", fate="merged", tool=get.name, reason="same operation"
+        ),
+    ]
+    rows = with_left_out(table, [get], {get.name: "over the 56-tool bound"})
+    assert {(n.candidate, n.fate) for n in rows} == {(get.name, "removed"), ("fetch_user", "removed")}
+    assert all("56-tool bound" in n.reason for n in rows)

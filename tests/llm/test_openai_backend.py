@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agentomnia.config import LLMSettings
 from agentomnia.llm import LLMError, LLMOutputError, OpenAICompatibleLLM, ResponseCache
+from tests.fixtures.chat_server import ChatServer, serving
 
 SCHEMA = {
     "type": "object",
@@ -22,62 +19,9 @@ SCHEMA = {
 }
 
 
-class ChatServer:
-    """Answers /v1/chat/completions from a script of (status, content) pairs, then repeats the last."""
-
-    def __init__(self) -> None:
-        self.script: list[tuple[int, str]] = []
-        self.requests: list[dict[str, Any]] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                status, content = server.script.pop(0) if len(server.script) > 1 else server.script[0]
-                if status != 200:
-                    payload: dict[str, Any] = {"error": {"message": "slow down", "type": "rate_limit"}}
-                else:
-                    payload = {
-                        "id": "chatcmpl-1",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body["model"],
-                        "choices": [
-                            {
-                                "index": 0,
-                                "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": content},
-                            }
-                        ],
-                        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-                    }
-                raw = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                if status == 429:
-                    self.send_header("Retry-After", "0")
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: object) -> None:
-                """Keep the test output free of request logs."""
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-
 @pytest.fixture
 def server() -> Iterator[ChatServer]:
-    s = ChatServer()
-    yield s
-    s.httpd.shutdown()
+    yield from serving()
 
 
 def _llm(server: ChatServer, tmp_path: Path, retries: int = 3) -> OpenAICompatibleLLM:
@@ -114,15 +58,23 @@ def test_retries_are_bounded(server: ChatServer, tmp_path: Path) -> None:
     assert len(server.requests) == 3
 
 
-def test_malformed_json_is_a_clear_error_and_not_cached(server: ChatServer, tmp_path: Path) -> None:
+def test_malformed_json_is_a_clear_error_and_replays_the_same(server: ChatServer, tmp_path: Path) -> None:
     server.script = [(200, '{"domain": "Logistics", "score": ')]
     llm = _llm(server, tmp_path)
-    with pytest.raises(LLMOutputError, match="not JSON.*not cached"):
+    with pytest.raises(LLMOutputError, match="not JSON.*cached as given"):
         llm.complete(MESSAGES, schema=SCHEMA)
+    other = [{"role": "user", "content": "another"}]
     server.script = [(200, '{"domain": "Logistics"}')]
     with pytest.raises(LLMOutputError, match="breaks the schema"):
-        llm.complete(MESSAGES, schema=SCHEMA)
-    assert len(llm.cache) == 0  # type: ignore[arg-type]
+        llm.complete(other, schema=SCHEMA)
+    # the model's answers are what they are: a rerun meets the same errors without asking again
+    assert len(server.requests) == 2
+    fresh = _llm(server, tmp_path)
+    with pytest.raises(LLMOutputError, match="not JSON"):
+        fresh.complete(MESSAGES, schema=SCHEMA)
+    with pytest.raises(LLMOutputError, match="breaks the schema"):
+        fresh.complete(other, schema=SCHEMA)
+    assert len(server.requests) == 2 and fresh.usage.cache_hits == 2
 
 
 def test_cache_hit_makes_no_request(server: ChatServer, tmp_path: Path) -> None:
@@ -136,3 +88,30 @@ def test_cache_hit_makes_no_request(server: ChatServer, tmp_path: Path) -> None:
     assert fresh.usage.cache_hits == 1 and fresh.usage.requests == 0
     other = fresh.complete([{"role": "user", "content": "something else"}], schema=SCHEMA)
     assert not other.cached and len(server.requests) == 2
+
+
+def test_a_server_that_takes_schemas_only_as_json_object_is_answered_that_way(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    """llama.cpp's Python server refuses `response_format: json_schema` (HTTP 500 "Input should be
+    'text' or 'json_object'") and takes `{"type": "json_object", "schema": ...}`: the backend learns
+    that from the first refusal, keeps the request's own cache key, and asks that way from then on."""
+    server.script = [
+        (500, "1 validation error: response_format.type Input should be 'text' or 'json_object'"),
+        (200, '{"domain": "Logistics", "score": 0.9}'),
+    ]
+    llm = _llm(server, tmp_path)
+    out = llm.complete(MESSAGES, schema=SCHEMA)
+    assert out.data == {"domain": "Logistics", "score": 0.9}
+    first, second = server.requests
+    assert first["response_format"]["type"] == "json_schema"
+    assert second["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    llm.complete([{"role": "user", "content": "another"}], schema=SCHEMA)
+    assert server.requests[2]["response_format"]["type"] == "json_object"  # no refusal again
+    # the cache holds the answer under the request as asked: a fresh backend replays it without a call
+    again = _llm(server, tmp_path).complete(MESSAGES, schema=SCHEMA)
+    assert again.cached and len(server.requests) == 3
+    # a plain server error is no refusal of the format: it is retried and then reported
+    server.script = [(500, "out of memory")]
+    with pytest.raises(LLMError, match="failed"):
+        _llm(server, tmp_path, retries=1).complete([{"role": "user", "content": "third"}], schema=SCHEMA)

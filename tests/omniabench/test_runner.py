@@ -170,12 +170,15 @@ def test_end_state_diff_reports_unmet_and_unexpected_changes() -> None:
 
 def test_verifier_code_runs_in_the_sandbox(tasks: list[Task], parcel: Parcel) -> None:
     program = next(t for t in tasks if t.kind == "program")
-    # deleting a claim breaks the program task's "leave every claim alone" verifier
-    victim = sorted(parcel.s0["claims"])[0]
-    vandal = scripted(
-        [assistant_message("Deleting.", [tool_call("c1", "delete_claim", {"claim_id": victim})])]
-    )
-    result = _run([program], parcel, vandal)[0]
+    # deleting a claim breaks the program task's "leave every claim alone" verifier; the environment
+    # refuses to delete a claim other records refer to, so the vandal takes the first it may delete
+    for victim in sorted(parcel.s0["claims"]):
+        vandal = scripted(
+            [assistant_message("Deleting.", [tool_call("c1", "delete_claim", {"claim_id": victim})])]
+        )
+        result = _run([program], parcel, vandal)[0]
+        if result.state_diff:
+            break
     g1 = next(i for i in program.rubric if i.check is not None and i.check.kind == "verifier")
     assert result.components[g1.id] is False and "check_func returned False" in result.details[g1.id]
     assert any(d.key == victim for d in result.state_diff)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from agentomnia.tasks.wording import chained_of, opening, query_metrics, sentences
+from agentomnia.tasks.wording import chained_of, names_a_person, opening, query_metrics, sentences
 
 
 def test_a_clause_with_three_of_the_is_a_chain_and_a_comma_breaks_it() -> None:
@@ -55,3 +55,20 @@ def test_openings_speak_in_the_splits_voice_and_follow_the_seed() -> None:
     assert all("music playback" in o for o in consumer | business)
     assert any(" my " in f" {o} " for o in consumer)
     assert opening(random.Random(7), "toe", "Payroll") == opening(random.Random(7), "toe", "Payroll")
+
+
+def test_a_job_named_by_its_field_is_not_said_as_a_person() -> None:
+    """ "As a game operations" is not English: a title that names a field opens as someone working in it."""
+    assert (
+        names_a_person("Pharmacist")
+        and names_a_person("Event Planner")
+        and names_a_person("Director/Producer")
+    )
+    assert names_a_person("Architect") and names_a_person("Security Guard")
+    assert not names_a_person("Game Operations") and not names_a_person("Property Management")
+    assert not names_a_person("Cybersecurity")
+    for i in range(30):
+        field = opening(random.Random(i), "tob", "Game Operations")
+        assert "game operations" in field and " a game operations" not in field and " an game" not in field
+        cleanup = opening(random.Random(i), "tob", "Property Management", indirect=True)
+        assert "property management" in cleanup and " a property management" not in cleanup

@@ -201,14 +201,21 @@ def test_llm_mode_uses_the_model_as_teacher_user_and_judge(tasks: list[Task], pa
     from agentomnia.trajectories import generate_trajectories
 
     model = _ScriptedModel()
-    [traj] = generate_trajectories(
-        [tasks[3]], {parcel.env_id: parcel.bundle}, parcel.sandbox, teacher="llm", llm=model
-    )
+    bundles = {parcel.env_id: parcel.bundle}
+    [traj, fallback] = generate_trajectories([tasks[3]], bundles, parcel.sandbox, teacher="llm", llm=model)
     assert traj.policy == "llm:scripted" and traj.interaction == "multi"
     assert {"agent", "user", "judge"} <= set(model.calls)
     assert traj.verification is not None and traj.verification.correctness.passed is False
     assert traj.verification.consistency.judged and traj.verification.continuity.judged
     assert traj.rewards["score"] == 0.0
+    # the model's run failed verification: the offline teacher took the task over, and both are kept
+    assert (
+        fallback.policy == "offline-teacher" and fallback.task_id == traj.task_id and fallback.id != traj.id
+    )
+    [alone] = generate_trajectories(
+        [tasks[3]], bundles, parcel.sandbox, teacher="llm", llm=model, fallback=False
+    )
+    assert alone.id == traj.id
 
 
 def _answer_task(count: Task, kind: str, expected: dict[str, Any]) -> Task:

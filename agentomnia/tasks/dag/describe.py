@@ -23,6 +23,57 @@ def words(name: str) -> str:
     return name.replace("_", " ").strip()
 
 
+# Unit suffixes of field names (`water_temp_c`, `long_edge_px`) and how a person writes the unit.
+UNITS = {
+    "c": "°C", "f": "°F", "k": "K", "kmh": "km/h", "kph": "km/h", "mph": "mph", "pct": "%",
+    "percent": "%", "kg": "kg", "g": "g", "mg": "mg", "lb": "lb", "lbs": "lb", "km": "km", "m": "m",
+    "cm": "cm", "mm": "mm", "ft": "ft", "px": "px", "kwh": "kWh", "kw": "kW", "mw": "MW", "mb": "MB",
+    "gb": "GB", "tb": "TB", "ml": "ml", "usd": "USD", "eur": "EUR", "gbp": "GBP", "bps": "bps",
+    "days": "days", "hours": "hours", "hrs": "hours", "minutes": "minutes", "mins": "minutes",
+    "sec": "seconds", "secs": "seconds", "seconds": "seconds", "ms": "ms", "min": "minutes",
+}  # fmt: skip
+
+
+# an ambiguous suffix is a unit only after a word that measures in it (`vitamin_c`, `grade_a` are not)
+_TEMPERATURE = ("temp", "temperature")
+_SIZE = ("weight", "mass", "size", "protein", "fat", "carbs", "sugar", "fiber", "dose", "portion", "amount")
+_LENGTH = ("length", "width", "height", "depth", "distance", "altitude", "elevation", "radius", "diameter")
+_TIME = (
+    "buffer",
+    "duration",
+    "time",
+    "delay",
+    "wait",
+    "prep",
+    "cook",
+    "break",
+    "lead",
+    "travel",
+    "drive",
+    "response",
+    "interval",
+    "runtime",
+    "length",
+    "overtime",
+    "downtime",
+    "slot",
+    "grace",
+    "window",
+)
+# "min" ends a duration in minutes (`travel_buffer_min`) but a minimum elsewhere (`temp_min`)
+_MEASURED: dict[str, tuple[str, ...]] = {"c": _TEMPERATURE, "f": _TEMPERATURE, "k": _TEMPERATURE, "g": _SIZE,
+                                         "m": _LENGTH, "min": _TIME}  # fmt: skip
+
+
+def field_label(name: str) -> str:
+    """A field as it reads beside a value: its words, with a unit suffix written as the unit
+    (`water_temp_c` -> `water temp (°C)`, `rotation_length_days` -> `rotation length (days)`)."""
+    head, _, tail = name.rpartition("_")
+    if head and tail in UNITS and (tail not in _MEASURED or head.rpartition("_")[2] in _MEASURED[tail]):
+        return f"{words(head)} ({UNITS[tail]})"
+    return words(name)
+
+
 def plural(name: str) -> str:
     w = words(name)
     if w.endswith(("sales", "series", "news", "data")):

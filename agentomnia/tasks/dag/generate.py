@@ -26,7 +26,7 @@ from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec, c
 from agentomnia.envs.state import make_value, world_for
 from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
-from agentomnia.tasks.dag.describe import cue, describe_record, plural, say, words
+from agentomnia.tasks.dag.describe import cue, describe_record, field_label, plural, say, words
 from agentomnia.tasks.dag.graph import carries_value, edge_data
 from agentomnia.tasks.dag.phrasing import (
     article,
@@ -370,6 +370,19 @@ class Generator:
                 if r.kind == "range" and r.entity == entity.name and r.attr == attr.name:
                     low, high = r.min, r.max
             low = max(x for x in (low, schema.get("minimum"), 0) if x is not None)
+            ceiling = min((x for x in (high, schema.get("maximum")) if x is not None), default=None)
+            # a value of the domain's own scale first (a streaming plan allows 2 streams, not 356)
+            if self._world is None:
+                self._world = world_for(self.spec, self.initial)
+            for _ in range(4):
+                meant = make_value(attr, entity, self.rng, self.rng.randint(2, 98), world=self._world)
+                if (
+                    isinstance(meant, (int, float))
+                    and not isinstance(meant, bool)
+                    and meant != current
+                    and low <= meant <= (ceiling if ceiling is not None else meant)
+                ):
+                    return meant
             high = min(x for x in (high, schema.get("maximum"), low + 400) if x is not None)
             for _ in range(6):
                 value: Any = (
@@ -501,13 +514,13 @@ class Generator:
                     continue
                 top = max(values)  # type: ignore[type-var]
                 if values.count(top) == 1:
-                    return values.index(top), f"with the highest {words(a.name)}"
+                    return values.index(top), f"with the highest {field_label(a.name)}"
         for a in entity.attributes:  # no telling number: the most recent date decides
             if a.type in ("date", "datetime"):
                 dates = [str(i.get(a.name) or "") for i in items]
                 latest = max(dates)
                 if latest and dates.count(latest) == 1:
-                    return dates.index(latest), f"with the latest {words(a.name)}"
+                    return dates.index(latest), f"with the latest {field_label(a.name)}"
         return None
 
     # -- grounding one tool --------------------------------------------------------------------
@@ -578,7 +591,7 @@ class Generator:
             if value is None:
                 raise Reject("grounding", f"no new value for {tool.name}.{param}")
             args[param], sources[param] = value, "query"
-            extra.append(f"{words(b['fields'][param])} {say(value)}")
+            extra.append(f"{field_label(b['fields'][param])} {say(value)}")
         if tool.op == "assign" and b.get("param") not in args:
             current = record().get(b["attr"])
             key, source, ref_phrase = self._ref_value(tool, b["param"], avoid=[current] if current else [])
@@ -604,7 +617,7 @@ class Generator:
                 if value is None:
                     raise Reject("grounding", f"cannot ground required argument {tool.name}.{p}")
                 args[p], sources[p] = value, "query"
-                extra.append(f"{words(b.get('fields', {}).get(p, p))} {say(value)}")
+                extra.append(f"{field_label(b.get('fields', {}).get(p, p))} {say(value)}")
         if tool.op == "range":
             dates = sorted(
                 str(r.get(b["attr"]))[:10] for r in self._table(entity).values() if r.get(b["attr"])
@@ -805,7 +818,7 @@ class Generator:
             if step.focus is None:
                 raise Reject("grounding", f"{tool.name} acts on no identified record")
             set_fields = [
-                (words(tool.binding["fields"][p]), say(v))
+                (field_label(tool.binding["fields"][p]), say(v))
                 for p, v in step.args.items()
                 if step.sources.get(p) == "query" and p in tool.binding.get("fields", {})
             ]
@@ -902,7 +915,7 @@ class Generator:
                 raise Reject("grounding", f"{tool.name} returns nothing reportable for {phrase}")
             numeric = [a for a in attrs if a.type in _NUMERIC]
             a: AttributeSpec = self.rng.choice(numeric or attrs)
-            noun = possessive(phrase, words(a.name))
+            noun = possessive(phrase, field_label(a.name))
             key = self._key(a.name, f"current {a.name}", f"{entity.name} {a.name}")
             self._ask(
                 Reported(
@@ -1094,6 +1107,8 @@ class Generator:
             threshold = (
                 round(a.value) if self.rng.random() < 0.5 else round(a.value) + self.rng.choice((-2, 1, 3))
             )
+            if a.value >= 0:  # nobody asks whether a count or an amount is at least 0 or -2
+                threshold = max(threshold, 1)
             text = self.wording.choice(
                 (
                     'whether "{f}" is at least {t} (true or false)',

@@ -27,7 +27,7 @@ _CONTEXT = (
     "Pull up {p}.",
     "Start from {p}.",
     "Have a look at {p}.",
-    "Next, {p}.",
+    "Please find {p}.",
 )
 _ASK = (
     'Tell me {n} as "{k}".',

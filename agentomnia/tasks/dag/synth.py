@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.envs.state import state_violations
-from agentomnia.llm import LLM
+from agentomnia.llm import LLM, LLMError
 from agentomnia.records import content_hash
 from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
@@ -237,7 +237,10 @@ def _rephrase(llm: LLM, query: str, guidance: Sequence[str] = ()) -> str | None:
         )},
         {"role": "user", "content": query},
     ]  # fmt: skip
-    data = llm.complete(messages, schema=schema, schema_name="task_description").data
+    try:
+        data = llm.complete(messages, schema=schema, schema_name="task_description").data
+    except LLMError:  # a bad, refused or timed-out answer keeps the composed request
+        return None
     text = data.get("query") if isinstance(data, dict) else None
     return text if isinstance(text, str) and text.strip() else None
 

@@ -12,6 +12,7 @@ import random
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.records import content_hash
+from agentomnia.tasks.dag.describe import field_label
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.program.plan import Predicate, ProgramPlan
 from agentomnia.tasks.wording import opening
@@ -41,7 +42,7 @@ def _rule(pred: Predicate, subject: str) -> str:
         return f"whose {subject}{words(pred.attr)} is {'before' if pred.op == '<' else 'on or after'} {pred.value}"
     if pred.kind in ("enum", "bool"):
         return f"whose {subject}{words(pred.attr)} is {spoken(pred.value)}"
-    return f"whose {subject}{words(pred.attr)} is {_OP_WORDS[pred.op]} {pred.value:g}"
+    return f"whose {subject}{field_label(pred.attr)} is {_OP_WORDS[pred.op]} {pred.value:g}"
 
 
 def _action(plan: ProgramPlan, digest: str = "") -> str:

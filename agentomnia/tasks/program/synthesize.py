@@ -69,8 +69,8 @@ _LLM_SCHEMA = {
 
 def propose_with_model(
     llm: LLM, spec: EnvSpec, state: dict[str, Any], rng: random.Random
-) -> dict[str, str] | None:
-    """A generated (query, intent, program) triple; None when the model gives nothing usable."""
+) -> dict[str, str] | str:
+    """A generated (query, intent, program) triple, or why the model gave nothing usable."""
     tools = [t.openai() for t in spec.tools]
     sample = {t: dict(sorted(recs.items())[:3]) for t, recs in state.items() if isinstance(recs, dict)}
     prompt = (
@@ -84,12 +84,12 @@ def propose_with_model(
         data = llm.complete(
             [{"role": "user", "content": prompt}], schema=_LLM_SCHEMA, schema_name="program_task"
         ).data
-    except Exception:  # a model failure costs one candidate, never the run
-        return None
+    except Exception as exc:  # a model failure costs one candidate, never the run
+        return f"the model returned no usable program: {type(exc).__name__}: {exc}"
     if not isinstance(data, dict) or not all(
         isinstance(data.get(k), str) for k in ("query", "intent", "program")
     ):
-        return None
+        return "the model returned no usable program: query, intent and program must all be text"
     return {k: data[k] for k in ("query", "intent", "program")}
 
 
@@ -121,11 +121,11 @@ def synthesize_program_tasks(
     candidates: list[tuple[ProgramPlan | None, dict[str, str] | None]] = []
     if llm is not None:
         for _ in range(max(1, n)):
-            proposal = propose_with_model(llm, spec, s0, rng)
-            if proposal is None:
-                reject("propose", "the model returned no usable program")
+            offer = propose_with_model(llm, spec, s0, rng)
+            if isinstance(offer, str):
+                reject("propose", offer)
             else:
-                candidates.append((None, proposal))
+                candidates.append((None, offer))
     candidates += [(p, None) for p in propose_plans(spec, s0, rng)]
     if not candidates:
         reject(

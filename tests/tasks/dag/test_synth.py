@@ -154,9 +154,14 @@ def test_consistency_rejects_unrelated_writes_and_ungrounded_arguments(
     assert consistency_problems(task, freight_spec) == []
     table = "carriers"
     key = sorted(task.init_config[table])[0]
-    stray = ReferenceCall(
-        tool="delete_consignment", args={"consignment_id": "X"}, sources={"consignment_id": "literal"}
+    # a write the task has no objective for: a delete of a record it never names
+    delete = next(
+        t
+        for t in freight_spec.tools
+        if t.op == "delete" and t.name not in {c.tool for c in task.reference_calls}
     )
+    param = freight_spec.entity(delete.entity).key
+    stray = ReferenceCall(tool=delete.name, args={param: "X"}, sources={param: "literal"})
     diff = {"table": table, "key": key, "field": "name", "before": "a", "after": "b"}
     tampered = _rebuilt(
         task, reference_calls=[*task.reference_calls, stray], expected_diff=[*task.expected_diff, diff]

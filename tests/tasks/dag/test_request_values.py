@@ -1,0 +1,49 @@
+"""What a DAG request asks to write reads like the domain: numbers on the domain's own scale (the
+value vocabulary's ranges), and a field with a unit suffix said with its unit."""
+
+from __future__ import annotations
+
+import random
+
+import networkx as nx
+
+from agentomnia.envs.spec import EnvSpec
+from agentomnia.sandbox.bundle import Bundle
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.tasks.dag.describe import field_label
+from agentomnia.tasks.dag.generate import Generator
+from agentomnia.taxonomy.vocab import vocab_for
+
+
+def test_new_numbers_come_from_the_domains_ranges(
+    freight_spec: EnvSpec, freight_bundle: Bundle, freight_sandbox: Sandbox
+) -> None:
+    vocab = vocab_for(freight_spec.coordinate.taxonomy_id)
+    assert vocab is not None
+    ranged = [
+        (tool, param, entry)
+        for tool in freight_spec.tools
+        if tool.kind == "write"
+        for param, attr in tool.binding.get("fields", {}).items()
+        if (entry := vocab.values.get(tool.entity, {}).get(attr)) is not None and entry.kind == "range"
+    ]
+    assert len(ranged) >= 3
+    session = freight_sandbox.open(freight_bundle, freight_bundle.s0)
+    try:
+        gen = Generator(freight_spec, session, nx.MultiDiGraph(), random.Random(5), allow_ids=True)
+        for tool, param, entry in ranged:
+            for _ in range(5):
+                value = gen._new_value(tool, param, None)
+                assert value is not None and entry.min <= value <= entry.max, (tool.name, param, value, entry)
+    finally:
+        session.close()
+
+
+def test_a_unit_suffix_is_said_as_its_unit() -> None:
+    assert field_label("water_temp_c") == "water temp (°C)"
+    assert field_label("max_wind_kmh") == "max wind (km/h)"
+    assert field_label("travel_buffer_min") == "travel buffer (minutes)"
+    assert field_label("discount_pct") == "discount (%)"
+    # a suffix that is no unit there stays a word
+    assert field_label("vitamin_c") == "vitamin c" and field_label("temp_min") == "temp min"
+    assert field_label("grade_a") == "grade a" and field_label("name") == "name"
