@@ -179,6 +179,10 @@ def _chat(llm: OpenAICompatibleLLM, samples: int, max_tokens: int, timings: list
     ), tokens  # fmt: skip
 
 
+def _failed(name: str, exc: Exception, start: float, fix: str) -> Probe:
+    return Probe(name=name, ok=False, detail=str(exc)[:300], seconds=time.perf_counter() - start, fix=fix)
+
+
 def _json_schema(llm: OpenAICompatibleLLM) -> Probe:
     start = time.perf_counter()
     try:
@@ -186,16 +190,12 @@ def _json_schema(llm: OpenAICompatibleLLM) -> Probe:
             [{"role": "user", "content": "Describe Lisbon as JSON: city, population in millions, coastal."}],
             schema=_SCHEMA, schema_name="city", max_tokens=96,
         )  # fmt: skip
-    except LLMOutputError as exc:
-        return Probe(
-            name="JSON schema", ok=False, detail=str(exc)[:300], seconds=time.perf_counter() - start,
-            fix="serve with constrained decoding (vLLM/SGLang: a guided-decoding backend; llama.cpp: json_object with a schema)",
-        )  # fmt: skip
     except LLMError as exc:
-        return Probe(
-            name="JSON schema", ok=False, detail=str(exc)[:300], seconds=time.perf_counter() - start,
-            fix="the endpoint must take response_format json_schema (or llama.cpp's json_object with a schema)",
-        )  # fmt: skip
+        return _failed("JSON schema", exc, start, (
+            "serve with constrained decoding (vLLM/SGLang: a guided-decoding backend; llama.cpp: json_object with a schema)"
+            if isinstance(exc, LLMOutputError)
+            else "the endpoint must take response_format json_schema (or llama.cpp's json_object with a schema)"
+        ))  # fmt: skip
     form = "json_object with a schema (llama.cpp's form)" if llm._json_object else "json_schema"
     return Probe(
         name="JSON schema", ok=True, seconds=time.perf_counter() - start,
@@ -214,10 +214,7 @@ def _tool_calls(llm: OpenAICompatibleLLM) -> Probe:
             tools=[_TOOL], max_tokens=96,
         )  # fmt: skip
     except LLMError as exc:
-        return Probe(
-            name="tool calls", ok=False, detail=str(exc)[:300], seconds=time.perf_counter() - start,
-            fix="the endpoint must take `tools` in chat requests",
-        )  # fmt: skip
+        return _failed("tool calls", exc, start, "the endpoint must take `tools` in chat requests")
     seconds = time.perf_counter() - start
     fix = (
         "serve with a tool-call parser (vLLM: --enable-auto-tool-choice --tool-call-parser <family>; "

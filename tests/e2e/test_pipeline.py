@@ -6,16 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, instance_for_test, materialize
+from dagster import AssetKey, materialize
 
 from agentomnia.lineage import LineageStore
+from tests.fixtures.rounds import materialize_round
 
 
 @pytest.mark.slow
 def test_a_small_round_runs_end_to_end_with_lineage(home: Path) -> None:
-    from agentomnia_assets.definitions import defs
-    from agentomnia_assets.pipeline import SCALE_GROUP
-
     small = {
         "state_specs": {"max_environments": 4},
         "dag_tasks": {"standard_per_env": 2, "challenge_per_env": 1},
@@ -26,23 +24,8 @@ def test_a_small_round_runs_end_to_end_with_lineage(home: Path) -> None:
         "omniabench_eval": {"policies": ["baseline:heuristic"], "trials": 2, "max_steps": 12},
         "agent_learning": {"limit": 4},
     }
-    graph = defs.resolve_asset_graph()
     # a round: every asset but the static taxonomy and the separate scale corpus
-    selection = [
-        k
-        for k in graph.get_all_asset_keys()
-        if k != AssetKey("taxonomy") and graph.get(k).group_name != SCALE_GROUP
-    ]
-    with instance_for_test() as instance:
-        instance.add_dynamic_partitions("rounds", ["r0"])
-        result = materialize(
-            [*defs.assets, *defs.asset_checks],  # type: ignore[list-item]
-            selection=selection,
-            partition_key="r0",
-            instance=instance,
-            resources=defs.resources,
-            run_config={"ops": {name: {"config": cfg} for name, cfg in small.items()}},
-        )
+    result = materialize_round(small, skip=["taxonomy"])
     assert result.success
     failed_checks = [c.check_name for c in result.get_asset_check_evaluations() if not c.passed]
     assert failed_checks == []

@@ -21,6 +21,7 @@ import pytest
 from agentomnia.config import LLMSettings
 from agentomnia.llm import OpenAICompatibleLLM, ResponseCache
 from tests.fixtures.llama_server import MODEL_ALIAS, llama_server, missing
+from tests.fixtures.rounds import materialize_round
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
@@ -112,11 +113,6 @@ def _round(
     home: Path, corpus: Path, base_url: str, monkeypatch: pytest.MonkeyPatch, *, retries: int = 1
 ) -> dict[str, list[str]]:
     """Materialize round r0 in llm mode in `home`; the ids of its records, by kind."""
-    from dagster import instance_for_test, materialize
-
-    from agentomnia_assets.definitions import defs
-    from agentomnia_assets.pipeline import SCALE_GROUP
-
     for name, value in {
         "AGENTOMNIA_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"), "AGENTOMNIA_MODE": "llm",
         "AGENTOMNIA_LLM_BASE_URL": base_url, "AGENTOMNIA_LLM_MODEL": MODEL_ALIAS,
@@ -125,24 +121,8 @@ def _round(
     }.items():  # fmt: skip
         monkeypatch.setenv(name, value)
     monkeypatch.setattr("agentomnia_assets.seeds.corpus_dir", lambda: corpus)
-    graph = defs.resolve_asset_graph()
-    selection = [
-        k
-        for k in graph.get_all_asset_keys()
-        if k.to_user_string() not in SKIPPED and graph.get(k).group_name != SCALE_GROUP
-    ]
-    with instance_for_test() as instance:
-        instance.add_dynamic_partitions("rounds", ["r0"])
-        result = materialize(
-            [*defs.assets, *defs.asset_checks],  # type: ignore[list-item]
-            selection=selection,
-            partition_key="r0",
-            instance=instance,
-            resources=defs.resources,
-            run_config={"ops": {name: {"config": cfg} for name, cfg in SMALL.items()}},
-            raise_on_error=False,
-        )
-        failed = [e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    result = materialize_round(SMALL, skip=SKIPPED, raise_on_error=False)
+    failed = [e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     assert result.success, f"steps failed in llm mode: {failed}"
     rows = (
         duckdb.connect(str(home / "lineage.duckdb"), read_only=True)
