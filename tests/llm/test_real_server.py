@@ -116,7 +116,7 @@ def _round(
     for name, value in {
         "AGENTOMNIA_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"), "AGENTOMNIA_MODE": "llm",
         "AGENTOMNIA_LLM_BASE_URL": base_url, "AGENTOMNIA_LLM_MODEL": MODEL_ALIAS,
-        "AGENTOMNIA_LLM_CONCURRENCY": "1", "AGENTOMNIA_LLM_MAX_TOKENS": "256",
+        "AGENTOMNIA_LLM_CONCURRENCY": "1", "AGENTOMNIA_LLM_MAX_TOKENS": "192",
         "AGENTOMNIA_LLM_MAX_RETRIES": str(retries),
     }.items():  # fmt: skip
         monkeypatch.setenv(name, value)
@@ -146,6 +146,7 @@ def _calls(cache: Path) -> collections.Counter[str]:
     return asked
 
 
+@pytest.mark.timeout(1800)  # two rounds, a real 135M model on two cores: about 9 minutes alone
 def test_a_small_round_runs_in_llm_mode_and_replays_from_the_cache(
     server_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
