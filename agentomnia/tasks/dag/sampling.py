@@ -4,7 +4,9 @@ A pool of long chains comes from depth-first search out of source tools and high
 plus random walks for variety. A group is a few chains plus scattered tools (auxiliary queries,
 verification, inspection, plausible distractions); groups that overlap a retained group too much
 (Jaccard over tool sets) are dropped, so one environment yields different tasks, not one task
-many times. Chains obey a few shape rules that keep them meaningful: no tool twice, a delete only
+many times. Where an environment was built around a seed's operations and the platform added the
+domain's own beside them, chains that call the seed's operations are drawn first: the tasks exercise
+the service the user brought, with the domain's tools in support. Chains obey a few shape rules that keep them meaningful: no tool twice, a delete only
 at the end, and no read of a record right after a read that already returned it.
 """
 
@@ -18,6 +20,7 @@ import networkx as nx
 from pydantic import BaseModel, ConfigDict
 
 _IDENTIFY = {"lookup", "search", "list", "range"}
+SEED_WEIGHT = 4  # how much more likely a chain is drawn for each of the seed's operations it calls
 
 
 class ToolGroup(BaseModel):
@@ -111,6 +114,15 @@ def chain_pool(
     return pool
 
 
+def _seed_first(
+    chains: Sequence[tuple[str, ...]], seeded: set[str], rng: random.Random
+) -> list[tuple[str, ...]]:
+    """The chains in a random order weighted by how many of the seed's operations each calls (a
+    weighted draw without replacement: each chain's key is u ** (1 / weight))."""
+    weight = {c: 1 + SEED_WEIGHT * sum(t in seeded for t in c) for c in chains}
+    return sorted(chains, key=lambda c: rng.random() ** (1 / weight[c]), reverse=True)
+
+
 def sample_groups(
     graph: nx.MultiDiGraph,
     pool: Sequence[tuple[str, ...]],
@@ -125,6 +137,8 @@ def sample_groups(
 ) -> list[ToolGroup]:
     """Up to `n` groups whose tool sets overlap every retained group by at most `max_overlap`."""
     fitting = [c for c in pool if chain_len[0] <= len(c) <= chain_len[1]]
+    seeded = {t for t in graph.nodes if graph.nodes[t].get("origin") == "seed"}
+    prefer_seed = 0 < len(seeded) < len(graph)
     reads = sorted(n for n in graph.nodes if graph.nodes[n]["kind"] == "read")
     kept: list[ToolGroup] = []
     kept_tools: list[frozenset[str]] = []  # each kept group's tool set, for the overlap test
@@ -133,7 +147,8 @@ def sample_groups(
             break
         k = rng.randint(*chains)
         picked: list[tuple[str, ...]] = []
-        for c in rng.sample(fitting, min(len(fitting), 4 * k)):
+        m = min(len(fitting), 4 * k)
+        for c in _seed_first(fitting, seeded, rng)[:m] if prefer_seed else rng.sample(fitting, m):
             if len(picked) == k:
                 break
             if all(not (set(c) & set(p)) for p in picked):
