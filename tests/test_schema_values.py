@@ -374,3 +374,29 @@ def test_a_deletable_entity_keeps_a_record_nothing_refers_to(spec: EnvSpec) -> N
         assert free and state_violations(spec, state) == []
         args = next(valid_calls(spec, state, spec.tool("delete_account"), random.Random(seed)))
         assert str(args["account_id"]) in free and type(args["account_id"]) is int
+
+
+def test_values_are_given_the_type_their_parameter_declares() -> None:
+    from agentomnia.envs.values import as_declared
+
+    assert as_declared("4", {"type": "integer", "format": "int64"}) == 4
+    assert as_declared("2.5", {"type": "number"}) == 2.5
+    assert as_declared("available", {"type": "array", "items": {"type": "string"}}) == ["available"]
+    assert as_declared("7", {"type": "array", "items": {"type": "integer"}}) == [7]
+    assert as_declared("USE-004", {"type": "integer"}) == "USE-004"  # left for validation to refuse
+    assert as_declared("4", {"type": "string"}) == "4" and as_declared(4, {"type": "integer"}) == 4
+    assert as_declared(None, {"type": "integer"}) is None
+
+
+def test_nested_objects_carry_what_they_declare() -> None:
+    tag = {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}}
+    pet = {"type": "object", "properties": {"category": tag, "tags": {"type": "array", "items": tag}}}
+    empty = fields = 0
+    for seed in range(40):
+        v = schema_value(pet, random.Random(seed), name="pet")
+        for obj in [v.get("category"), *(v.get("tags") or [])]:
+            if obj is not None:
+                empty += obj == {}
+                fields += len(obj)
+    assert empty == 0
+    assert fields > 0

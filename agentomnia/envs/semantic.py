@@ -17,6 +17,7 @@ import random
 import re
 import threading
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cache
@@ -538,6 +539,7 @@ def name_for(attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.
 # (kind, pattern on the attribute name), first match wins; `_string_kind` decides once per name
 _STRING_KINDS: list[tuple[str, str]] = [
     ("email", r"e_?mail"),
+    ("password", r"pass_?word|passphrase|pass_?code|(^|_)(secret|pin)$"),
     ("username", r"user_?name|handle|login"),
     ("website", r"website|homepage|(^|_)url$|link"),
     ("phone", r"phone|mobile|fax|telephone"),
@@ -590,6 +592,8 @@ def _string_kind(name: str, person: bool) -> str:
         return "own_name"
     if PLACE_FIELD.match(name):
         return _place_kind(name)
+    if re.search(r"(^|_)(user_?name|login|handle|screen_?name|nickname)$", name):
+        return "username"  # a handle, not the person's name, however it is spelled
     if re.search(r"(^|_)mac(_address)?$", name):
         return "mac"
     if re.fullmatch(r"full_?name", name):
@@ -599,7 +603,7 @@ def _string_kind(name: str, person: bool) -> str:
     if _PERSON_NAMED.search(name) and not ORG_ATTR.search(name):
         return "other_person"
     if PERSON_ROLE_ATTR.search(name) and not name.endswith("_id") and not ORG_ATTR.search(name):
-        kinds = [k for k, rx in _STRING_KINDS[:6] if re.search(rx, name)]
+        kinds = [k for k, rx in _STRING_KINDS[:7] if re.search(rx, name)]
         return kinds[0] if kinds else "other_person"
     for kind, rx in _STRING_KINDS:
         if re.search(rx, name):
@@ -618,6 +622,21 @@ def _string_kind(name: str, person: bool) -> str:
     )
 
 
+def is_handle(attr: AttributeSpec, entity: EntitySpec, declared: Any) -> bool:
+    """Whether a key is a person's handle the seed leaves free-form (a `username`, an `email`): its
+    records are keyed by a handle made from the person's name, not by a numbered code."""
+    free = (
+        isinstance(declared, Mapping)
+        and not {"pattern", "enum", "const"} & set(declared)
+        and declared.get("format") in (None, "email", "idn-email")
+    )
+    return (
+        attr.type == "str"
+        and (declared is None or free)
+        and _string_kind(attr.name, is_person(entity)) in ("username", "email")
+    )
+
+
 def string_for(
     attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random, record: dict[str, Any]
 ) -> Any:
@@ -627,6 +646,8 @@ def string_for(
     kind = _string_kind(n, is_person(entity))
     if kind == "email":
         return email_for(world, rng, record)
+    if kind == "password":
+        return str(faker("en_US", rng).password(length=rng.randint(10, 16)))
     if kind == "username":
         first, last = world.person or person_name(world, rng)
         return (

@@ -15,7 +15,15 @@ from collections.abc import Callable, Mapping
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from agentomnia.envs.semantic import MISSING, World, is_derived, order_lifecycle, semantic_value
+from agentomnia.envs.semantic import (
+    MISSING,
+    World,
+    is_derived,
+    is_handle,
+    order_lifecycle,
+    semantic_value,
+    string_for,
+)
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
 from agentomnia.envs.values import (
     BASE_DAY,
@@ -199,6 +207,7 @@ def generate_state(
         table: dict[str, dict[str, Any]] = {}
         key_attr = entity.attribute(entity.key)
         declared_key = key_attr.declared if key_attr is not None else None
+        handle_key = key_attr is not None and is_handle(key_attr, entity, declared_key)
         taken: set[str] = set()
         for i in range(1, count + 1):
             key_value: Any = f"{entity.id_prefix}-{i:03d}"
@@ -212,11 +221,16 @@ def generate_state(
             taken.add(key)
             for _attempt in range(20):  # redraw until every uniqueness rule holds; else skip the record
                 record = _make_record(spec, state, entity, key_value, rng, i, world)
+                if handle_key:
+                    own = _own_handle(entity, key_attr, declared_key, world, rng, record, taken)
+                    if own is not None:
+                        record[entity.key] = own
                 combos = [tuple(record.get(a) for a in attrs) for attrs in uniques]
                 if all(None in c or c not in seen[j] for j, c in enumerate(combos)):
                     for j, c in enumerate(combos):
                         seen[j].add(c)
-                    table[key] = record
+                    table[str(record[entity.key])] = record
+                    taken.add(str(record[entity.key]))
                     break
         state[entity.table] = table
     _spread_lifecycles(spec, state)
@@ -232,6 +246,25 @@ def generate_state(
             f"generated state for {spec.name} breaks {len(problems)} invariants, e.g. {problems[0]}"
         )
     return state
+
+
+def _own_handle(
+    entity: EntitySpec,
+    key_attr: AttributeSpec | None,
+    declared: Any,
+    world: World,
+    rng: random.Random,
+    record: dict[str, Any],
+    taken: set[str],
+) -> str | None:
+    """The record's own handle as its key (a username or e-mail from the person's name), new in
+    `taken` and of the declared type; None when none is found in a few draws."""
+    assert key_attr is not None
+    for _ in range(8):
+        value = string_for(key_attr, entity, world, rng, record)
+        if isinstance(value, str) and value not in taken and (declared is None or conforms(value, declared)):
+            return value
+    return None
 
 
 def _spread_lifecycles(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:

@@ -217,6 +217,24 @@ def type_matches(schema: Any, value: Any) -> bool:
     return kind in types
 
 
+def as_declared(value: Any, schema: Any) -> Any:
+    """`value` in the type `schema` declares where it is a plain rendering of such a value: the string
+    '4' for an integer (a record's key is kept as text), '2.5' for a number, one value for an array of
+    them. Anything else is returned as it is, for validation to judge."""
+    if value is None or type_matches(schema, value):
+        return value
+    types = json_types(schema) or []
+    if isinstance(value, str):
+        text = value.strip()
+        if "integer" in types and re.fullmatch(r"[+-]?\d+", text):
+            return int(text)
+        if "number" in types and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
+            return float(text)
+    if "array" in types and not isinstance(value, list) and isinstance(schema, Mapping):
+        return [as_declared(value, schema.get("items", True))]
+    return value
+
+
 # ---------------------------------------------------------------- hints from a name
 
 
@@ -795,10 +813,15 @@ def _object(
     extra = schema.get("additionalProperties", True)
     high = int(schema["maxProperties"]) if _num(schema.get("maxProperties")) else None
     out: dict[str, Any] = {}
-    optional_odds = 0.5 if depth < 2 else 0.0
+    # a record's nested objects carry most of what they declare (a tag has its name, a category its
+    # id and name): an empty or one-field object reads as a placeholder; deeper levels stay sparse
+    optional_odds = 0.85 if depth < 2 else 0.2
     for p, sub in props.items():
         if p in required or (rng.random() < optional_odds and (high is None or len(out) < high)):
             out[p] = _checked(sub, rng, p, index, depth + 1, tries=4)
+    if not out and props and (high is None or high > 0):
+        p = next(iter(props))
+        out[p] = _checked(props[p], rng, p, index, depth + 1, tries=4)
     for p in required:
         if p not in out:
             sub = next((s for rx, s in patterns.items() if _searches(rx, p)), extra)

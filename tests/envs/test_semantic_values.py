@@ -22,8 +22,9 @@ from agentomnia.envs.toolset import ToolsetConfig
 from agentomnia.rejection import Rejection
 from agentomnia.scale.seeds import variant_seed
 from agentomnia.seeds.inference import propose_offline
-from agentomnia.taxonomy import load_taxonomy
+from agentomnia.taxonomy import Coordinate, load_taxonomy
 from agentomnia.taxonomy.vocab import VocabEntry, vocab_for, vocab_problems
+from tests.fixtures.domains import LOGISTICS_DOMAIN_ID
 
 
 def _entity(name: str, *attrs: AttributeSpec, key: str | None = None) -> EntitySpec:
@@ -452,3 +453,35 @@ def test_linked_values_are_drawn_together() -> None:
             len(group.rows),
             pairs,
         )
+
+
+def test_a_person_keyed_by_a_free_form_handle_gets_a_handle_from_their_name() -> None:
+    """A seed's `User` keyed by `username` (a plain string) has records keyed `bfrey47`, made from the
+    person's own name, not numbered codes; a patterned key keeps its pattern; passwords read as such."""
+    user = EntitySpec(name="user", table="users", description="user", key="username", id_prefix="USE",
+                      attributes=(_a("username", declared={"type": "string"}), _a("first_name"),
+                                  _a("last_name"), _a("password")))  # fmt: skip
+    coded = EntitySpec(name="user", table="users", description="user", key="username", id_prefix="USE",
+                       attributes=(_a("username", declared={"type": "string", "pattern": "^U[0-9]{5}$"}),
+                                   _a("first_name"), _a("last_name")))  # fmt: skip
+    for entity in (user, coded):
+        spec = EnvSpec(name="accounts", class_name="Accounts", description="People's accounts.",
+                       coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                       candidate_id="accounts", seed_ids=(), entities=(entity,), relations=(), rules=(),
+                       tools=())  # fmt: skip
+        users = generate_state(spec, seed=1, sizes={"user": 12})["users"]
+        assert len(users) == 12 and all(k == str(r["username"]) for k, r in users.items())
+        if entity is coded:
+            assert all(re.fullmatch(r"U[0-9]{5}", k) for k in users)
+            continue
+        for key, r in users.items():
+            assert not re.fullmatch(r"USE-\d+", key) and " " not in key
+            assert re.sub(r"[^a-z]", "", r["last_name"].lower())[:4] in key, (key, r)
+            assert len(r["password"]) >= 10 and " " not in r["password"]
+
+
+@pytest.mark.parametrize("name", ["username", "user_name", "login", "owner_username", "nickname"])
+def test_a_username_is_a_handle_even_on_a_person(name: str) -> None:
+    for entity in (_entity("customer"), _entity("order")):
+        value = make_value(_a(name), entity, random.Random(5), 1)
+        assert isinstance(value, str) and re.fullmatch(r"[a-z0-9._]+", value), (name, value)

@@ -24,6 +24,7 @@ from agentomnia.envs.calls import requirement_problem
 from agentomnia.envs.semantic import World
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec, compound_of
 from agentomnia.envs.state import make_value, world_for
+from agentomnia.envs.values import as_declared
 from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
 from agentomnia.tasks.dag.describe import cue, describe_record, field_label, plural, say, words
@@ -432,6 +433,8 @@ class Generator:
         focus: tuple[str, str] | None,
         phrase: str | None,
     ) -> Executed:
+        props = tool.parameters.get("properties") or {}
+        args = {p: as_declared(v, props[p]) if p in props else v for p, v in args.items()}
         result = self.session.call(tool.name, args)
         if tool.kind == "write":
             self._live = None  # read tools are declared (and verified) free of side effects
