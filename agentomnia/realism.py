@@ -4,7 +4,8 @@ Three families of figures, each computed from what a round produced, so a regres
 
 - **values** (`value_metrics`): over the free-text values of every environment's initial state, the
   share that are placeholders — a value that names its own entity or attribute together with a number
-  ("Quartz Provider 1", "Atlas Address 2") or that ends in filler ("... alpha falcon follow-up.") — and
+  ("Quartz Provider 1", "Atlas Address 2"), that ends in filler ("... alpha falcon follow-up.") or that
+  is the generator's last resort, a place word and a theme ("Ironwood Launch") — and
   the number of distinct words across them all;
 - **tools** (`tool_metrics`): per environment, the share of tools that act on two or more entities or
   enforce a rule across entities (median and minimum over environments);
@@ -21,6 +22,7 @@ import json
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -58,13 +60,38 @@ def _words(name: str) -> set[str]:
 
 def free_text_values(spec: EnvSpec, state: Mapping[str, Any]) -> list[tuple[EntitySpec, str, str]]:
     """(entity, attribute, value) for every free-text value of a state: string attributes that are
-    not keys, references, enums, dates, identifiers, e-mails, URLs or codes."""
+    not keys, references, enums, dates, identifiers, e-mails, URLs or codes, and the strings inside
+    list and object attributes (a venue's `name` in an event's `venue`, named `venue.name`)."""
     out: list[tuple[EntitySpec, str, str]] = []
+
+    def text(value: Any) -> bool:
+        return (
+            isinstance(value, str)
+            and bool(value.strip())
+            and not _ID_SHAPE.match(value)
+            and not _ISO_DATE.match(value)
+            and "@" not in value
+            and not value.startswith(("http://", "https://"))
+        )
+
+    def leaves(name: str, value: Any) -> Iterable[tuple[str, str]]:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if isinstance(k, str) and not _NOT_FREE_TEXT.search(k):
+                    yield from leaves(f"{name}.{k}", v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from leaves(name, v)
+        elif text(value):
+            yield name, value
+
     for entity in spec.entities:
         names = [
             a.name
             for a in entity.attributes
-            if a.type in ("str", "text") and a.name != entity.key and not _NOT_FREE_TEXT.search(a.name)
+            if a.type in ("str", "text", "list", "object")
+            and a.name != entity.key
+            and not _NOT_FREE_TEXT.search(a.name)
         ]
         if not names:
             continue
@@ -73,22 +100,30 @@ def free_text_values(spec: EnvSpec, state: Mapping[str, Any]) -> list[tuple[Enti
             if not isinstance(record, Mapping):
                 continue
             for name in names:
-                value = record.get(name)
-                if (
-                    isinstance(value, str)
-                    and value.strip()
-                    and not _ID_SHAPE.match(value)
-                    and not _ISO_DATE.match(value)
-                    and "@" not in value
-                ):
-                    out.append((entity, name, value))
+                out.extend((entity, path, value) for path, value in leaves(name, record.get(name)))
     return out
+
+
+@cache
+def _stock_words() -> tuple[frozenset[str], frozenset[str]]:
+    from agentomnia.envs.semantic import QUALIFIERS, THEMES
+
+    return frozenset(w.lower() for w in QUALIFIERS), frozenset(w.lower() for w in THEMES)
+
+
+def is_stock_phrase(words: Sequence[str]) -> bool:
+    """Is a value the generator's own last resort, a place word and a theme ("Ironwood Launch",
+    "Meadowbrook Compliance Hold"), which says nothing about its record?"""
+    qualifiers, themes = _stock_words()
+    return len(words) >= 2 and words[0] in qualifiers and words[1] in themes
 
 
 def is_placeholder(value: str, entity: str, attribute: str) -> bool:
     """Does `value` name its own entity or attribute together with a number, or end in filler?"""
     words = [w.lower() for w in _WORD.findall(value)]
     if words and words[-1] in FILLER:
+        return True
+    if is_stock_phrase(words):
         return True
     if len(words) >= 2 and {words[-1], words[-2]} <= FILLER_PAIR_WORDS:
         return True

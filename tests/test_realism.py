@@ -24,6 +24,8 @@ from tests.fixtures.domains import PARCEL
         ("Shipment 14", "shipment", "label"),
         ("left at the door, alpha falcon", "delivery", "note"),
         ("Lorem ipsum", "product", "description"),
+        ("Ironwood Launch", "event", "headliner"),  # the generator's last resort: a place word and a theme
+        ("Highland Heritage Visit", "visit", "name"),
     ],
 )
 def test_placeholders_are_found(value: str, entity: str, attribute: str) -> None:
@@ -123,3 +125,19 @@ def test_every_target_names_a_figure_the_report_computes() -> None:
     figures = realism_figures([(spec, state)], ["Please cancel my last order. Tell me its total as JSON."])
     assert set(TARGETS) <= set(figures)
     assert set(figures["meets"]) == set(TARGETS)
+
+
+def test_strings_inside_lists_and_objects_are_counted() -> None:
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+
+    event = EntitySpec(name="event", table="events", description="", key="event_id", id_prefix="EVE",
+                       attributes=(AttributeSpec(name="event_id", type="str"), AttributeSpec(name="acts", type="list"),
+                                   AttributeSpec(name="venue", type="object")))  # fmt: skip
+    spec = EnvSpec.model_construct(entities=(event,))
+    state = {"events": {"EVE-001": {"event_id": "EVE-001", "acts": ["Ironwood Launch", "Maria Lopez"],
+                                    "venue": {"name": "Kestrel Horizon", "url": "https://x.example"}}}}  # fmt: skip
+    found = free_text_values(spec, state)
+    assert [(a, v) for _, a, v in found] == [
+        ("acts", "Ironwood Launch"), ("acts", "Maria Lopez"), ("venue.name", "Kestrel Horizon"),
+    ]  # fmt: skip
+    assert value_metrics([(spec, state)])["placeholder_share"] == round(2 / 3, 4)

@@ -213,6 +213,12 @@ class World:
         return self.vocab.entry(entity, attr) if self.vocab is not None else None
 
 
+def has_proper_name(entity: str) -> bool:
+    """Whether records of an entity so named are called by a name of their own: people, organisations
+    and places (a `vendor`, a `clinic`, a `user`), not events or entries (a `visit`, a `hold`)."""
+    return bool(person_entity(entity) or ORG_ENTITY.search(entity) or PLACE_ENTITY.search(entity))
+
+
 def is_person(entity: EntitySpec) -> bool:
     return person_entity(entity.name)
 
@@ -540,12 +546,21 @@ def name_for(attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.
 _STRING_KINDS: list[tuple[str, str]] = [
     ("email", r"e_?mail"),
     ("password", r"pass_?word|passphrase|pass_?code|(^|_)(secret|pin)$"),
+    ("token", r"(^|_)(cursor|token|nonce|etag|checksum|hash|fingerprint)$"),
+    ("month", r"(^|_)month$"),
+    ("tag", r"^(tags?|labels|keywords?|hashtags?)$|_(tags|labels|keywords|hashtags)$"),
     ("username", r"user_?name|handle|login"),
     ("website", r"website|homepage|(^|_)url$|link"),
     ("phone", r"phone|mobile|fax|telephone"),
     ("first_name", r"(^|_)first_?name$"),
     ("last_name", r"(^|_)(last_?name|surname|family_name)$"),
-    ("other_person", r"(full|contact|person|patient|customer|driver|guest|owner|employee)_?name$"),
+    (
+        "other_person",
+        r"(full|contact|person|patient|customer|driver|guest|owner|employee)_?name$"
+        r"|(^|_)(headliner|supporting_acts?|performers?|artists?|speakers?|presenters?|attendees?|members?"
+        r"|contributors?|authors?|attorneys?|lawyers?|counsel|participants?|assignees?|reviewers?|approvers?"
+        r"|witness(es)?|invitees?|organi[sz]ers?|instructors?|coaches|coach|players?|cast)(_name)?$",
+    ),
     ("company", ORG_ATTR.pattern),
     ("secondary", r"suite|apartment"),
     ("state", r"(^|_)(state|province|county|license_state)$"),
@@ -603,7 +618,7 @@ def _string_kind(name: str, person: bool) -> str:
     if _PERSON_NAMED.search(name) and not ORG_ATTR.search(name):
         return "other_person"
     if PERSON_ROLE_ATTR.search(name) and not name.endswith("_id") and not ORG_ATTR.search(name):
-        kinds = [k for k, rx in _STRING_KINDS[:7] if re.search(rx, name)]
+        kinds = [k for k, rx in _STRING_KINDS[:10] if re.search(rx, name)]
         return kinds[0] if kinds else "other_person"
     for kind, rx in _STRING_KINDS:
         if re.search(rx, name):
@@ -620,6 +635,39 @@ def _string_kind(name: str, person: bool) -> str:
         if re.search(r"(^|_)(name|title|label|subject|headline)$", name)
         else "other"
     )
+
+
+def leaf_string(name: str, rng: random.Random, world: World) -> str | None:
+    """A string inside a seed's list or object, named by the schema generator (`values.hint_string`):
+    an item of `supporting_acts` is `supporting_act`, a venue's name `venue_name`. The domain's
+    vocabulary where one of its entities lists values so named (`exercise_name` is the fitness
+    domain's exercise names), else the kind its name reads as (a person, a month, a token, a tag); None
+    where neither has an opinion."""
+    vocab = world.vocab
+    if vocab is not None:
+        head, _, tail = name.rpartition("_")
+        forms = (name, f"{name}s", f"{name}es", f"{name[:-1]}ies" if name.endswith("y") else name)
+        for owner, attr in ((head, tail), *((e, f) for e in sorted(vocab.values) for f in forms)):
+            entry = vocab.entry(owner, attr) if owner else None
+            if entry is not None and entry.kind in ("list", "pattern", "faker"):
+                value = from_vocab(entry, AttributeSpec(name=attr, type="str"), _stub(owner), world, rng)
+                if value is not MISSING:
+                    return str(value)
+    head = name.rpartition("_")[0]
+    entity = _stub(head or "record")
+    kind = _string_kind(name, is_person(entity))
+    named_place = kind == "name" and (ORG_ENTITY.search(head or "-") or PLACE_ENTITY.search(head or "-"))
+    if kind in ("other", "code", "name") and not named_place:
+        return None
+    value = string_for(AttributeSpec(name=name, type="str"), entity, world, rng, {})
+    return value if isinstance(value, str) else None
+
+
+@cache
+def _stub(name: str) -> EntitySpec:
+    """An entity called `name` with nothing but a key: what the kinds by name need to know of it."""
+    return EntitySpec(name=name, table=f"{name}s", description="", key="id", id_prefix="REC",
+                      attributes=(AttributeSpec(name="id", type="str"),))  # fmt: skip
 
 
 def is_handle(attr: AttributeSpec, entity: EntitySpec, declared: Any) -> bool:
@@ -646,6 +694,12 @@ def string_for(
     kind = _string_kind(n, is_person(entity))
     if kind == "email":
         return email_for(world, rng, record)
+    if kind == "token":
+        return "".join(rng.choice("0123456789abcdef") for _ in range(rng.choice((16, 24, 32))))
+    if kind == "month":
+        return str(faker("en_US", rng).month_name())
+    if kind == "tag":
+        return str(faker("en_US", rng).word(part_of_speech=rng.choice(("noun", "adjective"))))
     if kind == "password":
         return str(faker("en_US", rng).password(length=rng.randint(10, 16)))
     if kind == "username":

@@ -20,6 +20,7 @@ from agentomnia.envs.semantic import (
     World,
     is_derived,
     is_handle,
+    leaf_string,
     order_lifecycle,
     semantic_value,
     string_for,
@@ -30,6 +31,7 @@ from agentomnia.envs.values import (
     CITIES,
     FIRST,
     LAST,
+    LEAF_STRINGS,
     WORDS,
     allows_null,
     conforms,
@@ -95,7 +97,13 @@ def make_value(
         hinted = None
     if fits_hint(hinted, attr.declared):
         return hinted
-    return schema_value(attr.declared, rng, name=attr.name, index=index)
+    # strings inside the seed's lists and objects read like the domain's (see semantic.leaf_string)
+    here = world if world is not None else World()
+    token = LEAF_STRINGS.set(lambda name, r: leaf_string(name, r, here))
+    try:
+        return schema_value(attr.declared, rng, name=attr.name, index=index)
+    finally:
+        LEAF_STRINGS.reset(token)
 
 
 def _hinted_value(

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from agentomnia.envs import naming
 from agentomnia.envs.naming import class_name, id_prefix, plural, snake
 from agentomnia.envs.resources import http_resource
+from agentomnia.envs.semantic import has_proper_name
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, SpecInvalid, spec_problems
 from agentomnia.seeds.inference import (
     NOT_ENTITIES,
@@ -439,9 +440,16 @@ def build_state_space(
         if not referenced:
             report.removed[name] = "carries no state beyond its key"
             del attrs[name]
-    for name, table in attrs.items():  # a label helps descriptions and lookups
-        if meta[name]["source"] == "seed" and not any(
-            a.type == "str" and a.name != meta[name]["key"] for a in table.values()
+    # a label helps descriptions and lookups, where the records have a proper name to give: people,
+    # organisations and places do; a visit, a hold or a scan does not, and a made-up title for one
+    # ("Highland Heritage Visit") reads as filler, so those are described by the fields they hold,
+    # unless they hold none (a bare `meter` that readings point at still needs a way to be named)
+    for name, table in attrs.items():
+        own = [a for a in table.values() if a.name != meta[name]["key"] and a.type != "ref"]
+        if (
+            meta[name]["source"] == "seed"
+            and not any(a.type == "str" for a in own)
+            and (has_proper_name(name) or not own)
         ):
             table["name"] = AttributeSpec(name="name", type="str", nullable=True, source="derived")
 

@@ -26,6 +26,7 @@ import re
 import string
 import uuid
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from datetime import date, datetime, timedelta
 from fractions import Fraction
 from functools import lru_cache
@@ -238,6 +239,15 @@ def as_declared(value: Any, schema: Any) -> Any:
 # ---------------------------------------------------------------- hints from a name
 
 
+# Where a value is made from a seed's schema for a record of a known domain, the caller may say what
+# a string called so reads like in that domain (`semantic.leaf_string`); None leaves it to the names here.
+LEAF_STRINGS: ContextVar[Callable[[str, random.Random], str | None] | None] = ContextVar(
+    "leaf_strings", default=None
+)
+# A nested object's own name or title is named after the object: a venue's `name` is `venue_name`.
+_NAMED_BY_PARENT = frozenset({"name", "title", "label", "display_name"})
+
+
 def hint_string(name: str, rng: random.Random, index: int = 1) -> str:
     """A plausible string for a value called `name` (the schema leaves the shape free)."""
     n = name.lower()
@@ -267,6 +277,11 @@ def hint_string(name: str, rng: random.Random, index: int = 1) -> str:
         return f"{rng.choice(WORDS)}-{index:03d}"
     if re.search("note|description|comment|reason|summary|details|body|message|text|content", n):
         return rng.choice(NOTES)
+    hook = LEAF_STRINGS.get()
+    if hook is not None:
+        value = hook(name, rng)
+        if value is not None:
+            return value
     from agentomnia.envs.semantic import QUALIFIERS, THEMES  # semantic builds on this module
 
     return f"{rng.choice(QUALIFIERS)} {rng.choice(THEMES)}"
@@ -816,12 +831,16 @@ def _object(
     # a record's nested objects carry most of what they declare (a tag has its name, a category its
     # id and name): an empty or one-field object reads as a placeholder; deeper levels stay sparse
     optional_odds = 0.85 if depth < 2 else 0.2
+
+    def hint(p: str) -> str:
+        return f"{name}_{p}" if p in _NAMED_BY_PARENT and name else p
+
     for p, sub in props.items():
         if p in required or (rng.random() < optional_odds and (high is None or len(out) < high)):
-            out[p] = _checked(sub, rng, p, index, depth + 1, tries=4)
+            out[p] = _checked(sub, rng, hint(p), index, depth + 1, tries=4)
     if not out and props and (high is None or high > 0):
         p = next(iter(props))
-        out[p] = _checked(props[p], rng, p, index, depth + 1, tries=4)
+        out[p] = _checked(props[p], rng, hint(p), index, depth + 1, tries=4)
     for p in required:
         if p not in out:
             sub = next((s for rx, s in patterns.items() if _searches(rx, p)), extra)

@@ -485,3 +485,32 @@ def test_a_username_is_a_handle_even_on_a_person(name: str) -> None:
     for entity in (_entity("customer"), _entity("order")):
         value = make_value(_a(name), entity, random.Random(5), 1)
         assert isinstance(value, str) and re.fullmatch(r"[a-z0-9._]+", value), (name, value)
+
+
+def test_strings_inside_a_seeds_lists_and_objects_read_as_what_they_are() -> None:
+    """A seed's nested strings are made from its schema; what they are named says what they hold: a list
+    of attendees holds people, a venue's name is a place's, a cursor is opaque, tags are words."""
+    from agentomnia.realism import is_stock_phrase
+
+    text = {"type": "string"}
+    event = _entity(
+        "event",
+        _a("attendees", "list", declared={"type": "array", "items": text, "minItems": 2}),
+        _a("venue", "object", declared={"type": "object", "properties": {"name": text}, "required": ["name"]}),
+        _a("next_cursor", declared={"type": "string", "maxLength": 40}),
+        _a("tags", "list", declared={"type": "array", "items": text, "minItems": 1}),
+        _a("contributors", "list", declared={"type": "array", "minItems": 1, "items": {
+            "type": "object", "properties": {"name": text}, "required": ["name"]}}),
+    )  # fmt: skip
+    for seed in range(12):
+        rng, world = random.Random(seed), World()
+        attendees, venue, cursor, tags, contributors = (
+            make_value(a, event, rng, 1, world=world) for a in event.attributes[1:]
+        )
+        for person in [*attendees, *(c["name"] for c in contributors)]:
+            assert re.fullmatch(r"[A-Z][\w'.-]+( [A-Z][\w'.-]+)+", person), person
+        assert venue["name"].split()[-1] == "Venue" or not is_stock_phrase(venue["name"].lower().split())
+        assert re.fullmatch(r"[0-9a-f]{16,32}", cursor), cursor
+        assert all(re.fullmatch(r"[a-z]+", t) for t in tags), tags
+        for value in [*attendees, venue["name"], cursor, *tags]:
+            assert not is_stock_phrase(value.lower().split()), value

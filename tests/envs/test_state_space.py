@@ -55,6 +55,18 @@ def test_id_parameters_become_entities_and_references(expenses: tuple[EnvSpec, S
     assert spec_problems(spec) == []
 
 
+def test_a_made_up_name_only_for_records_that_have_one_or_nothing_else(
+    expenses: tuple[EnvSpec, StateSpaceReport],
+) -> None:
+    """A person is called by a name, so a seed's `user` gets one; an expense is known by its amount and
+    category, so no title is invented for it; a bare widget holds nothing else to be named by."""
+    spec, _ = expenses
+    named = {
+        e.name for e in spec.entities if (a := e.attribute("name")) is not None and a.source == "derived"
+    }
+    assert named == {"user", "widget"}
+
+
 def test_roles_map_to_people_enums_keep_their_spelling_and_verbs_imply_moves(
     expenses: tuple[EnvSpec, StateSpaceReport],
 ) -> None:
