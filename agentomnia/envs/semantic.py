@@ -681,8 +681,12 @@ def is_handle(attr: AttributeSpec, entity: EntitySpec, declared: Any) -> bool:
     return (
         attr.type == "str"
         and (declared is None or free)
+        and _HANDLE_KEY.search(attr.name) is not None  # an `email_thread_id` is not an e-mail
         and _string_kind(attr.name, is_person(entity)) in ("username", "email")
     )
+
+
+_HANDLE_KEY = re.compile(r"(^|_)(user_?name|login|handle|screen_?name|e_?mail(_address)?)$")
 
 
 def string_for(

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agentomnia.envs.build import state_stage, toolset_stage
-from agentomnia.envs.semantic import World, order_lifecycle, semantic_value
+from agentomnia.envs.semantic import World, is_handle, order_lifecycle, semantic_value
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
 from agentomnia.envs.state import generate_state, make_value, state_violations
 from agentomnia.envs.toolset import ToolsetConfig
@@ -464,6 +464,10 @@ def test_a_person_keyed_by_a_free_form_handle_gets_a_handle_from_their_name() ->
     coded = EntitySpec(name="user", table="users", description="user", key="username", id_prefix="USE",
                        attributes=(_a("username", declared={"type": "string", "pattern": "^U[0-9]{5}$"}),
                                    _a("first_name"), _a("last_name")))  # fmt: skip
+    thread = EntitySpec(name="email_thread", table="email_threads", description="", key="email_thread_id",
+                        id_prefix="EMA", attributes=(_a("email_thread_id", declared={"type": "string"}),))  # fmt: skip
+    assert not is_handle(thread.attributes[0], thread, {"type": "string"})
+    assert is_handle(user.attributes[0], user, {"type": "string"})
     for entity in (user, coded):
         spec = EnvSpec(name="accounts", class_name="Accounts", description="People's accounts.",
                        coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
