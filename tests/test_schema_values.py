@@ -386,6 +386,8 @@ def test_values_are_given_the_type_their_parameter_declares() -> None:
     assert as_declared("USE-004", {"type": "integer"}) == "USE-004"  # left for validation to refuse
     assert as_declared("4", {"type": "string"}) == "4" and as_declared(4, {"type": "integer"}) == 4
     assert as_declared(None, {"type": "integer"}) is None
+    # a seed's integer id handed to a domain tool whose `pet_id` takes ids as text
+    assert as_declared(9, {"type": "string"}) == "9" and as_declared(True, {"type": "string"}) is True
 
 
 def test_nested_objects_carry_what_they_declare() -> None:

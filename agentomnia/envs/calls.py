@@ -275,14 +275,53 @@ def requirement_problem(
     return None
 
 
-def _ref_params(spec: EnvSpec, tool: ToolSpec) -> list[tuple[str, str]]:
-    """(parameter, referenced entity) for each argument that points a reference somewhere."""
-    e = spec.entity(tool.entity)
+def _bound(tool: ToolSpec) -> dict[str, str]:
+    """parameter -> the attribute of the tool's record it sets (an assign's reference included)."""
     bound = dict(tool.binding.get("fields", {}))
     if tool.op == "assign":
         bound[tool.binding.get("param", "")] = tool.binding.get("attr", "")
+    return bound
+
+
+def _reads(req: Mapping[str, Any]) -> set[str]:
+    """The attributes of the target record a requirement reads first (`pet_id` of `pet_id->deceased`)."""
+    paths = [req.get("left") or ""]
+    right = req.get("right")
+    if isinstance(right, dict) and "path" in right:
+        paths.append(right["path"])
+    return {p.split("->")[0] for p in paths if p}
+
+
+def reference_admits(
+    spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec, args: Mapping[str, Any], param: str
+) -> bool:
+    """Whether pointing `param` where `args` does meets the compound tool's requirements that read
+    through it (the patient must not be deceased) and through nothing still to be chosen: `args` are
+    the arguments set so far, so a requirement across two references is judged once both are set."""
+    found = compound_of(tool)
+    if found is None:
+        return True
+    bound = _bound(tool)
+    attr = bound.get(param, param)
+    record = target_view(spec, state, tool, args, before_move=True)
+    if record is None or tool.op == "create":  # only what the arguments set so far is known
+        known = {bound.get(p, p) for p in args}
+        record = record or {bound.get(p, p): v for p, v in args.items()}
+    else:  # an existing record's fields, less the references the call has yet to point
+        known = set(record) - {bound.get(p, p) for p, _ in _ref_params(spec, tool) if p not in args}
+    now = str(state.get(CLOCK) or CLOCK_START)
+    return not any(
+        requirement_failure(spec, dict(state), tool.entity, record, req, now)
+        for req in found.get("requires", [])
+        if req.get("kind") != "none" and attr in (read := _reads(req)) and read <= known
+    )
+
+
+def _ref_params(spec: EnvSpec, tool: ToolSpec) -> list[tuple[str, str]]:
+    """(parameter, referenced entity) for each argument that points a reference somewhere."""
+    e = spec.entity(tool.entity)
     out = []
-    for param, attr_name in bound.items():
+    for param, attr_name in _bound(tool).items():
         attr = e.attribute(attr_name)
         if attr is not None and attr.type == "ref" and attr.ref:
             out.append((param, attr.ref))
@@ -301,16 +340,7 @@ def _meet_requirements(
         return
     props = tool.parameters.get("properties", {})
     now = str(state.get(CLOCK) or CLOCK_START)
-    bound = dict(tool.binding.get("fields", {}))
-    if tool.op == "assign":
-        bound[tool.binding.get("param", "")] = tool.binding.get("attr", "")
-
-    def reads(req: dict[str, Any]) -> set[str]:
-        paths = [req.get("left") or ""]
-        right = req.get("right")
-        if isinstance(right, dict) and "path" in right:
-            paths.append(right["path"])
-        return {p.split("->")[0] for p in paths if p}
+    bound = _bound(tool)
 
     def holds(settled: set[str]) -> bool:
         """The requirements that read only references already chosen (and plain fields) hold."""
@@ -318,7 +348,7 @@ def _meet_requirements(
         return all(
             requirement_failure(spec, dict(state), tool.entity, record, req, now) is None
             for req in found.get("requires", [])
-            if reads(req) & chosen <= settled
+            if _reads(req) & chosen <= settled
         )
 
     params = [(p, t) for p, t in _ref_params(spec, tool) if p in args]

@@ -220,8 +220,9 @@ def type_matches(schema: Any, value: Any) -> bool:
 
 def as_declared(value: Any, schema: Any) -> Any:
     """`value` in the type `schema` declares where it is a plain rendering of such a value: the string
-    '4' for an integer (a record's key is kept as text), '2.5' for a number, one value for an array of
-    them. Anything else is returned as it is, for validation to judge."""
+    '4' for an integer (a record's key is kept as text), '2.5' for a number, the integer 4 as '4' for
+    a string (a seed's integer id given to a parameter that takes ids as text), one value for an
+    array of them. Anything else is returned as it is, for validation to judge."""
     if value is None or type_matches(schema, value):
         return value
     types = json_types(schema) or []
@@ -231,6 +232,8 @@ def as_declared(value: Any, schema: Any) -> Any:
             return int(text)
         if "number" in types and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text):
             return float(text)
+    if types == ["string"] and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # a seed's integer id handed to a parameter that takes keys as text
     if "array" in types and not isinstance(value, list) and isinstance(schema, Mapping):
         return [as_declared(value, schema.get("items", True))]
     return value

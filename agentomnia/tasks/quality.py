@@ -39,6 +39,18 @@ def _stated(value: Any, query: str) -> bool:
     return any(_norm(f) in text for f in forms)
 
 
+def _same(held: Any, passed: Any) -> bool:
+    """A recorded value and the argument taken from it: equal, or the same number written as the text
+    a parameter declared as a string takes (a seed's integer pet id given to a domain tool's `pet_id`)."""
+    if held == passed:
+        return True
+    scalar = (int, str)
+    return (
+        isinstance(held, scalar) and isinstance(passed, scalar) and not isinstance(held, bool)
+        and not isinstance(passed, bool) and type(held) is not type(passed) and str(held) == str(passed)
+    )  # fmt: skip
+
+
 def _told(param: str, value: Any, task: Task) -> bool:
     """A multi-turn task's withheld detail: the simulated user gives it when the agent asks."""
     return (
@@ -70,7 +82,7 @@ def grounding_problems(task: Task) -> list[str]:
                 )
             elif m.group("table") is not None:
                 record = (task.init_config.get(m.group("table")) or {}).get(m.group("key"))
-                if not isinstance(record, Mapping) or record.get(m.group("field")) != value:
+                if not isinstance(record, Mapping) or not _same(record.get(m.group("field")), value):
                     out.append(
                         f"step {i} {call.tool}: `{param}`={value!r} is not in the initial state at {source}"
                     )

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentomnia.envs.build import BuiltEnv, build_environment
-from agentomnia.envs.calls import breaking_calls, valid_calls
+from agentomnia.envs.calls import breaking_calls, reference_admits, valid_calls
 from agentomnia.envs.codegen import generate_source
 from agentomnia.envs.spec import EnvSpec, compound_of, is_compound
 from agentomnia.envs.state import generate_state, state_violations
@@ -340,6 +340,28 @@ def test_breaking_calls_are_grounded_and_refused(pharmacy: EnvSpec) -> None:
             assert tables(env, pharmacy) == before
             refused += 1
     assert refused >= 5
+
+
+def test_a_reference_is_judged_by_the_requirements_that_read_through_it(pharmacy: EnvSpec) -> None:
+    """A task generator points a reference at a record the tool's requirements admit, judging only
+    what it has chosen so far: a quarantined lot is out at once, a lot of another drug once the
+    prescription is chosen, and the quantity on hand once the quantity is."""
+    s0 = generate_state(pharmacy, seed=0)
+    tool = pharmacy.tool("dispense_fill")
+    rx = first_key(s0["prescriptions"])
+    drug = s0["prescriptions"][rx]["drug_id"]
+    lots = s0["inventory_lots"]
+    bad, good = sorted(lots)[:2]
+    lots[bad].update(quarantined=True, drug_id=drug)
+    lots[good].update(quarantined=False, drug_id=drug, quantity_on_hand=5, expires_on="2099-01-01")
+    assert not reference_admits(pharmacy, s0, tool, {"lot_id": bad}, "lot_id")
+    assert reference_admits(pharmacy, s0, tool, {"rx_id": rx, "lot_id": good}, "lot_id")
+    lots[good]["drug_id"] = "another drug"
+    assert reference_admits(pharmacy, s0, tool, {"lot_id": good}, "lot_id")  # the rx is still open
+    assert not reference_admits(pharmacy, s0, tool, {"rx_id": rx, "lot_id": good}, "lot_id")
+    lots[good]["drug_id"] = drug
+    assert reference_admits(pharmacy, s0, tool, {"rx_id": rx, "lot_id": good, "quantity": 5}, "lot_id")
+    assert not reference_admits(pharmacy, s0, tool, {"rx_id": rx, "lot_id": good, "quantity": 6}, "lot_id")
 
 
 def test_valid_calls_meet_the_requirements_and_keep_the_invariants(pharmacy: EnvSpec) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import networkx as nx
 
 from agentomnia.envs.calls import _precondition_ok as precondition_ok
-from agentomnia.envs.calls import requirement_problem
+from agentomnia.envs.calls import reference_admits, requirement_problem
 from agentomnia.envs.semantic import World
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec, compound_of
 from agentomnia.envs.state import make_value, world_for
@@ -88,6 +88,11 @@ class Generated:
     dag: AugmentedDAG = field(default_factory=AugmentedDAG)
     mentioned: set[tuple[str, str]] = field(default_factory=set)
     chains_run: list[list[str]] = field(default_factory=list)
+
+
+def _is_key(value: Any) -> bool:
+    """Whether a value can be a record's key: text, or a whole number (a seed's integer pet id)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _listing(parts: Sequence[str]) -> str:
@@ -403,7 +408,9 @@ class Generator:
                     return value
         return None
 
-    def _ref_value(self, tool: ToolSpec, param: str, avoid: Sequence[str] = ()) -> tuple[str, str, str]:
+    def _ref_value(
+        self, tool: ToolSpec, param: str, avoid: Sequence[str] = (), args: Mapping[str, Any] | None = None
+    ) -> tuple[str, str, str]:
         entity = self.spec.entity(tool.entity)
         attr = entity.attribute(
             {**tool.binding.get("fields", {}), **tool.binding.get("filters", {})}.get(param, param)
@@ -414,11 +421,16 @@ class Generator:
             raise Reject("grounding", f"{tool.name}.{param} does not name a reference")
         target = self.spec.entity(attr.ref)
         state = self.live_state()
-        # a create or assign may be guarded by the referenced record's state (only open projects...)
+        # a create or assign may be guarded by the referenced record's state (only open projects...),
+        # a compound tool by its requirements through the reference (the patient must not be deceased)
+        props = tool.parameters.get("properties") or {}
         barred = [
             k
             for k in state.get(target.table) or {}
             if not precondition_ok(self.spec, state, tool, {attr.name: k})
+            or not reference_admits(
+                self.spec, state, tool, {**(args or {}), param: as_declared(k, props.get(param))}, param
+            )
         ]
         key, phrase = self.pick_record(target, [*avoid, *barred])
         return key, f"s0:{target.table}.{key}.{target.key}", phrase
@@ -481,7 +493,7 @@ class Generator:
             else:
                 chosen = f"the {words(host.name)} {how} among {that}"
             phrase = chosen if parts[1] == host.key else possessive(chosen, words(self._ref_word(parts[1])))
-            return (value, f"data.items[{index}].{parts[1]}", phrase) if isinstance(value, str) else None
+            return (value, f"data.items[{index}].{parts[1]}", phrase) if _is_key(value) else None
         if parts[0] == "related":
             ids = data.get("related", {}).get(parts[1].rstrip("[]"), [])
             if len(ids) != 1:
@@ -495,7 +507,7 @@ class Generator:
         record = data.get("record", {}) if parts[0] == "record" else data
         attr = parts[-1]
         value = record.get(attr) if isinstance(record, dict) else None
-        if not isinstance(value, str):
+        if not _is_key(value):
             return None
         concrete = ".".join(["data", *parts])
         phrase = that if attr == host.key else possessive(that, words(self._ref_word(attr)))
@@ -597,7 +609,9 @@ class Generator:
             extra.append(f"{field_label(b['fields'][param])} {say(value)}")
         if tool.op == "assign" and b.get("param") not in args:
             current = record().get(b["attr"])
-            key, source, ref_phrase = self._ref_value(tool, b["param"], avoid=[current] if current else [])
+            key, source, ref_phrase = self._ref_value(
+                tool, b["param"], avoid=[current] if current else [], args=args
+            )
             args[b["param"]], sources[b["param"]] = key, source
             extra.append(ref_phrase)
         for p in required:
@@ -606,7 +620,7 @@ class Generator:
             schema = props.get(p, {})
             attr = entity.attribute({**b.get("fields", {}), **b.get("filters", {})}.get(p, p))
             if attr is not None and attr.type == "ref":
-                key, source, ref_phrase = self._ref_value(tool, p)
+                key, source, ref_phrase = self._ref_value(tool, p, args=args)
                 args[p], sources[p] = key, source
                 extra.append(f"{words(self._ref_word(p))}: {ref_phrase}")
             elif tool.op == "range" and p in ("start", "end"):
@@ -772,8 +786,12 @@ class Generator:
                 return False
             rows = self.live_state().get(target.table) or {}
             if nxt.kind == "write" and param == nxt.binding.get("key"):
-                record = rows.get(value)
+                record = rows.get(str(value))  # a table is keyed by text, a seed's id may be a number
                 return isinstance(record, dict) and self._admits(nxt, record)
+            if nxt.kind == "write" and not reference_admits(
+                self.spec, self.live_state(), nxt, {param: value}, param
+            ):
+                return False
             if goes_on and nxt.op == "list":
                 attr = fields.get(param, param)
                 return any(isinstance(r, dict) and r.get(attr) == value for r in rows.values())

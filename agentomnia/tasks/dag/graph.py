@@ -177,7 +177,7 @@ def build_tool_graph(
     graph = nx.MultiDiGraph(env=spec.name)
     names = {t.name for t in spec.tools}
     for t in spec.tools:
-        graph.add_node(t.name, op=t.op, kind=t.kind, entity=t.entity, origin=t.origin)
+        graph.add_node(t.name, op=t.op, kind=t.kind, entity=t.entity)
     dropped: dict[str, int] = {}
     best: dict[tuple[str, str, str], EdgeCandidate] = {}
 

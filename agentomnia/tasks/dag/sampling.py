@@ -4,23 +4,24 @@ A pool of long chains comes from depth-first search out of source tools and high
 plus random walks for variety. A group is a few chains plus scattered tools (auxiliary queries,
 verification, inspection, plausible distractions); groups that overlap a retained group too much
 (Jaccard over tool sets) are dropped, so one environment yields different tasks, not one task
-many times. Where an environment was built around a seed's operations and the platform added the
-domain's own beside them, chains that call the seed's operations are drawn first: the tasks exercise
-the service the user brought, with the domain's tools in support. Chains obey a few shape rules that keep them meaningful: no tool twice, a delete only
+many times. Given `prefer` (the operations of the seed an environment was built around), chains are
+drawn with a weight for each of those operations they call, and only groups that call one are kept:
+the draw `synth` tries before the usual one, so tasks exercise the service the user brought. Chains
+obey a few shape rules that keep them meaningful: no tool twice, a delete only
 at the end, and no read of a record right after a read that already returned it.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import networkx as nx
 from pydantic import BaseModel, ConfigDict
 
 _IDENTIFY = {"lookup", "search", "list", "range"}
-SEED_WEIGHT = 4  # how much more likely a chain is drawn for each of the seed's operations it calls
+PREFER_WEIGHT = 4  # how much more likely a chain is drawn for each preferred tool it calls
 
 
 class ToolGroup(BaseModel):
@@ -114,12 +115,12 @@ def chain_pool(
     return pool
 
 
-def _seed_first(
-    chains: Sequence[tuple[str, ...]], seeded: set[str], rng: random.Random
+def _weighted_order(
+    chains: Sequence[tuple[str, ...]], prefer: Collection[str], rng: random.Random
 ) -> list[tuple[str, ...]]:
-    """The chains in a random order weighted by how many of the seed's operations each calls (a
-    weighted draw without replacement: each chain's key is u ** (1 / weight))."""
-    weight = {c: 1 + SEED_WEIGHT * sum(t in seeded for t in c) for c in chains}
+    """The chains in a random order weighted by how many preferred tools each calls (a weighted draw
+    without replacement: each chain's key is u ** (1 / weight))."""
+    weight = {c: 1 + PREFER_WEIGHT * sum(t in prefer for t in c) for c in chains}
     return sorted(chains, key=lambda c: rng.random() ** (1 / weight[c]), reverse=True)
 
 
@@ -134,11 +135,11 @@ def sample_groups(
     scattered: tuple[int, int],
     max_overlap: float = 0.6,
     tries: int = 400,
+    prefer: Collection[str] = (),
 ) -> list[ToolGroup]:
-    """Up to `n` groups whose tool sets overlap every retained group by at most `max_overlap`."""
+    """Up to `n` groups whose tool sets overlap every retained group by at most `max_overlap`; with
+    `prefer`, only groups whose chains call one of those tools, drawn towards calling more of them."""
     fitting = [c for c in pool if chain_len[0] <= len(c) <= chain_len[1]]
-    seeded = {t for t in graph.nodes if graph.nodes[t].get("origin") == "seed"}
-    prefer_seed = 0 < len(seeded) < len(graph)
     reads = sorted(n for n in graph.nodes if graph.nodes[n]["kind"] == "read")
     kept: list[ToolGroup] = []
     kept_tools: list[frozenset[str]] = []  # each kept group's tool set, for the overlap test
@@ -148,12 +149,14 @@ def sample_groups(
         k = rng.randint(*chains)
         picked: list[tuple[str, ...]] = []
         m = min(len(fitting), 4 * k)
-        for c in _seed_first(fitting, seeded, rng)[:m] if prefer_seed else rng.sample(fitting, m):
+        for c in _weighted_order(fitting, prefer, rng)[:m] if prefer else rng.sample(fitting, m):
             if len(picked) == k:
                 break
             if all(not (set(c) & set(p)) for p in picked):
                 picked.append(c)
         used = {t for c in picked for t in c}
+        if prefer and not used & set(prefer):
+            continue
         extra = [t for t in reads if t not in used]
         scattered_tools = tuple(sorted(rng.sample(extra, min(len(extra), rng.randint(*scattered)))))
         tools = frozenset(used) | frozenset(scattered_tools)

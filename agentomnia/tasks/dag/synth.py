@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -502,10 +503,20 @@ def _synthesize_variant(
     # a chain that cannot run in any state would only come back as a rejection: leave it out
     can_run = runnable(graph, ctx.ungroundable)
     pool = [c for c in pool if can_run(c)]
-    groups = sample_groups(
-        graph, pool, rng, n=max(n * tries, n + 4), chains=profile.chains,
-        chain_len=profile.chain_len, scattered=profile.scattered, max_overlap=profile.max_overlap,
+    draw = partial(
+        sample_groups, graph, pool, chains=profile.chains, chain_len=profile.chain_len,
+        scattered=profile.scattered, max_overlap=profile.max_overlap,
     )  # fmt: skip
+    groups = draw(rng, n=max(n * tries, n + 4))
+    # on an environment built around a seed's operations with the domain's tools beside them, groups
+    # that call the seed's operations are tried first, from a draw of their own: the usual draw stays
+    # as it was behind them, so a seed's operations that rarely run cost tries, never tasks
+    seeded = {t.name for t in spec.tools if t.origin == "seed"}
+    first: list[ToolGroup] = []
+    if 0 < len(seeded) < len(spec.tools):
+        own = random.Random(f"{env_id}:{profile.variant}:{seed}:seed-first")
+        first = draw(own, n=n * max(2, tries // 3), prefer=seeded)
+    candidates = [(f"s{i}", g) for i, g in enumerate(first)] + [(str(i), g) for i, g in enumerate(groups)]
     tasks: list[Task] = []
     rejected: list[Rejection] = []
     if not groups:
@@ -518,7 +529,7 @@ def _synthesize_variant(
             )
         )
         return tasks, rejected
-    for index, group in enumerate(groups):
+    for index, group in candidates:
         if len(tasks) >= n:
             break
         group_rng = random.Random(f"{env_id}:{profile.variant}:{seed}:{index}")

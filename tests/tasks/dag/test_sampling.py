@@ -42,27 +42,32 @@ def test_groups_mix_chains_and_scattered_reads_without_heavy_overlap(freight_spe
         assert jaccard(a.tools, b.tools) <= 0.4
 
 
-def test_chains_through_a_seeds_operations_are_drawn_first(freight_spec: EnvSpec) -> None:
-    """Where a few tools are the seed's own, more of the groups' chains call them than a uniform draw
-    gives; with every tool of one origin the draw is the plain uniform one."""
+def test_a_preferred_draw_keeps_groups_that_call_those_tools_and_leans_towards_them(
+    freight_spec: EnvSpec,
+) -> None:
+    """With `prefer` (a seed's own operations), every group calls one of them, and more of the chains
+    do than in the plain draw."""
     graph, _ = build_tool_graph(freight_spec)
     names = sorted(graph.nodes)
     seeded = set(names[::12])
 
-    def share(mark: bool) -> float:
-        for n in names:
-            graph.nodes[n]["origin"] = "seed" if mark and n in seeded else "generated"
+    def share(prefer: set[str]) -> float:
         hits = total = 0
         for seed in range(5):
             rng = random.Random(seed)
             pool = chain_pool(graph, rng, min_len=2, max_len=4)
-            for g in sample_groups(graph, pool, rng, n=10, chains=(1, 2), chain_len=(2, 4), scattered=(0, 1)):
+            groups = sample_groups(
+                graph, pool, rng, n=10, chains=(1, 2), chain_len=(2, 4), scattered=(0, 1), prefer=prefer
+            )
+            assert groups
+            for g in groups:
+                assert not prefer or any(t in prefer for c in g.chains for t in c), g
                 hits += sum(any(t in seeded for t in c) for c in g.chains)
                 total += len(g.chains)
         return hits / total
 
-    marked, plain = share(True), share(False)
-    assert marked >= plain + 0.15, (marked, plain)
+    preferred, plain = share(seeded), share(set())
+    assert preferred >= plain + 0.15, (preferred, plain)
 
 
 def test_virtual_nodes_only_join_existing_nodes_and_cycles_are_caught() -> None:

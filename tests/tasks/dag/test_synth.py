@@ -3,6 +3,7 @@ outcome, leak nothing their variant forbids, and Challenge tasks are larger than
 
 from __future__ import annotations
 
+import copy
 import re
 import statistics
 from pathlib import Path
@@ -182,6 +183,26 @@ def test_consistency_rejects_unrelated_writes_and_ungrounded_arguments(
         calls[i] = forged
         problems = grounding_problems(_rebuilt(task, reference_calls=calls))
         assert problems and "FORGED-1" in problems[0]
+
+
+def test_an_integer_id_passed_as_text_is_grounded_in_the_record_it_names(standard: Synth) -> None:
+    """A seed's integer key (a pet's id 9) given to a domain tool that takes ids as text ('9') is the
+    record's value; another number is not."""
+    task, i, call, param = next(
+        (t, i, c, p)
+        for t in standard[0]
+        for i, c in enumerate(t.reference_calls)
+        for p, v in c.sources.items()
+        if v.startswith("s0:")
+    )
+    table, key, field = call.sources[param].removeprefix("s0:").split(".", 2)
+    init = copy.deepcopy(task.init_config)
+    init[table][key][field] = 9
+    for passed, grounded in (("9", True), ("10", False), (9.5, False)):
+        calls = list(task.reference_calls)
+        calls[i] = ReferenceCall(tool=call.tool, args={**call.args, param: passed}, sources=call.sources)
+        problems = grounding_problems(_rebuilt(task, init_config=init, reference_calls=calls))
+        assert (problems == []) is grounded, (passed, problems)
 
 
 def test_synthesis_is_deterministic_for_a_seed(
