@@ -188,6 +188,9 @@ class World:
     rows_taken: dict[tuple[int, str], tuple[Any, ...]] = field(default_factory=dict)
     person: tuple[str, str] | None = None  # the current record's own person (first, last)
     distinct: frozenset[tuple[str, str]] = frozenset()  # (entity, attr) a uniqueness rule covers
+    # the values the spec's classifying attributes take (a pet's species, a title's genre), by name:
+    # what a seed's free-form category or tag is named from
+    classes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def for_spec(
@@ -207,7 +210,20 @@ class World:
                 values={k: v for k, v in vocab.values.items() if k in kb},
                 linked={k: v for k, v in vocab.linked.items() if k in kb},
             )
-        return cls(vocab=vocab, locale=vocab.locale if vocab is not None else "en_US", distinct=distinct)
+        classes: dict[str, tuple[str, ...]] = {}
+        for e in entities:
+            for a in e.attributes:
+                if not _CLASSIFIER.search(a.name):
+                    continue
+                listed = vocab.entry(e.name, a.name) if vocab is not None else None
+                values = a.enum or (listed.values if listed is not None and listed.kind == "list" else ())
+                named = tuple(str(v) for v in values if isinstance(v, str) and v.strip())
+                if named:
+                    classes[a.name] = tuple(dict.fromkeys((*classes.get(a.name, ()), *named)))
+        return cls(
+            vocab=vocab, locale=vocab.locale if vocab is not None else "en_US", distinct=distinct,
+            classes=classes,
+        )  # fmt: skip
 
     def entry(self, entity: str, attr: str) -> VocabEntry | None:
         return self.vocab.entry(entity, attr) if self.vocab is not None else None
@@ -654,6 +670,9 @@ def leaf_string(name: str, rng: random.Random, world: World) -> str | None:
                 if value is not MISSING:
                     return str(value)
     head = name.rpartition("_")[0]
+    named = _class_name(head or name, world, rng)
+    if named is not None:
+        return named
     entity = _stub(head or "record")
     kind = _string_kind(name, is_person(entity))
     named_place = kind == "name" and (ORG_ENTITY.search(head or "-") or PLACE_ENTITY.search(head or "-"))
@@ -661,6 +680,43 @@ def leaf_string(name: str, rng: random.Random, world: World) -> str | None:
         return None
     value = string_for(AttributeSpec(name=name, type="str"), entity, world, rng, {})
     return value if isinstance(value, str) else None
+
+
+# Attributes that sort records into kinds, most telling first: where a seed's free-form category or
+# tag finds its names among the spec's own (a pet store's category is a species of the pet domain).
+_CLASSIFIER = re.compile(
+    r"(^|_)(category|categories|genre|species|type|kind|breed|class|segment|topic|cuisine|style"
+    r"|department|tags?)$"
+)
+_CLASSIFIED = re.compile(
+    r"^(categor(y|ies)|tags?|labels?|genres?|topics?|segments?|classes|groups?|collections?)$"
+)
+_CATCH_ALL = frozenset({"any", "all", "other", "others", "unknown", "none", "n/a", "na", "misc", "mixed"})
+_CLASS_ORDER = ("category", "categories", "genre", "species", "breed", "topic", "cuisine", "style",
+                "segment", "department", "class", "type", "kind", "tag", "tags")  # fmt: skip
+
+
+def _class_name(owner: str, world: World, rng: random.Random) -> str | None:
+    """The name of a seed's category, tag or label (`category_name`, a `tags` item's `tags_name`)
+    drawn from the values the spec's classifying attributes take, read as words ('in_house' ->
+    'In house'); None where the owner is no such thing or the spec classifies nothing."""
+    if not world.classes or not _CLASSIFIED.match(owner):
+        return None
+    own = owner.rstrip("s") if owner.endswith(("tags", "labels")) else owner
+    order = sorted(world.classes, key=lambda a: (not a.startswith(own), _rank(a)))
+    # a category is the most telling classifier's; a record's tags mix what all of them say
+    picked = (
+        order[0] if order[0].startswith(own) or not own.startswith(("tag", "label")) else rng.choice(order)
+    )
+    pool = [v for v in world.classes[picked] if v.casefold() not in _CATCH_ALL] or world.classes[picked]
+    value = rng.choice(pool)
+    text = value.replace("_", " ").strip()
+    return text[:1].upper() + text[1:]
+
+
+def _rank(attr: str) -> int:
+    tail = attr.rpartition("_")[2]
+    return _CLASS_ORDER.index(tail) if tail in _CLASS_ORDER else len(_CLASS_ORDER)
 
 
 @cache

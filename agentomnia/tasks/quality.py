@@ -30,6 +30,8 @@ def _stated(value: Any, query: str) -> bool:
     """Whether the description states a value (as written, or with underscores read as spaces)."""
     if isinstance(value, bool) or value is None:
         return True  # yes/no settings are phrased, not quoted
+    if isinstance(value, list):  # a filter a parameter takes as a list: each value it holds
+        return bool(value) and all(_stated(v, query) for v in value)
     text = _norm(query)
     forms = {
         str(value),
@@ -107,14 +109,14 @@ def consistency_problems(task: Task, spec: EnvSpec) -> list[str]:
             problems.append(
                 f"objective of step {o.get('step')} ({o.get('op')}) is not stated in the description: {mention!r}"
             )
-    targets = {(o.get("table"), o.get("key")) for o in objectives}
+    targets = {(o.get("table"), str(o.get("key"))) for o in objectives}  # a seed's key may be a number
     create_tables = {o.get("table") for o in objectives if o.get("op") == "create"}
     for d in task.expected_diff:
         table, key = str(d.get("table")), d.get("key")
         if not isinstance(task.init_config.get(table), Mapping):
             continue
         new = key not in task.init_config[table]
-        if (table, key) not in targets and not (new and table in create_tables):
+        if (table, str(key)) not in targets and not (new and table in create_tables):
             problems.append(
                 f"the reference changes {table}[{key}], which no objective names (an unrelated record)"
             )

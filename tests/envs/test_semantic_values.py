@@ -518,3 +518,28 @@ def test_strings_inside_a_seeds_lists_and_objects_read_as_what_they_are() -> Non
         assert all(re.fullmatch(r"[a-z]+", t) for t in tags), tags
         for value in [*attendees, venue["name"], cursor, *tags]:
             assert not is_stock_phrase(value.lower().split()), value
+
+
+def test_a_seeds_category_and_tags_are_named_from_what_the_spec_classifies_by() -> None:
+    """A pet store's `category.name` (`category_name`) and its tags read as the pet domain's species
+    and breeds, not as made-up titles; catch-alls such as 'other' are not names; with nothing that
+    classifies, there is no opinion."""
+    from agentomnia.envs.semantic import leaf_string
+
+    pets = EntitySpec(
+        name="pet", table="pets", description="", key="pet_id", id_prefix="PET",
+        attributes=(
+            AttributeSpec(name="pet_id", type="str"),
+            AttributeSpec(name="species", type="enum", enum=("dog", "cat", "small_mammal", "other")),
+            AttributeSpec(name="breed", type="str"),
+            AttributeSpec(name="label", type="str"),
+        ),
+    )  # fmt: skip
+    world = World.for_spec(None, (pets,))
+    assert world.classes == {"species": ("dog", "cat", "small_mammal", "other")}
+    rng = random.Random(0)
+    categories = {leaf_string("category_name", rng, world) for _ in range(40)}
+    assert categories == {"Dog", "Cat", "Small mammal"}
+    assert {leaf_string("tags_name", rng, world) for _ in range(40)} <= categories
+    assert leaf_string("category_name", rng, World()) is None
+    assert leaf_string("venue_name", rng, world) != "Dog"  # a venue is not a classifier

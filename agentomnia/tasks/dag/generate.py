@@ -655,7 +655,14 @@ class Generator:
                 if (x := entity.attribute(a)) is not None and x.type in ("enum", "bool")
             ]
             rows = list(self._table(entity, self.initial).values())
-            if filters and rows:
+            # a filter the tool requires (pets by status) says which records the list holds
+            bound = {p: b.get("filters", {}).get(p, p) for p in args}
+            required_filter = next((p for p, a in bound.items() if entity.attribute(a) is not None), None)
+            if required_filter is not None:
+                value = args[required_filter]
+                shown = cue(entity, bound[required_filter], value[0] if isinstance(value, list) else value)
+                phrase = f"the {plural(entity.name)} with {shown}"
+            elif filters and rows:
                 p = self.rng.choice(filters)
                 value = self.rng.choice(rows).get(b["filters"][p])
                 if value is not None:

@@ -185,6 +185,23 @@ def test_consistency_rejects_unrelated_writes_and_ungrounded_arguments(
         assert problems and "FORGED-1" in problems[0]
 
 
+def test_a_list_argument_is_stated_when_every_value_it_holds_is(standard: Synth) -> None:
+    """A filter a seed's parameter takes as a list (`status: ['available']`) comes from the description
+    when the description states each value."""
+    task, i, call, param = next(
+        (t, i, c, p)
+        for t in standard[0]
+        for i, c in enumerate(t.reference_calls)
+        for p, v in c.sources.items()
+        if v == "query" and isinstance(c.args[p], str)
+    )
+    for value, stated in (([call.args[param]], True), ([call.args[param], "ZZ-UNSAID"], False), ([], False)):
+        calls = list(task.reference_calls)
+        calls[i] = ReferenceCall(tool=call.tool, args={**call.args, param: value}, sources=call.sources)
+        problems = grounding_problems(_rebuilt(task, reference_calls=calls))
+        assert (problems == []) is stated, (value, problems)
+
+
 def test_an_integer_id_passed_as_text_is_grounded_in_the_record_it_names(standard: Synth) -> None:
     """A seed's integer key (a pet's id 9) given to a domain tool that takes ids as text ('9') is the
     record's value; another number is not."""
