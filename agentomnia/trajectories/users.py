@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from agentomnia.llm.protocol import LLM
+from agentomnia.tasks.dag.describe import words
 from agentomnia.tasks.models import Task
 
 DONE_TOKEN = "###DONE###"
@@ -28,10 +29,6 @@ class UserSimulator(Protocol):
     def reply(self, messages: Sequence[Mapping[str, Any]]) -> str | None:
         """The user's next message after the agent's last turn, or None when the user is done."""
         ...
-
-
-def words(key: str) -> str:
-    return key.replace("_", " ").strip()
 
 
 def _asks_about(question: str, key: str) -> bool:

@@ -19,8 +19,12 @@ _ID_SHAPE = re.compile(r"^[A-Z0-9]{2,4}-\d+$")
 
 
 def words(name: str) -> str:
-    """`monthly_fee` -> `monthly fee`: how a field is said in prose (never as its key)."""
-    return name.replace("_", " ").strip()
+    """`monthly_fee` -> `monthly fee`, a seed's `userStatus` -> `user status`: how a field is said in
+    prose (never as its key). An acronym stays as written (`SKUCode` is left alone)."""
+    return _CAMEL.sub(lambda m: " " + m.group(1).lower(), name).replace("_", " ").strip()
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])(?=[a-z])")
 
 
 # Unit suffixes of field names (`water_temp_c`, `long_edge_px`) and how a person writes the unit.

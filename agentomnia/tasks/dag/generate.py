@@ -515,9 +515,16 @@ class Generator:
 
     @staticmethod
     def _ref_word(attr: str) -> str:
-        return attr[:-3] if attr.endswith("_id") else attr
+        """The record a reference names: `pet_id` and a seed's `petId` are the pet."""
+        if attr.endswith("_id"):
+            return attr[:-3]
+        return attr[:-2] if len(attr) > 2 and attr.endswith("Id") and attr[-3].islower() else attr
 
-    def _pick_item(self, entity: EntitySpec, items: list[dict[str, Any]]) -> tuple[int, str] | None:
+    def _pick_item(
+        self, entity: EntitySpec, items: list[dict[str, Any]], *, by_name: bool = True
+    ) -> tuple[int, str] | None:
+        """One of a list's records and what tells it apart: the only one, the highest of a number, the
+        latest of a date, or (`by_name`) a name no other has."""
         if not items:
             return None
         if len(items) == 1:
@@ -536,6 +543,13 @@ class Generator:
                 latest = max(dates)
                 if latest and dates.count(latest) == 1:
                     return dates.index(latest), f"with the latest {field_label(a.name)}"
+        label = entity.label_attribute  # nor a date: the one the user knows by its name
+        if by_name and label is not None and label.name != entity.key:
+            names = [i.get(label.name) for i in items]
+            unique = [n for n in names if isinstance(n, str) and 0 < len(n) <= 60 and names.count(n) == 1]
+            if unique:  # chosen without the generator's draw: a prediction and the call agree
+                name = min(unique)
+                return names.index(name), f"with {field_label(label.name)} {say(name)}"
         return None
 
     # -- grounding one tool --------------------------------------------------------------------
@@ -1181,7 +1195,7 @@ class Generator:
             )  # fmt: skip
             return node, text, f"count:{entity.table}"
         label = entity.label_attribute
-        picked = self._pick_item(entity, items)
+        picked = self._pick_item(entity, items, by_name=False)  # the name is what it asks for
         if label is None or picked is None or not items or picked[1].startswith("("):
             return None
         used.add(("list", source.node))

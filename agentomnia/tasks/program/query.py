@@ -12,16 +12,12 @@ import random
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.records import content_hash
-from agentomnia.tasks.dag.describe import field_label
+from agentomnia.tasks.dag.describe import field_label, words
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.program.plan import Predicate, ProgramPlan
 from agentomnia.tasks.wording import opening
 
 _OP_WORDS = {">": "above", ">=": "at least", "<": "below", "<=": "at most", "==": "equal to"}
-
-
-def words(name: str) -> str:
-    return name.replace("_", " ").strip()
 
 
 def plural(name: str) -> str:

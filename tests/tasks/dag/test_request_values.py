@@ -10,7 +10,7 @@ import networkx as nx
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
-from agentomnia.tasks.dag.describe import field_label
+from agentomnia.tasks.dag.describe import field_label, words
 from agentomnia.tasks.dag.generate import Generator
 from agentomnia.taxonomy.vocab import vocab_for
 
@@ -47,3 +47,33 @@ def test_a_unit_suffix_is_said_as_its_unit() -> None:
     # a suffix that is no unit there stays a word
     assert field_label("vitamin_c") == "vitamin c" and field_label("temp_min") == "temp min"
     assert field_label("grade_a") == "grade a" and field_label("name") == "name"
+
+
+def test_a_seeds_camel_case_names_are_said_as_words() -> None:
+    """An OpenAPI seed's `userStatus` reads "user status" and its `petId` names the pet; an acronym
+    is left as written."""
+    assert words("userStatus") == "user status" and words("shipDate") == "ship date"
+    assert words("SKUCode") == "SKUCode" and words("monthly_fee") == "monthly fee"
+    assert field_label("photoUrls") == "photo urls"
+    assert Generator._ref_word("petId") == "pet" and Generator._ref_word("pet_id") == "pet"
+    assert Generator._ref_word("Id") == "Id" and Generator._ref_word("PID") == "PID"
+
+
+def test_a_list_record_nothing_numbers_apart_is_told_apart_by_its_name(
+    freight_spec: EnvSpec, freight_bundle: Bundle, freight_sandbox: Sandbox
+) -> None:
+    """Where no number or date singles out one of a list's records, a name no other record has does
+    ("the carrier with name 'Atlas'"), chosen without a draw so a prediction and the call agree;
+    a question that asks for that name is not told it."""
+    entity = next(e for e in freight_spec.entities if e.label_attribute is not None)
+    label = entity.label_attribute
+    assert label is not None
+    items = [{label.name: "Northwind"}, {label.name: "Atlas"}, {label.name: "Northwind"}]
+    session = freight_sandbox.open(freight_bundle, freight_bundle.s0)
+    try:
+        gen = Generator(freight_spec, session, nx.MultiDiGraph(), random.Random(5), allow_ids=True)
+        assert gen._pick_item(entity, items) == (1, f"with {field_label(label.name)} 'Atlas'")
+        assert gen._pick_item(entity, items, by_name=False) is None
+        assert gen._pick_item(entity, [items[0], items[2]]) is None  # no name is its own
+    finally:
+        session.close()
