@@ -466,6 +466,22 @@ def cmd_bench_envs(args: argparse.Namespace) -> Result:
     return result, format_envs_bench(result)
 
 
+def cmd_bench_tasks(args: argparse.Namespace) -> Result:
+    from agentomnia.tasks.dag.bench import bench_dag_tasks, environment_folders, format_dag_bench
+
+    try:
+        folders = environment_folders(args.folder or Storage().root / "envs", args.n)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+    if args.standard < 0 or args.challenge < 0 or args.standard + args.challenge == 0:
+        raise CLIError("ask for at least one task per environment (--standard, --challenge)")
+    result = bench_dag_tasks(
+        folders, per_env_standard=args.standard, per_env_challenge=args.challenge, workers=args.workers,
+        seed=args.seed, verify=not args.no_verify,
+    )  # fmt: skip
+    return result, format_dag_bench(result)
+
+
 def cmd_bench_specs(args: argparse.Namespace) -> Result:
     from agentomnia.envs.bench import format_specs_bench, run_specs_bench
 
@@ -921,6 +937,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-n", type=int, default=40, help="how many selected candidates to build")
     p.add_argument("--workers", type=int, default=2)
+    p = verb(
+        bench, "tasks", cmd_bench_tasks,
+        "DAG tasks kept, rejected (by cause) and made per minute over a folder of environment bundles",
+    )  # fmt: skip
+    p.add_argument("folder", nargs="?", help="environment bundles (default: the platform home's envs)")
+    p.add_argument("-n", type=int, default=60, help="how many bundles, in name order (0: all)")
+    p.add_argument("--standard", type=int, default=4, help="DAG-Standard tasks asked per environment")
+    p.add_argument("--challenge", type=int, default=1, help="DAG-Challenge tasks asked per environment")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--no-verify", action="store_true", help="skip re-checking every kept task afterwards")
     p = verb(
         bench, "specs", cmd_bench_specs,
         "per seed file of a folder (OpenAPI specs, MCP tool lists): operations kept as tools, seconds to ingest, infer and build",

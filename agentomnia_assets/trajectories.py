@@ -25,9 +25,9 @@ from agentomnia.trajectories import (
     leaked_trajectories,
     partition_tasks,
     pass_rates,
+    sft_format_problems,
     summarize,
     training_runs,
-    validate_sft_dataset,
 )
 from agentomnia_assets._common import md_table, png, round_asset, round_check
 from resources import LineageResource, LLMResource, SandboxResource, StorageResource
@@ -251,8 +251,12 @@ def sft_dataset(
     description="Every SFT row passes format validation.",
 )
 def sft_rows_valid(context, storage: StorageResource) -> dg.AssetCheckResult:  # type: ignore[no-untyped-def]
-    path = storage.get().round(context.partition_key).dataset_dir(SFT) / "hf"
-    problems = validate_sft_dataset(path)
+    problems = sft_format_problems(storage.get().round(context.partition_key).dataset_dir(SFT) / "hf")
+    if problems is None:
+        return dg.AssetCheckResult(
+            passed=True,
+            metadata={"problems": 0, "rows": 0, "note": "the SFT dataset is empty (see its dropped table)"},
+        )
     return dg.AssetCheckResult(
         passed=not problems,
         metadata={"problems": len(problems), "examples": md_table([{"problem": p} for p in problems[:20]])},

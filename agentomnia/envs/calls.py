@@ -378,6 +378,19 @@ def _meet_requirements(
         return False
 
     search(0, set())
+    fit_compared_values(spec, state, tool, args)
+
+
+def fit_compared_values(
+    spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec, args: dict[str, Any], *, dates: bool = False
+) -> None:
+    """Bring each argument a compound tool's requirement compares within what it allows: an amount
+    (a payment at most the reservation's total) and, with `dates`, a date its requirement refuses
+    (a check-out after the check-in, a vaccination given on or before today). Nothing else is touched."""
+    found = compound_of(tool)
+    if found is None:
+        return
+    now = str(state.get(CLOCK) or CLOCK_START)
     fields = {attr: param for param, attr in tool.binding.get("fields", {}).items()}
     mirrored = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
     for req in found.get("requires", []):
@@ -394,6 +407,11 @@ def _meet_requirements(
             continue
         record = target_view(spec, state, tool, args) or {}
         right = compound_value(spec, dict(state), tool.entity, record, req["right"], now)
+        if dates and isinstance(right, str) and isinstance(args.get(fields[req["left"]]), str):
+            moved = _date_beyond(right, req["op"])
+            if moved is not None and requirement_failure(spec, dict(state), tool.entity, record, req, now):
+                args[fields[req["left"]]] = moved
+            continue
         if isinstance(right, (int, float)) and not isinstance(right, bool):
             param = fields[req["left"]]
             nudged: Any = {"<": right * 0.5, "<=": right * 0.5, ">": right * 1.5 + 1, "!=": right + 1}.get(
@@ -406,6 +424,23 @@ def _meet_requirements(
             if whole:  # an integer parameter gets an integer
                 nudged = int(nudged) if req["op"] != "<" or int(nudged) < right else int(right) - 1
             args[param] = round(nudged, 2) if isinstance(nudged, float) else nudged
+
+
+def _date_beyond(date: str, op: str) -> str | None:
+    """A date (or date-time, in the same form) on the side of `date` that `op` asks for: a week after
+    it for > and >=, a week before for < and <=, the date itself for ==; None if `date` is no date."""
+    from datetime import date as day
+    from datetime import datetime, timedelta
+
+    step = {">": 7, ">=": 7, "<": -7, "<=": -7, "==": 0}.get(op)
+    if step is None:
+        return None
+    try:
+        if len(date) == 10:
+            return (day.fromisoformat(date) + timedelta(days=step)).isoformat()
+        return (datetime.fromisoformat(date) + timedelta(days=step)).isoformat()
+    except ValueError:
+        return None
 
 
 def breaking_calls(

@@ -56,6 +56,7 @@ from agentomnia.trajectories.sft import (
     align_context,
     build_sft_dataset,
     convergence_budget,
+    sft_format_problems,
     validate_format,
     validate_sft_dataset,
 )
@@ -120,6 +121,7 @@ __all__ = [
     "summarize",
     "training_runs",
     "validate_format",
+    "sft_format_problems",
     "validate_sft_dataset",
     "validated_task",
     "verify_trajectory",

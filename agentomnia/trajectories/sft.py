@@ -285,3 +285,9 @@ def validate_sft_dataset(path: str | Path) -> list[str]:
     for index, row in enumerate(load_from_disk(str(path))):
         problems.extend(f"row {index}: {p}" for p in validate_format(row["messages"], row["tools"]))
     return problems
+
+
+def sft_format_problems(path: str | Path) -> list[str] | None:
+    """What the `sft_rows_valid` check reports: every row's format problems, or None where no dataset
+    was saved (a round whose verified trajectories all fell out: no row is malformed, none to train)."""
+    return validate_sft_dataset(path) if Path(path).is_dir() else None

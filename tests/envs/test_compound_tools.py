@@ -364,6 +364,30 @@ def test_a_reference_is_judged_by_the_requirements_that_read_through_it(pharmacy
     assert not reference_admits(pharmacy, s0, tool, {"rx_id": rx, "lot_id": good, "quantity": 6}, "lot_id")
 
 
+def test_a_stated_date_is_brought_within_what_its_requirement_allows() -> None:
+    """A vaccination recorded as given in the future, expiring before it was given, is moved to
+    dates the tool accepts (given a week before today, expiring after that); dates that already fit
+    stay, and without `dates` (environment verification) nothing moves."""
+    from agentomnia.envs.calls import fit_compared_values, requirement_problem
+    from agentomnia.envs.state import CLOCK, CLOCK_START
+
+    spec = kb_spec(10005)
+    s0 = generate_state(spec, seed=0)
+    tool = spec.tool("record_vaccination")
+    pet = first_key(s0["pets"])
+    today = str(s0.get(CLOCK) or CLOCK_START)[:10]
+    args = {"pet_id": pet, "vaccine": "rabies", "given_on": "2099-05-01", "expires_on": "2099-04-01"}
+    kept = dict(args)
+    fit_compared_values(spec, s0, tool, kept)
+    assert kept == args
+    fit_compared_values(spec, s0, tool, args, dates=True)
+    assert args["given_on"] < today < "2099" and args["expires_on"] > args["given_on"], args
+    assert requirement_problem(spec, s0, tool, args) is None
+    fine = {**args}
+    fit_compared_values(spec, s0, tool, fine, dates=True)
+    assert fine == args
+
+
 def test_valid_calls_meet_the_requirements_and_keep_the_invariants(pharmacy: EnvSpec) -> None:
     import random
 

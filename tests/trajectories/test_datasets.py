@@ -18,6 +18,7 @@ from agentomnia.trajectories import (
     convergence_budget,
     noisy_policy,
     partition_tasks,
+    sft_format_problems,
     validate_format,
     validate_sft_dataset,
     validated_task,
@@ -68,7 +69,15 @@ def test_sft_dataset_loads_and_renders_with_a_tool_aware_template(sft: tuple[Any
     assert "<tool_response>" in rendered and "# Tools" in rendered
     assert isinstance(call["arguments"], dict)  # dict arguments, not one merged struct with null keys
     assert None not in call["arguments"].values()
-    assert validate_sft_dataset(out / "hf") == []
+    assert validate_sft_dataset(out / "hf") == [] and sft_format_problems(out / "hf") == []
+
+
+def test_an_sft_dataset_no_trajectory_reached_is_empty_not_an_error(tmp_path: Path) -> None:
+    """A round whose verified trajectories all fell out saves no dataset: the row check has nothing
+    to refuse and says so (it used to raise FileNotFoundError and fail the round)."""
+    report = build_sft_dataset([], tmp_path / "sft", tools_by_env={})
+    assert report.rows == 0 and report.hf_path == ""
+    assert sft_format_problems(tmp_path / "sft" / "hf") is None
 
 
 def test_sft_rows_keep_only_the_final_turns_reasoning(sft: tuple[Any, Path]) -> None:

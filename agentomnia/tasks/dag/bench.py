@@ -1,6 +1,7 @@
 """How cheaply DAG tasks are made: verified tasks per minute and CPU seconds per kept task.
 
     report = bench_dag_tasks(sorted(Path("envs").iterdir()), per_env_standard=9, per_env_challenge=1)
+    agentomnia bench tasks ~/.agentomnia/envs -n 60 --standard 4 --challenge 1
 
 Each environment folder gets its DAG-Standard and DAG-Challenge tasks in one call
 (`synthesize_dag_variants`), environments running concurrently on `workers` threads over a sandbox
@@ -9,11 +10,14 @@ both sides — this process and the sandbox workers — because a rejected candi
 Afterwards, untimed, every kept task is re-checked the way the `dag_oracle_passes` asset check does
 (`check_task` in a fresh session) and its query is run through the leakage rules, so a speed-up
 that lets a bad task through shows up as `oracle_failures` or `leaking` instead of as a gain.
+Rejections are counted by stage and by cause (`cause`): a candidate turned down costs a reset and a
+few calls and yields nothing, so a change that makes fewer of them shows there first.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,6 +41,29 @@ def _variants(
     env: Path, sandbox: Sandbox, plan: list[tuple[str, int]], seed: int
 ) -> tuple[list[Task], list[Rejection]]:
     return synthesize_dag_variants(env, sandbox, plan, seed=seed)
+
+
+def cause(rejection: Rejection) -> str:
+    """What turned a candidate down: a refused precondition or requirement, else the stage that
+    refused it (`grounding`: nothing fitting to point at, `execution`: the call failed, ...)."""
+    return "precondition" if "precondition_failed" in rejection.reason else rejection.stage
+
+
+def environment_folders(folder: str | Path, limit: int = 0) -> list[Path]:
+    """The environment bundles in `folder` (those with a spec.json), in name order, at most `limit`."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise ValueError(f"{root} is not a folder of environment bundles (`make run` makes some)")
+    found = sorted(d for d in root.iterdir() if (d / "spec.json").is_file())
+    if not found:
+        raise ValueError(f"{root} holds no environment bundle (a folder with a spec.json)")
+    return found[:limit] if limit > 0 else found
+
+
+def format_dag_bench(r: dict[str, Any]) -> str:
+    lines = [f"{k:<28} {v}" for k, v in r.items() if k not in ("rejected_by_stage", "rejected_by_cause")]
+    lines += [f"  rejected ({k}){'':<{max(1, 16 - len(k))}} {v}" for k, v in r["rejected_by_cause"].items()]
+    return "\n".join(lines)
 
 
 def _worker_cpu(sandbox: Sandbox) -> float:
@@ -98,6 +125,7 @@ def bench_dag_tasks(
                     leaking.append(t.id)
     finally:
         box.close()
+    causes = Counter(cause(r) for r in rejected)
     stages: dict[str, dict[str, int]] = {}
     for r in rejected:
         per = stages.setdefault(str(r.detail.get("kind")), {})
@@ -112,6 +140,7 @@ def bench_dag_tasks(
         "rejected": len(rejected),
         "kept_share": round(kept / candidates, 3) if candidates else 0.0,
         "rejected_by_stage": {k: dict(sorted(v.items())) for k, v in sorted(stages.items())},
+        "rejected_by_cause": dict(causes.most_common()),
         "wall_seconds": round(wall, 2),
         "verified_tasks_per_min": round(verified / wall * 60, 1) if wall else 0.0,
         "cpu_seconds_per_kept": round((parent_cpu + worker_cpu) / kept, 4) if kept else None,

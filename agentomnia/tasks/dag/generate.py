@@ -20,7 +20,7 @@ from typing import Any
 import networkx as nx
 
 from agentomnia.envs.calls import _precondition_ok as precondition_ok
-from agentomnia.envs.calls import reference_admits, requirement_problem
+from agentomnia.envs.calls import fit_compared_values, reference_admits, requirement_problem
 from agentomnia.envs.semantic import World
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec, compound_of
 from agentomnia.envs.state import make_value, world_for
@@ -685,7 +685,30 @@ class Generator:
             phrase = phrase or f"all {plural(entity.name)}"
         if tool.op == "search":
             phrase = phrase or f"the {plural(entity.name)} matching {say(args.get('query'))}"
+        if tool.kind == "write" and compound_of(tool) is not None:
+            self._fit_compared(tool, args, sources, extra)
         return args, sources, focus, phrase, extra
+
+    def _fit_compared(
+        self, tool: ToolSpec, args: dict[str, Any], sources: Mapping[str, str], extra: list[str]
+    ) -> None:
+        """Where a compound tool's requirement compares a value the request states with another (a
+        check-out after the check-in, a payment at most the reservation's total), bring the stated
+        value within it and say the new one; a value from the state or a reference is left alone."""
+        state = self.live_state()
+        if requirement_problem(self.spec, state, tool, args) is None:
+            return
+        fitted = dict(args)
+        fit_compared_values(self.spec, state, tool, fitted, dates=True)
+        changed = {p for p in fitted if fitted[p] != args.get(p)}
+        if not changed or any(sources.get(p) != "query" for p in changed):
+            return
+        fields = tool.binding.get("fields", {})
+        for p in changed:
+            label = field_label(fields.get(p, p))
+            said, now = f"{label} {say(args[p])}", f"{label} {say(fitted[p])}"
+            extra[:] = [now if part == said else part for part in extra]
+            args[p] = fitted[p]
 
     def _search_term(self, entity: EntitySpec) -> str:
         label = entity.label_attribute

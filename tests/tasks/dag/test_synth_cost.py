@@ -6,6 +6,7 @@ invariant checks find what the full ones find."""
 from __future__ import annotations
 
 import copy
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -209,3 +210,25 @@ def test_bench_reports_cost_and_verifies_what_it_kept(freight_dir: Path) -> None
     assert 0 < report["kept_share"] <= 1
     stages = report["rejected_by_stage"]
     assert sum(n for per in stages.values() for n in per.values()) == report["rejected"]
+    assert sum(report["rejected_by_cause"].values()) == report["rejected"]
+
+
+def test_the_bench_command_reads_a_folder_of_bundles_and_says_what_is_wrong(
+    freight_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentomnia.cli import main
+
+    folder = tmp_path / "envs"
+    folder.mkdir()
+    (folder / "freight").symlink_to(freight_dir, target_is_directory=True)
+    (folder / "notes").mkdir()  # not a bundle: passed over
+    code = main(
+        ["bench", "tasks", str(folder), "--standard", "1", "--challenge", "0", "--workers", "1", "--json"]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["environments"] == 1 and report["kept"] == 1
+    assert report["oracle_failures"] == 0
+    assert main(["bench", "tasks", str(tmp_path / "missing")]) == 1
+    assert "is not a folder of environment bundles" in capsys.readouterr().err
+    assert main(["bench", "tasks", str(folder / "notes")]) == 1
+    assert "holds no environment bundle" in capsys.readouterr().err
