@@ -84,7 +84,25 @@ def method_source(source: str, method: str) -> str | None:
 
 
 def replace_method(source: str, method: str, new_method: str) -> str | None:
-    """Swap one method's source for another (indentation normalised to the class body's)."""
+    """Swap one method's source for another (indentation normalised to the class body's); None unless
+    the new source is one `def` of the same name and parameters (a model once answered with the bare
+    name, which parsed and broke the class when it loaded)."""
+    try:
+        given = parse_python(_dedent(new_method)).body
+    except SyntaxError:
+        return None
+    old = next(
+        (n for n in ast.walk(parse_python(source)) if isinstance(n, ast.FunctionDef) and n.name == method),
+        None,
+    )
+    if (
+        old is None
+        or len(given) != 1
+        or not isinstance(given[0], ast.FunctionDef)
+        or given[0].name != method
+        or _parameters(given[0]) != _parameters(old)
+    ):
+        return None
     tree = parse_python(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == method:
@@ -95,6 +113,12 @@ def replace_method(source: str, method: str, new_method: str) -> str | None:
             patched = "".join(lines[:start] + body + ["\n"] + lines[node.end_lineno or node.lineno :])
             return patched if _parses(patched) else None
     return None
+
+
+def _parameters(node: ast.FunctionDef) -> list[str]:
+    a = node.args
+    rest = [f"*{a.vararg.arg}" if a.vararg else "", f"**{a.kwarg.arg}" if a.kwarg else ""]
+    return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + rest
 
 
 def _dedent(text: str) -> str:

@@ -430,7 +430,7 @@ def from_seed_tool(
             attr = next((a for a in e.attributes if a.type == "ref" and snake(p) in (a.name,)), None) or next(
                 (a for a in e.attributes if a.type == "ref" and res is not None and res.parent
                  and a.ref == res.parent[0]), None)  # fmt: skip
-        if op == "list" and snake(p) in QUERY_PARAMS and "query" not in binding:
+        if op in ("list", "search") and snake(p) in QUERY_PARAMS and "query" not in binding:
             texts = [a.name for a in e.attributes if a.type in ("str", "text") and a.name != e.key]
             if texts:
                 op, binding["query"], binding["text_fields"] = "search", p, texts
@@ -447,6 +447,8 @@ def from_seed_tool(
             unbound.append(p)
     if op == "assign" and "param" not in binding:
         op = "update"
+    if op == "search" and "query" not in binding:
+        op = "list"  # named a search, it takes no free text: it filters (`search_providers` by service and postcode)
     if op == "transition":
         binding.update({"attr": e.status_attribute.name, "value": target})  # type: ignore[union-attr]
     if unbound:

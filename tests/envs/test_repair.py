@@ -85,6 +85,23 @@ def test_a_model_rewrite_replaces_only_the_failing_method() -> None:
     assert replace_method(BROKEN, "count_items", "def count_items(self):\n    return (\n") is None
 
 
+def test_a_model_answer_that_is_not_the_method_is_refused() -> None:
+    """Only one `def` of the same name and parameters replaces a method: a bare name (what a small
+    model answered in a real round; it parsed, and the class then failed to load with NameError), a
+    renamed or re-signed def, or two defs leave the source alone."""
+    for answer in (
+        "count_items",
+        "def count_things(self):\n    return {'ok': True, 'data': 0, 'error': None}\n",
+        "def count_items(self, extra):\n    return {'ok': True, 'data': 0, 'error': None}\n",
+        "def count_items(self):\n    return {}\n\ndef other(self):\n    return {}\n",
+    ):
+        assert llm_patch(RewritingModel(answer), BROKEN, "count_items", "boom") is None, answer  # type: ignore[arg-type]
+    typed = (
+        "def count_items(self) -> dict:\n    return {'ok': True, 'data': len(self.items), 'error': None}\n"
+    )
+    assert replace_method(BROKEN, "count_items", typed) is not None
+
+
 def test_generated_sources_patch_cleanly(mock_spec: EnvSpec) -> None:
     source = generate_source(mock_spec)
     patched = rule_based_patch(source, "finish_task() got an unexpected keyword argument 'note'")
