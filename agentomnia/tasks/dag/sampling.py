@@ -116,11 +116,10 @@ def chain_pool(
 
 
 def _weighted_order(
-    chains: Sequence[tuple[str, ...]], prefer: Collection[str], rng: random.Random
+    chains: Sequence[tuple[str, ...]], weight: Mapping[tuple[str, ...], int], rng: random.Random
 ) -> list[tuple[str, ...]]:
-    """The chains in a random order weighted by how many preferred tools each calls (a weighted draw
-    without replacement: each chain's key is u ** (1 / weight))."""
-    weight = {c: 1 + PREFER_WEIGHT * sum(t in prefer for t in c) for c in chains}
+    """The chains in a random order by weight (a weighted draw without replacement: each chain's
+    key is u ** (1 / weight))."""
     return sorted(chains, key=lambda c: rng.random() ** (1 / weight[c]), reverse=True)
 
 
@@ -140,6 +139,9 @@ def sample_groups(
     """Up to `n` groups whose tool sets overlap every retained group by at most `max_overlap`; with
     `prefer`, only groups whose chains call one of those tools, drawn towards calling more of them."""
     fitting = [c for c in pool if chain_len[0] <= len(c) <= chain_len[1]]
+    preferred = frozenset(prefer)
+    # each chain's weight: 1, plus PREFER_WEIGHT for each preferred tool it calls (worked out once)
+    weight = {c: 1 + PREFER_WEIGHT * sum(t in preferred for t in c) for c in fitting} if preferred else {}
     reads = sorted(n for n in graph.nodes if graph.nodes[n]["kind"] == "read")
     kept: list[ToolGroup] = []
     kept_tools: list[frozenset[str]] = []  # each kept group's tool set, for the overlap test
@@ -149,13 +151,13 @@ def sample_groups(
         k = rng.randint(*chains)
         picked: list[tuple[str, ...]] = []
         m = min(len(fitting), 4 * k)
-        for c in _weighted_order(fitting, prefer, rng)[:m] if prefer else rng.sample(fitting, m):
+        for c in _weighted_order(fitting, weight, rng)[:m] if preferred else rng.sample(fitting, m):
             if len(picked) == k:
                 break
             if all(not (set(c) & set(p)) for p in picked):
                 picked.append(c)
         used = {t for c in picked for t in c}
-        if prefer and not used & set(prefer):
+        if preferred and not used & preferred:
             continue
         extra = [t for t in reads if t not in used]
         scattered_tools = tuple(sorted(rng.sample(extra, min(len(extra), rng.randint(*scattered)))))
