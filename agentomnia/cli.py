@@ -482,6 +482,20 @@ def cmd_bench_tasks(args: argparse.Namespace) -> Result:
     return result, format_dag_bench(result)
 
 
+def cmd_bench_rewards(args: argparse.Namespace) -> Result:
+    from agentomnia.rewards.bench import bench_rewards, format_rewards_bench, load_rl_rows
+
+    try:
+        rows = load_rl_rows(args.dataset or Storage().root / "datasets" / "rl")
+        result = bench_rewards(
+            rows[: args.n] if args.n else rows, group=args.group, repeats=args.repeats,
+            generation_ms=args.generation_ms, reward_workers=args.workers,
+        )  # fmt: skip
+    except (ValueError, OSError) as exc:
+        raise CLIError(str(exc)) from exc
+    return result, format_rewards_bench(result)
+
+
 def cmd_bench_specs(args: argparse.Namespace) -> Result:
     from agentomnia.envs.bench import format_specs_bench, run_specs_bench
 
@@ -948,6 +962,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--no-verify", action="store_true", help="skip re-checking every kept task afterwards")
+    p = verb(
+        bench, "rewards", cmd_bench_rewards,
+        "rewards scored as each rollout ends against scoring the batch at the end, on the same rollouts",
+    )  # fmt: skip
+    p.add_argument("dataset", nargs="?", help="an RL dataset folder (default: the home's newest round)")
+    p.add_argument("-n", type=int, default=0, help="how many RL rows (0: all)")
+    p.add_argument("--group", type=int, default=4, help="rollouts per task (GRPO's G)")
+    p.add_argument("--repeats", type=int, default=5, help="batches per mode; medians are reported")
+    p.add_argument(
+        "--generation-ms", type=float, default=20.0, help="one batched decoding step of the policy"
+    )
+    p.add_argument("--workers", type=int, default=4, help="threads scoring rollouts as they end")
     p = verb(
         bench, "specs", cmd_bench_specs,
         "per seed file of a folder (OpenAPI specs, MCP tool lists): operations kept as tools, seconds to ingest, infer and build",

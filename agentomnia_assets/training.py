@@ -276,7 +276,9 @@ def rl_checkpoint(
     context.log.info(
         f"GRPO rewards: {', '.join(f'{k} {v:+.3f}' if v is not None else f'{k} n/a' for k, v in components.items())}; "
         f"safeguard re-scored {extra.get('safeguard_activations', 0)} of {extra.get('scored_rollouts', 0)} "
-        f"rollouts; auxiliary weights {extra.get('auxiliary_weights') or 'none adopted'}"
+        f"rollouts; auxiliary weights {extra.get('auxiliary_weights') or 'none adopted'}; "
+        f"process stops {extra.get('process_stops') or 'none'}; rewards from rollout end "
+        f"{(extra.get('reward_latency') or {}).get('latency_p50_ms')} ms (median)"
     )
     return dg.MaterializeResult(
         metadata={
@@ -285,6 +287,9 @@ def rl_checkpoint(
             "safeguard_activations": int(extra.get("safeguard_activations", 0)),
             "scored_rollouts": int(extra.get("scored_rollouts", 0)),
             "auxiliary_weights": dg.MetadataValue.json(extra.get("auxiliary_weights") or {}),
+            "process_stops": dg.MetadataValue.json(extra.get("process_stops") or {}),
+            "reward_streaming": bool(extra.get("reward_streaming", False)),
+            "reward_latency": dg.MetadataValue.json(extra.get("reward_latency") or {}),
             "safeguard_judge": f"llm:{model.model}" if model is not None else "offline:transcript",
             "rows": len(rows),
             "trained": True,

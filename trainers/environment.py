@@ -19,6 +19,7 @@ from typing import Any
 
 from agentomnia.envs.naming import python_name
 from agentomnia.records import ToolResult
+from agentomnia.rewards.process import ProcessSettings, ProcessStop, ProcessValidator
 from agentomnia.sandbox import errors as sandbox_errors
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.errors import SandboxError
@@ -87,14 +88,22 @@ class SandboxToolEnv:
 
     bundle: Bundle
 
-    def __init__(self, opener: SessionOpener) -> None:
+    def __init__(self, opener: SessionOpener, process: ProcessSettings | None = None) -> None:
         self._opener = opener
+        self._process = process
         self._session: Any = None
         self.task: Task | None = None
         self.policy_calls: list[tuple[str, dict[str, Any]]] = []
         self.replayed_calls: list[tuple[str, dict[str, Any]]] = []
+        self.refused_calls: list[tuple[str, dict[str, Any]]] = []  # made after a process stop, never run
         self.fault: str | None = None
         self.verdict: Any = None
+        self._validator: ProcessValidator | None = None
+
+    @property
+    def stopped(self) -> ProcessStop | None:
+        """Why process validation ended this rollout early, if it did."""
+        return self._validator.stop if self._validator is not None else None
 
     def reset(self, **row: Any) -> None:
         """Start a rollout: the task's initial state, then the golden prefix replayed."""
@@ -103,7 +112,9 @@ class SandboxToolEnv:
             if isinstance(row["task"], str)
             else Task.model_validate(row["task"])
         )
-        self.policy_calls, self.replayed_calls, self.fault, self.verdict = [], [], None, None
+        self.policy_calls, self.replayed_calls, self.refused_calls = [], [], []
+        self.fault, self.verdict = None, None
+        self._validator = ProcessValidator(self.task, self._process) if self._process is not None else None
         try:
             if self._session is None:
                 self._session = self._opener(self.bundle, self.task.init_config)
@@ -134,8 +145,15 @@ class SandboxToolEnv:
         return result
 
     def _tool(self, tool: str, args: dict[str, Any]) -> str:
+        stop = self.stopped
+        if stop is not None:
+            self.refused_calls.append((tool, args))
+            return stop.refusal().model_dump_json()
         self.policy_calls.append((tool, args))
-        return self._execute(tool, args).model_dump_json()
+        result = self._execute(tool, args)
+        if self._validator is not None:
+            self._validator.after_call(tool, args, result)
+        return result.model_dump_json()
 
     def _final_state(self) -> dict[str, Any] | None:
         if self._session is None:

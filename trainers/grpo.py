@@ -30,10 +30,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentomnia.logfile import quiet_trainer
 from agentomnia.rewards import (
     AuxiliaryWeights,
+    ProcessSettings,
+    RewardStream,
+    RewardTiming,
     Transcript,
     auxiliary_terms,
     check_format,
     extract_answer,
+    latency_summary,
     redundancy_penalty,
     score_task,
 )
@@ -76,6 +80,12 @@ class GRPOSettings(BaseModel):
     lambda_ce: float = Field(default=0.1, ge=0, description="weight of the golden-prefix cross-entropy")
     lambda_rl: float = Field(default=1.0, ge=0, description="weight of the GRPO loss")
     curriculum: CurriculumSettings = Field(default_factory=CurriculumSettings)
+    process: ProcessSettings = Field(
+        default_factory=ProcessSettings, description="step-level checks that end a doomed rollout early"
+    )
+    reward_workers: int = Field(
+        default=4, ge=0, description="threads scoring rollouts as they end; 0: score the batch at the end"
+    )
     # Generation backend: the same code path on a GPU with a vLLM server; correction of the
     # train/infer mismatch (TRL's importance sampling over rollout logprobs) applies there.
     use_vllm: bool = False
@@ -101,7 +111,8 @@ class RolloutVerdict(BaseModel):
     format_valid: bool = False
     redundancy: float = 0.0
     truncated: bool = False
-    source: str | None = None  # which reward decided: rule, rubric, both, judge_fallback (the safeguard)
+    source: str | None = None  # what decided: rule, rubric, both, judge_fallback (the safeguard), process
+    stopped: str | None = None  # why process validation ended the rollout early
     auxiliary: dict[str, float] = Field(default_factory=dict)  # adopted indicator -> penalty earned
 
 
@@ -134,6 +145,17 @@ def judge_rollout(
         auxiliary = auxiliary_terms(transcript, weights)
     if env.fault:
         return RolloutVerdict(dropped=f"environment fault: {env.fault}", truncated=truncated)
+    stop = env.stopped
+    if stop is not None and stop.fatal and not (truncated and not fmt.valid):
+        return RolloutVerdict(
+            task=0.0,
+            format_valid=fmt.valid,
+            redundancy=redundancy,
+            truncated=truncated,
+            source="process",
+            stopped=stop.reason,
+            auxiliary=auxiliary,
+        )
     if truncated:
         if fmt.valid:
             return RolloutVerdict(dropped="truncated but well formed", format_valid=True, truncated=True)
@@ -159,6 +181,7 @@ def judge_rollout(
         format_valid=fmt.valid,
         redundancy=redundancy,
         source=reward.source,
+        stopped=stop.reason if stop is not None else None,
         auxiliary=auxiliary,
     )
 
@@ -174,8 +197,14 @@ class RolloutBook:
         verifier: VerifierRunner | None = None,
         judge: Judge | None = None,
         weights: AuxiliaryWeights | None = None,
+        reward_workers: int = 0,
     ) -> None:
         self.rows = {str(r["task_id"]): r for r in rows}
+        # Rollouts are scored as each one ends (reward_workers > 0) or all at the batch's end (0).
+        self.stream: RewardStream[RolloutVerdict] = RewardStream(reward_workers)
+        self.timings: list[RewardTiming] = []  # each scored rollout's end, scoring start and reward
+        self.stops: dict[str, int] = {}  # process stops by kind
+        self.early = 0  # rollouts handed to the reward stream before their batch's tool loop ended
         self.curriculum = curriculum
         self.eos_token_id = eos_token_id
         self.verifier = verifier
@@ -196,21 +225,37 @@ class RolloutBook:
         golden = json.loads(base["golden"])
         return {**row, "prompt": [*base["prompt"], *prefix_messages(golden, turns)], "prefix_turns": turns}
 
-    def verdict(self, env: SandboxToolEnv, completion: Any, ids: Sequence[int]) -> RolloutVerdict:
-        if env.verdict is None:
-            env.verdict = judge_rollout(
+    def finish(self, env: SandboxToolEnv, completion: Any, ids: Sequence[int]) -> None:
+        """`env`'s rollout has ended with `completion`: start scoring it (at once when streaming)."""
+        messages, final_ids = list(completion), list(ids)
+        self.stream.submit(
+            id(env),
+            lambda: judge_rollout(
                 env,
-                completion,
-                ids,
+                messages,
+                final_ids,
                 self.eos_token_id,
                 verifier=self.verifier,
                 judge=self.judge,
                 weights=self.weights,
-            )
+            ),
+        )
+
+    def verdict(self, env: SandboxToolEnv, completion: Any, ids: Sequence[int]) -> RolloutVerdict:
+        if env.verdict is None:
+            self.finish(env, completion, ids)  # a no-op when the rollout was handed over as it ended
+            env.verdict = self.stream.result(id(env))
             self.scored += env.verdict.dropped is None
             self.safeguard_activations += env.verdict.source == "judge_fallback"
+            if env.stopped is not None:
+                self.stops[env.stopped.kind] = self.stops.get(env.stopped.kind, 0) + 1
         verdict: RolloutVerdict = env.verdict
         return verdict
+
+    def end_batch(self) -> None:
+        """Every verdict of the batch was read: keep the reward latencies, free the keys for the next one."""
+        self.timings.extend(self.stream.timings().values())
+        self.stream.clear()
 
     def groups(self) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}
@@ -301,7 +346,10 @@ def _trainer_class() -> type:
             while True:
                 staged = [self.book.stage(x) for x in inputs]
                 self.book.batch = []
-                output = super()._generate_and_score_completions(staged)
+                try:
+                    output = super()._generate_and_score_completions(staged)
+                finally:
+                    self.book.end_batch()
                 if mode != "train":
                     return output
                 decisions = [curriculum.observe(t, r) for t, r in self.book.groups().items() if r]
@@ -317,6 +365,48 @@ def _trainer_class() -> type:
                 curriculum.end_round()
             output.update(self._ce_batch(staged))
             return output
+
+        def _tool_call_loop(
+            self,
+            prompts: Any,
+            prompt_ids: Any,
+            completion_ids: list[list[int]],
+            completions: list[list[dict[str, Any]]],
+            *rest: Any,
+        ) -> Any:
+            """TRL's tool loop, with each rollout handed to the reward stream as soon as it ends: before
+            the loop (no tool call at all), at every regeneration inside it (the rollouts that left the loop
+            in the last round), and after it (the rest). TRL extends `completions` and `completion_ids` in
+            place, so what a finished rollout's entries hold when it is handed over is final."""
+            environments: list[SandboxToolEnv] = list(self.environments or [])
+
+            def hand_over(*, all_left: bool) -> None:
+                for i, env in enumerate(environments):
+                    if env.verdict is not None or id(env) in self.book.stream:
+                        continue
+                    last = completions[i][-1] if completions[i] else {}
+                    running = last.get("role") == "tool" or bool(last.get("tool_calls"))
+                    if all_left or not running:
+                        self.book.finish(env, completions[i], completion_ids[i])
+
+            generate = self._generate_single_turn
+
+            def generate_and_hand_over(*args: Any, **kwargs: Any) -> Any:
+                hand_over(all_left=False)
+                return generate(*args, **kwargs)
+
+            hand_over(all_left=False)
+            self._generate_single_turn = generate_and_hand_over  # type: ignore[method-assign]
+            try:
+                result = super()._tool_call_loop(prompts, prompt_ids, completion_ids, completions, *rest)
+            finally:
+                del self._generate_single_turn
+            self.book.early += sum(id(env) in self.book.stream for env in environments)
+            _mask, final_completions, final_ids, *_ = result
+            for i, env in enumerate(environments):
+                if env.verdict is None and id(env) not in self.book.stream:
+                    self.book.finish(env, final_completions[i], final_ids[i])
+            return result
 
         def _ce_batch(self, staged: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
             """Golden-prefix token ids with labels on its assistant tokens only (-100 elsewhere)."""
@@ -529,14 +619,20 @@ def train_grpo(
         return passed
 
     book = RolloutBook(
-        rows, curriculum, tokenizer.eos_token_id, verifier=verifier, judge=judge, weights=weights
+        rows,
+        curriculum,
+        tokenizer.eos_token_id,
+        verifier=verifier,
+        judge=judge,
+        weights=weights,
+        reward_workers=settings.reward_workers,
     )
     factories: dict[str, Any] = {}
     for bundle_dir, name in names.items():
         cls = environment_class(loaded[bundle_dir], name)
 
         def factory(cls: type[SandboxToolEnv] = cls) -> SandboxToolEnv:
-            env = cls(sandbox.open)
+            env = cls(sandbox.open, settings.process)
             book.instances.append(env)
             return env
 
@@ -559,6 +655,7 @@ def train_grpo(
     try:
         trainer.train()
     finally:
+        book.stream.close()
         for env in book.instances:
             env._close()
     seconds = time.perf_counter() - started
@@ -579,6 +676,8 @@ def train_grpo(
         curriculum_prefixes={k: s.prefix for k, s in curriculum.states.items()}, curriculum_epoch=curriculum.epoch,
         reward_components=reward_component_means(logs, [f.__name__ for f in reward_funcs]), safeguard_activations=book.safeguard_activations,
         scored_rollouts=book.scored, auxiliary_weights=dict(weights.weights) if weights is not None else {},
+        process_stops=dict(book.stops), reward_streaming=book.stream.streaming, finished_before_loop_end=book.early,
+        reward_latency=latency_summary(book.timings),
     )  # fmt: skip
     if main:
         report.save()

@@ -36,6 +36,7 @@ from agentomnia.rewards.calibration import (
     calibration_report,
     judge_calibration,
 )
+from agentomnia.rewards.process import ProcessSettings, ProcessStop, ProcessValidator
 from agentomnia.rewards.router import RewardMode, TaskReward, choose_mode, score_task
 from agentomnia.rewards.rubric import rubric_reward
 from agentomnia.rewards.rules import (
@@ -46,6 +47,7 @@ from agentomnia.rewards.rules import (
     schema_errors,
     state_predicates_hold,
 )
+from agentomnia.rewards.stream import RewardStream, RewardTiming, latency_summary
 
 __all__ = [
     "INDICATORS",
@@ -68,6 +70,12 @@ __all__ = [
     "CalibrationSettings",
     "FormatCheck",
     "ItemJudgment",
+    "ProcessSettings",
+    "ProcessStop",
+    "ProcessValidator",
+    "RewardStream",
+    "RewardTiming",
+    "latency_summary",
     "RewardMode",
     "ScoredGroup",
     "TaskReward",

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentomnia.rewards import AuxiliaryWeights
+from agentomnia.rewards import AuxiliaryWeights, ProcessSettings
 from agentomnia.rewards.judges import transcript_judge
 from agentomnia.sandbox import Sandbox, fixture_bundle, open_local
 from trainers.curriculum import CurriculumSettings
@@ -18,8 +18,10 @@ from trainers.grpo import GRPOSettings, judge_rollout, train_grpo
 EOS = 7
 
 
-def _env(row: dict[str, Any], prefix_turns: int = 0) -> Any:
-    env = environment_class(fixture_bundle("mock"), "mock")(lambda bundle, config: open_local(bundle, config))
+def _env(row: dict[str, Any], prefix_turns: int = 0, process: ProcessSettings | None = None) -> Any:
+    env = environment_class(fixture_bundle("mock"), "mock")(
+        lambda bundle, config: open_local(bundle, config), process
+    )
     env.reset(**{**row, "prefix_turns": prefix_turns})
     return env
 
@@ -130,6 +132,36 @@ def test_the_safeguard_judge_rescores_a_rule_that_cannot_execute(rows: Any) -> N
     assert rescored.dropped is None and rescored.source == "judge_fallback" and rescored.task is not None
 
 
+def test_a_forbidden_call_ends_the_rollout_scored_zero_before_verification(rows: Any) -> None:
+    row = rows[1][-1]  # how many open tasks user_2 has; update_task_status is forbidden
+    env = _env(row, process=ProcessSettings())
+    env.update_task_status(task_id="task_1", status="done")
+    refused = json.loads(env.update_task_status(task_id="task_1", status="open"))
+    assert refused["error"]["code"] == "rollout_stopped" and "forbids" in refused["error"]["message"]
+    assert len(env.policy_calls) == 1 and len(env.refused_calls) == 1  # the second never reached the sandbox
+    assert env._final_state()["tasks"]["task_1"]["status"] == "done"
+
+    def never(code: str, initial: Any, final: Any) -> bool | None:
+        raise AssertionError("a doomed rollout needs no verification")
+
+    verdict = judge_rollout(env, _say('{"count": 0}'), [EOS], EOS, verifier=never)
+    assert verdict.task == 0.0 and verdict.source == "process" and "forbids" in (verdict.stopped or "")
+    # without process validation the same rollout is graded at the end, and fails there
+    late = _env(row)
+    late.update_task_status(task_id="task_1", status="done")
+    assert judge_rollout(late, _say('{"count": 0}'), [EOS], EOS).source == "rule"
+
+
+def test_a_looping_rollout_is_stopped_but_still_graded_on_its_answer(rows: Any) -> None:
+    row = rows[1][-1]  # user_2 has 0 open tasks
+    env = _env(row, process=ProcessSettings(repeat_limit=2))
+    for _ in range(3):
+        env.list_tasks(user_id="user_2", status="open")
+    assert env.stopped is not None and env.stopped.kind == "stuck" and len(env.refused_calls) == 1
+    verdict = judge_rollout(env, _say('{"count": 0}'), [EOS], EOS)
+    assert verdict.task == 1.0 and verdict.source == "rule" and "in a row" in (verdict.stopped or "")
+
+
 @pytest.mark.slow
 def test_grpo_with_rcrl_runs_and_logs_rewards_prefixes_and_hybrid_loss(
     rows: Any, sft_checkpoint: Any, tmp_path: Path
@@ -152,6 +184,10 @@ def test_grpo_with_rcrl_runs_and_logs_rewards_prefixes_and_hybrid_loss(
     assert report.extra["reward_components"]["auxiliary_reward"] <= 0
     assert report.extra["auxiliary_weights"] == {"repeated_calls": -0.2}
     assert 0 <= report.extra["safeguard_activations"] <= report.extra["scored_rollouts"]
+    # rewards were streamed: every rollout has its time from end to reward
+    assert report.extra["reward_streaming"] is True
+    assert report.extra["reward_latency"]["latency_p50_ms"] is not None
+    assert isinstance(report.extra["process_stops"], dict)
     assert report.kind == "grpo" and report.steps == 2
     assert len(report.extra["rewards"]) == 2 and len(report.extra["prefix_turns"]) == 2
     assert len(report.extra["loss_rl"]) == 2 and len(report.extra["loss_ce"]) == 2
