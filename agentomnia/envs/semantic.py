@@ -564,6 +564,10 @@ _STRING_KINDS: list[tuple[str, str]] = [
     ("password", r"pass_?word|passphrase|pass_?code|(^|_)(secret|pin)$"),
     ("token", r"(^|_)(cursor|token|nonce|etag|checksum|hash|fingerprint)$"),
     ("month", r"(^|_)month$"),
+    ("weekday", r"(^|_)(day_of_(the_)?week|weekday|dow)$"),
+    ("moment", r"(^|_)(date_?time|timestamp)$|_at$"),
+    ("clock", r"^(time|time_of_day|(start|end|opening|closing|departure|arrival|pickup|delivery)_time)$"),
+    ("utc_offset", r"time_difference|utc_offset|tz_offset"),
     ("tag", r"^(tags?|labels|keywords?|hashtags?)$|_(tags|labels|keywords|hashtags)$"),
     ("username", r"user_?name|handle|login"),
     ("website", r"website|homepage|(^|_)url$|link"),
@@ -758,6 +762,15 @@ def string_for(
         return "".join(rng.choice("0123456789abcdef") for _ in range(rng.choice((16, 24, 32))))
     if kind == "month":
         return str(faker("en_US", rng).month_name())
+    if kind == "weekday":
+        return rng.choice(("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"))
+    if kind == "moment":  # a moment named as such but typed as plain text: ISO 8601, near the clock
+        moment = NOW + timedelta(minutes=rng.randint(-60 * 24 * 90, 60 * 24 * 30))
+        return moment.replace(second=0).isoformat()
+    if kind == "clock":
+        return f"{rng.randint(6, 21):02d}:{rng.choice((0, 15, 30, 45)):02d}"
+    if kind == "utc_offset":
+        return f"{rng.choice((-8.0, -5.0, -3.0, 0.0, 1.0, 2.0, 5.5, 8.0, 9.0, 13.0)):+.1f}h"
     if kind == "tag":
         return str(faker("en_US", rng).word(part_of_speech=rng.choice(("noun", "adjective"))))
     if kind == "password":

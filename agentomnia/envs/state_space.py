@@ -29,6 +29,7 @@ from agentomnia.seeds.inference import (
     tool_entity,
 )
 from agentomnia.seeds.models import Seed, SeedTool
+from agentomnia.seeds.openapi import inline_local_refs
 from agentomnia.taxonomy import Domain
 from agentomnia.taxonomy.knowledge import Entity, Relation, Rule
 
@@ -368,12 +369,15 @@ def build_state_space(
                                                         source="seed", declared=declared_schema(pschema))  # fmt: skip
             key_names.add(snake(pparam))
         props = {
-            p: v for p, v in (tool.input_schema.get("properties") or {}).items() if not _wrapped_body(tool, p)
+            p: inline_local_refs(v, tool.input_schema)
+            for p, v in (tool.input_schema.get("properties") or {}).items()
+            if not _wrapped_body(tool, p)
         }
         is_write = not (tool.read_only or (tool.method or "").upper() in ("GET", "HEAD"))
         # a write tool's parameters are the entity's attributes; a read tool's output describes it (a
-        # write's answer is often a status envelope, not the record)
-        sources = [props] if is_write else [_object_properties(tool.output_schema)]
+        # write's answer is often a status envelope, not the record); a property lifted out of either
+        # brings what its `$ref`s name along
+        sources = [props] if is_write else [_object_properties(inline_local_refs(tool.output_schema))]
         for source_props in sources:
             for pname, pschema in source_props.items():
                 pname = snake(pname)

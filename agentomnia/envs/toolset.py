@@ -1307,6 +1307,8 @@ def bounded(
     counts what refers to a record, is a lookup chains need and exempt) is admitted only while tools
     with domain behaviour stay at least `cfg.min_compound_share` of the toolset: an environment is
     its domain's behaviour with the lookups it needs, not a table editor with a few rules on the side.
+    The share gives way below `cfg.min_tools`: a small seed's environment takes plain tools rather than
+    being refused for having too few.
     """
     shaped = [t.name for t in tools if t.origin == "diversified"][:6]
     compound = {t.name for t in tools if is_compound(spec, t)}
@@ -1346,7 +1348,12 @@ def bounded(
             continue
         if len(keep) >= cfg.max_tools:
             left_out[t.name] = f"over the {cfg.max_tools}-tool bound"
-        elif t.name not in compound and t.op != "overview" and len(keep & compound) < share * (len(keep) + 1):
+        elif (
+            len(keep) >= cfg.min_tools  # below the floor an environment takes plain tools rather than none
+            and t.name not in compound
+            and t.op != "overview"
+            and len(keep & compound) < share * (len(keep) + 1)
+        ):
             left_out[t.name] = (
                 f"a plain tool: the toolset keeps tools with domain behaviour at {share:.0%} or more"
             )

@@ -8,17 +8,31 @@ offline mode returns None and every stage falls back to its deterministic propos
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agentomnia.config import LLMSettings, Mode
 from agentomnia.llm.cache import ResponseCache, request_hash
-from agentomnia.llm.openai_backend import OpenAICompatibleLLM
 from agentomnia.llm.protocol import LLM, LLMError, LLMOutputError, LLMResponse, Usage
 from agentomnia.llm.router import RoutedLLM
+
+if TYPE_CHECKING:
+    from agentomnia.llm.openai_backend import OpenAICompatibleLLM
+
+
+def __getattr__(name: str) -> Any:
+    # The OpenAI client takes most of a second to import; offline commands never need it.
+    if name == "OpenAICompatibleLLM":
+        from agentomnia.llm.openai_backend import OpenAICompatibleLLM
+
+        return OpenAICompatibleLLM
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_llm(mode: Mode, settings: LLMSettings, cache_path: Path | None) -> LLM | None:
     if mode == "offline":
         return None
+    from agentomnia.llm.openai_backend import OpenAICompatibleLLM
+
     cache = ResponseCache(cache_path) if cache_path is not None else None
     urls = list(dict.fromkeys(settings.base_urls))
     if len(urls) < 2:

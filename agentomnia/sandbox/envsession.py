@@ -348,7 +348,7 @@ class EnvSession:
             with running(self.deadlines, self.namespace, self.limits.call_timeout_s):
                 if writes:
                     captured = self._current_copy()
-                raw = getattr(self.instance, name)(**args)
+                raw = getattr(self.instance, name)(**tool.arguments(args))
                 text, ok = self._encode(name, raw)
         except BaseException as exc:
             code = classify_exception(exc)

@@ -297,7 +297,7 @@ class ToolSchema:
             valid = self.validator is None or self.validator.is_valid(args)
         if not valid and self.validator is not None:
             return schema_message(self.validator, args)
-        if self.accepted is not None and not self.var_keyword:
+        if self.accepted is not None and not self.var_keyword and not self.admits_extra:
             extra = [k for k in args if k not in self.accepted]
             if extra:
                 return f"unexpected argument `{sorted(extra)[0]}` (the tool accepts: {', '.join(sorted(self.accepted)) or 'nothing'})"
@@ -305,6 +305,21 @@ class ToolSchema:
             if name not in args:
                 return f"missing required argument `{sorted(self.required - set(args))[0]}`"
         return None
+
+    @property
+    def admits_extra(self) -> bool:
+        """The schema lets a caller send properties it does not name (JSON Schema's default): such
+        arguments are accepted and not passed on, as a service whose schema is open ignores them."""
+        return all(
+            self.parameters.get(k, True) is not False
+            for k in ("additionalProperties", "unevaluatedProperties")
+        )
+
+    def arguments(self, args: dict[str, Any]) -> dict[str, Any]:
+        """What the method is called with: `args` without the extra ones an open schema admitted."""
+        if self.accepted is None or self.var_keyword or all(k in self.accepted for k in args):
+            return args
+        return {k: v for k, v in args.items() if k in self.accepted}
 
     def build(self) -> None:
         self.built = True

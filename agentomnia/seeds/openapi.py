@@ -201,6 +201,36 @@ def translate_nullable(schema: Any) -> Any:
     return out
 
 
+def inline_local_refs(schema: Any, root: Any = None, _open: frozenset[str] = frozenset()) -> Any:
+    """A copy of `schema` with each local `$ref` (`#/$defs/X`, `#/definitions/X`, any `#/...` pointer
+    into `root`, default `schema` itself) replaced by what it points to, its sibling keywords kept on
+    top. A reference that points nowhere, or back into one being inlined, becomes `{}` (any value).
+
+    For reading a tool's schema piece by piece (a property lifted out of an MCP tool's `outputSchema`
+    no longer sits next to the `$defs` its `$ref` names); the seed's own schemas stay as declared.
+    """
+    base = schema if root is None else root
+    if isinstance(schema, list):
+        return [inline_local_refs(v, base, _open) for v in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#"):
+        target: Any = base
+        for part in ref[1:].split("/")[1:] if ref != "#" else []:
+            key = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(key) if isinstance(target, Mapping) else None
+        siblings = {k: inline_local_refs(v, base, _open) for k, v in schema.items() if k != "$ref"}
+        if not isinstance(target, Mapping) or ref in _open:
+            return siblings
+        return {**inline_local_refs(target, base, _open | {ref}), **siblings}
+    return {
+        k: inline_local_refs(v, base, _open)
+        for k, v in schema.items()
+        if not (k in ("$defs", "definitions") and root is not None)
+    }
+
+
 def _copy(value: Any) -> Any:
     """A deep copy of JSON-like data (resolved schemas share memoised parts; tools must not)."""
     if isinstance(value, dict):

@@ -726,16 +726,24 @@ def load_file(path: Path) -> list[DomainKnowledge]:
     return out
 
 
-@cache
-def load_knowledge() -> dict[int, DomainKnowledge]:
-    """All shipped entries, keyed by taxonomy id."""
+def _parse_knowledge(paths: list[Path]) -> dict[int, DomainKnowledge]:
     out: dict[int, DomainKnowledge] = {}
-    for path in sorted(_data_dir().glob("*.yaml")):
+    for path in paths:
         for kb in load_file(path):
             if kb.id in out:
                 raise ValueError(f"{path.name}: domain {kb.id} is described twice")
             out[kb.id] = kb
     return out
+
+
+@cache
+def load_knowledge() -> dict[int, DomainKnowledge]:
+    """All shipped entries, keyed by taxonomy id (parsed once per content of the files and of this
+    module, then read from `$AGENTOMNIA_HOME/cache/knowledge`)."""
+    from agentomnia.taxonomy.filecache import cached
+
+    paths = sorted(_data_dir().glob("*.yaml"))
+    return cached("knowledge", [*paths, Path(__file__)], lambda: _parse_knowledge(paths))
 
 
 def _main(argv: list[str]) -> int:

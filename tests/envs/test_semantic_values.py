@@ -83,6 +83,23 @@ def test_codes_have_their_real_format(attr: str, pattern: str) -> None:
         assert re.fullmatch(pattern, semantic_value(e.attributes[1], e, random.Random(seed), 1)), attr
 
 
+@pytest.mark.parametrize(
+    ("attr", "pattern"),
+    [
+        ("datetime", r"\d{4}-\d\d-\d\dT\d\d:\d\d:00"),
+        ("updated_at", r"\d{4}-\d\d-\d\dT\d\d:\d\d:00"),
+        ("day_of_week", r"(Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day"),
+        ("time", r"([01]\d|2[0-3]):[0-5]\d"),
+        ("time_difference", r"[+-]\d+\.\dh"),
+    ],
+)
+def test_plain_text_named_as_a_moment_reads_as_one(attr: str, pattern: str) -> None:
+    e = _entity("conversion", _a(attr))
+    for seed in range(5):
+        value = semantic_value(e.attributes[1], e, random.Random(seed), 1, World(), {})
+        assert isinstance(value, str) and re.fullmatch(pattern, value), (attr, value)
+
+
 def test_vocab_patterns_and_ranges_are_honoured() -> None:
     e = _entity("holding", _a("cusip"), _a("price", "money"), _a("lots", "int"))
     world = World()

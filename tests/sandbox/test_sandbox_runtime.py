@@ -100,6 +100,21 @@ def test_unknown_tools_and_bad_arguments_are_named(quirky: Bundle) -> None:
         assert needle in result.error.message
 
 
+def test_an_open_schema_admits_arguments_the_method_does_not_take_and_drops_them(
+    tool: Callable[..., dict[str, Any]],
+) -> None:
+    """A seed whose schema leaves `additionalProperties` open (JSON Schema's default) is served as its
+    schema says: an extra argument is accepted and not passed on, as such a service ignores it."""
+    open_add = tool("add", {"name": {"type": "string"}}, ["name"])
+    del open_add["function"]["parameters"]["additionalProperties"]
+    env = open_local(Bundle.from_source(QUIRKY, [open_add], {"items": {}}))
+    result = env.call("add", {"name": "fig", "colour": "red"})
+    assert result.ok, result.error
+    assert env.state()["items"] == {"fig": 1}
+    missing = env.call("add", {"colour": "red"})
+    assert missing.error is not None and "missing required argument `name`" in missing.error.message
+
+
 def test_failed_calls_leave_state_unchanged(quirky: Bundle) -> None:
     env = open_local(quirky)
     env.call("add", {"name": "pear"})
