@@ -1,6 +1,5 @@
 """Environment synthesis (paper §4.2.2-4.2.4): state spaces, toolsets, verified bundles, statistics."""
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from agentomnia.envs.stats import environment_stats as table5_stats
 from agentomnia.envs.stats import stats_histogram_png
 from agentomnia.envs.toolset import ToolsetConfig
 from agentomnia.envs.verify import record_verdict
+from agentomnia.progress import tracked_map
 from agentomnia.realism import read_bundles, tool_metrics, value_metrics
 from agentomnia.stages import (
     StageContext,
@@ -166,8 +166,7 @@ def environments(
     box = sandbox.get()
 
     def parallel(fn: Any, items: Any) -> list[Any]:
-        with ThreadPoolExecutor(max_workers=max(1, box.config.workers)) as pool:
-            return list(pool.map(fn, items))
+        return tracked_map(context.op_def.name, "environments", fn, items, workers=max(1, box.config.workers))
 
     ctx = StageContext(context.partition_key, context.run.run_id)
     seeds = {s.id: s for s in artifacts.seeds()}  # a PRD round's seeds carry its environment variations

@@ -57,13 +57,20 @@ class StageProgress:
     HEADLINE = 3  # numeric metadata entries shown on a stage's done line
 
     def __init__(
-        self, instance: DagsterInstance, steps: set[str], say: Any = say_stderr, poll_s: float = 1.0
+        self,
+        instance: DagsterInstance,
+        steps: set[str],
+        say: Any = say_stderr,
+        poll_s: float = 1.0,
+        every_s: float = 10.0,
     ):
         import threading
 
         self.instance, self.steps, self.say, self.poll_s = instance, steps, say, poll_s
+        self.every_s = every_s  # at most one `37/139 environments, 2.1/s` line per stage this often
         self._cursors: dict[str, str | None] = {}
         self._started: dict[str, float] = {}
+        self._counted: dict[str, tuple[float, int]] = {}  # step -> (when its count was said, the count)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="agentomnia-stage-progress", daemon=True)
 
@@ -104,6 +111,24 @@ class StageProgress:
             self._cursors[run_id] = conn.cursor
             for ev in conn.records:
                 said += self._line(ev)
+        return said + self._counts()
+
+    def _counts(self) -> list[str]:
+        """Items done of total for the stages that report them (`agentomnia.progress`)."""
+        from agentomnia import progress
+
+        said: list[str] = []
+        now = time.monotonic()
+        for step, p in sorted(progress.snapshot().items()):
+            if step not in self.steps or step not in self._started or p.done == 0:
+                continue
+            when, count = self._counted.get(step, (0.0, -1))
+            if p.done == count or (now - when < self.every_s and p.done < p.total):
+                continue
+            self._counted[step] = (now, p.done)
+            line = f"  {time.strftime('%H:%M:%S')}  {step:<30} {p.line()}"
+            self.say(line)
+            said.append(line)
         return said
 
     def _line(self, ev: Any) -> list[str]:

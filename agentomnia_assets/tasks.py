@@ -11,6 +11,7 @@ from agentomnia.catalog import DAG_TASKS, ENVIRONMENTS, PROGRAM_TASKS, SOLVER_TA
 from agentomnia.directives import SynthesisDirectives
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.lineage import LineageRow
+from agentomnia.progress import tracked_map
 from agentomnia.rejection import Rejection
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.stages import StageContext, publish, solver_environments, tasks_stage
@@ -63,7 +64,13 @@ def _publish_tasks(
     )
 
 
-def _parallel(box: Sandbox, items: Sequence[Any], fn: Callable[[Any], Any]) -> list[Any]:
+def _parallel(
+    box: Sandbox, items: Sequence[Any], fn: Callable[[Any], Any], *, step: str = "", unit: str = "items"
+) -> list[Any]:
+    """`fn` over `items` on the sandbox's worker count of threads; with `step`, each finished item is
+    reported to the run's progress line (`12/30 environments, 0.8/s`)."""
+    if step:
+        return tracked_map(step, unit, fn, items, workers=max(1, box.config.workers))
     with ThreadPoolExecutor(max_workers=max(1, box.config.workers)) as pool:
         return list(pool.map(fn, items))
 
@@ -112,7 +119,7 @@ def dag_tasks(
             folder, box, plan, llm=model, directives=directives, multi_turn=config.multi_turn_share
         )
 
-    results = _parallel(box, dirs, one)
+    results = _parallel(box, dirs, one, step=context.op_def.name, unit="environments")
     tasks = [t for kept, _ in results for t in kept]
     rejected = [r for _, rej in results for r in rej]
     path = _publish_tasks(context, store, lineage, DAG_TASKS, tasks, rejected)
@@ -226,7 +233,10 @@ def program_tasks(
 ) -> dg.MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     dirs = environment_dirs(store, context.partition_key, config.max_environments)
-    results = _parallel(box, dirs, lambda d: synthesize_program_tasks(d, box, n=config.per_env, llm=model))
+    results = _parallel(
+        box, dirs, lambda d: synthesize_program_tasks(d, box, n=config.per_env, llm=model),
+        step=context.op_def.name, unit="environments",
+    )  # fmt: skip
     tasks = [t for kept, _ in results for t in kept]
     rejected = [r for _, rej in results for r in rej]
     path = _publish_tasks(context, store, lineage, PROGRAM_TASKS, tasks, rejected)

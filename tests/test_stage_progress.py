@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
+import time
 
 import dagster as dg
 
+from agentomnia import progress
 from agentomnia.runs import HOST_TAG, PID_TAG, host
 from agentomnia_assets.pipeline import StageProgress
 
@@ -35,6 +38,34 @@ def test_each_stage_is_said_when_it_starts_and_when_it_is_done_with_its_headline
     assert "realism/x" not in done and "note" not in done  # only plain figures
     assert said.index("first started") < said.index(done) < said.index("second started")
     assert len(said) == len(set(said))  # nothing said twice
+
+
+@dg.asset
+def slow_items() -> dg.MaterializeResult:
+    def one(n: int) -> int:
+        time.sleep(0.06)
+        return n * n
+
+    squares = progress.tracked_map("slow_items", "environments", one, range(12), workers=2)
+    return dg.MaterializeResult(metadata={"squares": sum(squares)})
+
+
+def test_a_stage_that_reports_its_items_shows_how_many_are_done_of_how_many_and_how_fast() -> None:
+    lines: list[str] = []
+    with dg.instance_for_test() as instance:
+        with StageProgress(instance, {"slow_items"}, say=lines.append, poll_s=0.05, every_s=0.1):
+            result = dg.materialize(
+                [slow_items], instance=instance, tags={PID_TAG: str(os.getpid()), HOST_TAG: host()}
+            )
+        assert result.success
+    counts = [
+        m for line in lines if (m := re.search(r"slow_items\s+(\d+)/12 environments, ([\d.]+)/s", line))
+    ]
+    assert counts, lines
+    done = [int(m[1]) for m in counts]
+    assert done == sorted(done) and len(set(done)) == len(done) and all(0 < d <= 12 for d in done)
+    assert all(float(m[2]) > 0 for m in counts)
+    assert progress.snapshot() == {}  # a finished stage leaves nothing on the board
 
 
 def test_quiet_says_nothing(monkeypatch) -> None:  # type: ignore[no-untyped-def]
