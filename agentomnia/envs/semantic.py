@@ -533,6 +533,8 @@ def _code(attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Ran
         return f"{rng.choice(_AIRLINES)}{rng.randint(100, 2999)}"
     if re.search(r"(^|_)(hostname|host)$", n):
         return f"{rng.choice(('web', 'api', 'db', 'cache', 'worker', 'edge'))}-{rng.randint(1, 40):02d}.{rng.choice(('us-east-1', 'eu-west-1', 'ap-south-1'))}.internal"
+    if re.search(r"(^|_)cost_cent(er|re)$", n):
+        return f"CC-{rng.randint(1000, 9999)}"
     m = re.search(r"^(?P<what>[a-z_]*?)_?(number|no|ref|reference|code|id)$", n)
     if m:
         what = m["what"] or entity.name
@@ -648,6 +650,7 @@ def _string_kind(name: str, person: bool) -> str:
         if any(re.search(rx, name) for rx, _ in _CODES)
         or re.search(
             r"plate|registration$|iban|swift|(^|_)bic$|isbn|ean|barcode|upc|gtin|flight|(^|_)(hostname|host)$"
+            r"|(^|_)cost_cent(er|re)$"
             r"|(number|no|ref|reference|code|id)$",
             name,
         )

@@ -238,16 +238,26 @@ def _kb_entity(e: Entity, external: Set[str] = frozenset()) -> list[AttributeSpe
     return out
 
 
+# Fields of a list answer's envelope, not of the records it lists (`{"items": [...], "next_cursor": ...}`)
+_ENVELOPE = re.compile(
+    r"^(next_?cursor|cursor|next|next_?page(_?token)?|page(_?token)?|page_?size|per_?page|total(_?count)?"
+    r"|count|has_?more|more|offset|limit|links?)$",
+    re.IGNORECASE,
+)
+
+
 def _object_properties(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The properties of the records a tool's output describes: an array's items, and inside a list
+    answer's envelope (one array of records beside paging fields) the records, not the envelope."""
     if not isinstance(schema, dict):
         return {}
     if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
         schema = schema["items"]
     props = schema.get("properties") if isinstance(schema, dict) else None
-    if isinstance(props, dict) and len(props) == 1:  # {"items": [...]} wrappers
-        (only,) = props.values()
-        if isinstance(only, dict) and only.get("type") == "array":
-            return _object_properties(only)
+    if isinstance(props, dict):
+        arrays = [k for k, v in props.items() if isinstance(v, dict) and v.get("type") == "array"]
+        if len(arrays) == 1 and all(k == arrays[0] or _ENVELOPE.match(k) for k in props):
+            return _object_properties(props[arrays[0]])
     return props if isinstance(props, dict) else {}
 
 

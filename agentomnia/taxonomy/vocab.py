@@ -49,7 +49,8 @@ FREE_TEXT = re.compile(
     r"(^|_)(note|description|comment|reason|summary|details|body|message|review|instruction|feedback"
     r"|remark|justification|rationale|statement|explanation|content|agenda|question|response|conditions"
     r"|step|hypothesis|objective|indication|complaint|intervention|logic|preconditions|to_reproduce|bio"
-    r"|biography|text)s?($|_)"
+    r"|biography|text|finding|cause|correction|memo|assessment|subjective|advice|synopsis|answer"
+    r"|action_taken|controls|outcome|impression|recommendation|rectification|mitigation|observation)s?($|_)"
 )
 # Where a record is: filled with the locale's Faker addresses whatever the attribute's type (an
 # `address` typed text is a postal address, not a sentence); a vocabulary may give a faker or pattern.

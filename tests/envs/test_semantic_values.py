@@ -560,3 +560,15 @@ def test_a_seeds_category_and_tags_are_named_from_what_the_spec_classifies_by() 
     assert {leaf_string("tags_name", rng, world) for _ in range(40)} <= categories
     assert leaf_string("category_name", rng, World()) is None
     assert leaf_string("venue_name", rng, world) != "Dog"  # a venue is not a classifier
+
+
+@pytest.mark.parametrize("attr", ["findings", "cause", "action_taken", "rectification", "advice"])
+def test_prose_fields_are_sentences_not_made_up_names(attr: str) -> None:
+    e = _entity("work_order", _a(attr))
+    value = semantic_value(e.attributes[1], e, random.Random(0), 1, World(), {})
+    assert isinstance(value, str) and len(value.split()) >= 4 and value.endswith("."), value
+
+
+def test_a_cost_centre_is_a_code() -> None:
+    e = _entity("expense", _a("cost_center"))
+    assert re.fullmatch(r"CC-\d{4}", semantic_value(e.attributes[1], e, random.Random(0), 1, World(), {}))

@@ -146,3 +146,31 @@ def test_a_seeds_short_name_for_a_domain_entity_is_that_entity() -> None:
     names = {e.name for e in spec.entities}
     assert not {"session", "reservation", "vehicle"} & names and "station" in names
     assert spec_problems(spec) == []
+
+
+def test_a_list_answers_envelope_is_not_read_as_the_records_it_lists() -> None:
+    from agentomnia.envs.state_space import _object_properties
+
+    record = {
+        "type": "object",
+        "properties": {"room_id": {"type": "string"}, "capacity": {"type": "integer"}},
+    }
+    envelope = {
+        "type": "object",
+        "properties": {
+            "items": {"type": "array", "items": record},
+            "next_cursor": {"type": "string"},
+            "total": {"type": "integer"},
+        },
+    }
+    assert set(_object_properties(envelope)) == {"room_id", "capacity"}
+    assert set(_object_properties({"type": "array", "items": envelope})) == {"room_id", "capacity"}
+    # a record that holds one list among fields of its own stays that record
+    booking = {
+        "type": "object",
+        "properties": {
+            "booking_id": {"type": "string"},
+            "guests": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    assert set(_object_properties(booking)) == {"booking_id", "guests"}
