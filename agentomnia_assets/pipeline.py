@@ -71,6 +71,9 @@ class StageProgress:
         self._cursors: dict[str, str | None] = {}
         self._started: dict[str, float] = {}
         self._counted: dict[str, tuple[float, int]] = {}  # step -> (when its count was said, the count)
+        # only the runs launched while this reporter is open: an earlier run of the same process (the
+        # round before a self-evolution round) may still be closing when this one starts
+        self._since = time.time() - 1.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="agentomnia-stage-progress", daemon=True)
 
@@ -104,6 +107,8 @@ class StageProgress:
         runs = self.instance.get_run_records(RunsFilter(tags={PID_TAG: str(os.getpid()), HOST_TAG: host()}))
         for record in sorted(runs, key=lambda r: r.create_timestamp):
             run_id = record.dagster_run.run_id
+            if record.create_timestamp.timestamp() < self._since:
+                continue
             if record.dagster_run.is_finished and run_id not in self._cursors:
                 self._cursors[run_id] = None  # finished before this reporter: say nothing of it
                 continue

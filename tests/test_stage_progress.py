@@ -68,6 +68,22 @@ def test_a_stage_that_reports_its_items_shows_how_many_are_done_of_how_many_and_
     assert progress.snapshot() == {}  # a finished stage leaves nothing on the board
 
 
+def test_a_run_that_was_launched_before_the_reporter_opened_is_not_replayed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from dagster import DagsterRun
+
+    tags = {PID_TAG: str(os.getpid()), HOST_TAG: host()}
+    lines: list[str] = []
+    with dg.instance_for_test() as instance:
+        dg.materialize([first, second], instance=instance, tags=tags)  # the round before
+        time.sleep(1.1)
+        # that round is still closing (its run not yet marked finished) as the next one starts
+        monkeypatch.setattr(DagsterRun, "is_finished", property(lambda self: False))
+        with StageProgress(instance, {"first", "second"}, say=lines.append, poll_s=0.05):
+            dg.materialize([first], instance=instance, tags=tags)
+    said = [" ".join(line.split()[1:]) for line in lines]
+    assert said.count("first started") == 1 and not any(s.startswith("second") for s in said)
+
+
 def test_quiet_says_nothing(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("AGENTOMNIA_QUIET", "1")
     lines: list[str] = []
