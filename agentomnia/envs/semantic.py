@@ -573,7 +573,7 @@ _STRING_KINDS: list[tuple[str, str]] = [
     ("tag", r"^(tags?|labels|keywords?|hashtags?)$|_(tags|labels|keywords|hashtags)$"),
     ("username", r"user_?name|handle|login"),
     ("website", r"website|homepage|(^|_)url$|link"),
-    ("phone", r"phone|mobile|fax|telephone"),
+    ("phone", r"phone|mobile|fax|telephone|msisdn|(^|_)cell$"),
     ("first_name", r"(^|_)first_?name$"),
     ("last_name", r"(^|_)(last_?name|surname|family_name)$"),
     (
@@ -581,7 +581,8 @@ _STRING_KINDS: list[tuple[str, str]] = [
         r"(full|contact|person|patient|customer|driver|guest|owner|employee)_?name$"
         r"|(^|_)(headliner|supporting_acts?|performers?|artists?|speakers?|presenters?|attendees?|members?"
         r"|contributors?|authors?|attorneys?|lawyers?|counsel|participants?|assignees?|reviewers?|approvers?"
-        r"|witness(es)?|invitees?|organi[sz]ers?|instructors?|coaches|coach|players?|cast)(_name)?$",
+        r"|witness(es)?|invitees?|organi[sz]ers?|instructors?|coaches|coach|players?|cast|director|manager"
+        r"|coordinator|supervisor|officer|lead|attorney|counsel+or)(_name)?$",
     ),
     ("company", ORG_ATTR.pattern),
     ("secondary", r"suite|apartment"),
@@ -724,6 +725,24 @@ def _class_name(owner: str, world: World, rng: random.Random) -> str | None:
 def _rank(attr: str) -> int:
     tail = attr.rpartition("_")[2]
     return _CLASS_ORDER.index(tail) if tail in _CLASS_ORDER else len(_CLASS_ORDER)
+
+
+def _named_after(attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random) -> Any:
+    """A plain-text field named after another of the domain's entities holds one of that entity's
+    names: a prescription's `drug` is a drug the domain's vocabulary names (`drug_a` and `drug_b` of an
+    interaction too), a planting's `variety` a variety. MISSING when no such entity lists names."""
+    vocab = world.vocab
+    if vocab is None:
+        return MISSING
+    base = re.sub(r"_(name|title|[ab12]|primary|secondary|other)$", "", attr.name)
+    for owner in dict.fromkeys((base, base[:-1] if base.endswith("s") else base)):
+        if owner == entity.name:
+            continue
+        for label in ("name", "title"):
+            found = vocab.entry(owner, label)
+            if found is not None and found.kind == "list":
+                return from_vocab(found, AttributeSpec(name=label, type="str"), _stub(owner), world, rng)
+    return MISSING
 
 
 @cache
@@ -1172,6 +1191,8 @@ def semantic_value(
         if is_free_text(attr):
             return text_for(attr, entity, world, rng, record, target_label)
         value = from_vocab(entry, attr, entity, world, rng) if entry is not None else MISSING
+        if value is MISSING:
+            value = _named_after(attr, entity, world, rng)
         if value is MISSING:
             value = string_for(attr, entity, world, rng, record)
         if value is not MISSING and kept_apart(attr, entity, world):

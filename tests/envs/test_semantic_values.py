@@ -572,3 +572,23 @@ def test_prose_fields_are_sentences_not_made_up_names(attr: str) -> None:
 def test_a_cost_centre_is_a_code() -> None:
     e = _entity("expense", _a("cost_center"))
     assert re.fullmatch(r"CC-\d{4}", semantic_value(e.attributes[1], e, random.Random(0), 1, World(), {}))
+
+
+def test_a_field_named_after_another_entity_holds_one_of_its_names() -> None:
+    vocab = vocab_for(20007)  # pharmacy: the vocabulary names its drugs
+    assert vocab is not None
+    drugs = set(vocab.entry("drug", "name").values)  # type: ignore[union-attr]
+    e = _entity("prescription", _a("drug"), _a("drug_b"))
+    world = World(vocab=vocab)
+    for seed in range(4):
+        for attr in e.attributes[1:]:
+            assert semantic_value(attr, e, random.Random(seed), 1, world, {}) in drugs
+
+
+@pytest.mark.parametrize(
+    ("attr", "pattern"),
+    [("project_director", r"[A-Z][a-z]+ [A-Z][A-Za-z'-]+"), ("msisdn", r"[\d()+ .-]{7,}")],
+)
+def test_roles_are_people_and_msisdns_are_numbers(attr: str, pattern: str) -> None:
+    e = _entity("project", _a(attr))
+    assert re.fullmatch(pattern, semantic_value(e.attributes[1], e, random.Random(0), 1, World(), {}))
