@@ -223,6 +223,21 @@ class LoopSummary(BaseModel):
         return lines
 
 
+def record_lines(records: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per kind of record: `  task  r0 138 ok, 225 rejected; r1 119 ok, 265 rejected`."""
+    by_kind: dict[str, dict[str, list[str]]] = {}
+    for r in records:
+        by_kind.setdefault(str(r["kind"]), {}).setdefault(str(r["round"]), []).append(
+            f"{r['count']} {r['status']}"
+        )
+    width = max((len(k) for k in by_kind), default=10)
+    return [
+        f"  {kind:<{width}}  "
+        + "; ".join(f"{rnd or '-'} {', '.join(counts)}" for rnd, counts in rounds.items())
+        for kind, rounds in by_kind.items()
+    ]
+
+
 class PipelineSummary(BaseModel):
     home: str
     round: str
@@ -262,8 +277,8 @@ class PipelineSummary(BaseModel):
             counts = ", ".join(f"{k}={v}" for k, v in s.metadata.items())
             took = f"kept from {short(s.kept_from)}" if s.kept_from else f"{s.seconds:7.1f}s"
             lines.append(f"  {s.round or '':<6} {s.asset:<{width}}  {took:>8}  {counts}")
-        lines += ["", "records in the lineage store (kind / round / status: count)"]
-        lines += [f"  {r['kind']:<22} {r['round']:<6} {r['status']:<10} {r['count']}" for r in self.records]
+        lines += ["", "records in the lineage store (per round: count by status)"]
+        lines += record_lines(self.records)
         if self.rejections:
             lines += ["", "rejected, by reason"]
             lines += [f"  {r['kind']:<22} {r['count']:>5}  {r['reason'][:90]}" for r in self.rejections[:15]]

@@ -93,3 +93,18 @@ def test_quiet_says_nothing(monkeypatch) -> None:  # type: ignore[no-untyped-def
     ):
         dg.materialize([first], instance=instance, tags={PID_TAG: str(os.getpid()), HOST_TAG: host()})
     assert lines == []
+
+
+def test_the_summary_gives_each_kind_of_record_one_line() -> None:
+    from agentomnia_assets.pipeline import record_lines
+
+    rows = [
+        {"kind": "task", "round": "r0", "status": "ok", "count": 138},
+        {"kind": "task", "round": "r0", "status": "rejected", "count": 225},
+        {"kind": "task", "round": "r1", "status": "ok", "count": 119},
+        {"kind": "environment", "round": "r0", "status": "ok", "count": 162},
+    ]
+    assert record_lines(rows) == [
+        "  task         r0 138 ok, 225 rejected; r1 119 ok",
+        "  environment  r0 162 ok",
+    ]
