@@ -582,7 +582,7 @@ _STRING_KINDS: list[tuple[str, str]] = [
         r"|(^|_)(headliner|supporting_acts?|performers?|artists?|speakers?|presenters?|attendees?|members?"
         r"|contributors?|authors?|attorneys?|lawyers?|counsel|participants?|assignees?|reviewers?|approvers?"
         r"|witness(es)?|invitees?|organi[sz]ers?|instructors?|coaches|coach|players?|cast|director|manager"
-        r"|coordinator|supervisor|officer|lead|attorney|counsel+or)(_name)?$",
+        r"|coordinator|supervisor|officer|lead|counsel+or)(_name)?$",
     ),
     ("company", ORG_ATTR.pattern),
     ("secondary", r"suite|apartment"),

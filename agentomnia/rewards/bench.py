@@ -36,6 +36,7 @@ from agentomnia.sandbox import Sandbox
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.tasks.grading import Outcome
 from agentomnia.tasks.models import Task
+from agentomnia.trajectories.messages import parse_arguments
 
 Turn = list[tuple[str, dict[str, Any]]]
 
@@ -80,9 +81,10 @@ def _turns(golden: Sequence[Mapping[str, Any]]) -> tuple[list[Turn], str]:
             continue
         calls: Turn = []
         for call in message.get("tool_calls") or []:
-            function = call.get("function", call)
-            args = function.get("arguments", {})
-            calls.append((str(function["name"]), json.loads(args) if isinstance(args, str) else dict(args)))
+            name, args, problem = parse_arguments(call)
+            if args is None:
+                raise ValueError(f"a golden call does not parse: {problem}")
+            calls.append((name, args))
         if calls:
             turns.append(calls)
         else:
@@ -100,13 +102,18 @@ class _Rollout:
 def _rollouts(rows: Sequence[Mapping[str, Any]], group: int) -> list[_Rollout]:
     bundles: dict[str, Bundle] = {}
     out: list[_Rollout] = []
-    for row in rows:
+    for n, row in enumerate(rows, 1):
         raw = row["task"]
         task = Task.model_validate_json(raw) if isinstance(raw, str) else Task.model_validate(raw)
         key = str(row["bundle_dir"])
-        bundle = bundles.get(key) or bundles.setdefault(key, Bundle.load(key))
+        if key not in bundles:
+            bundles[key] = Bundle.load(key)
+        bundle = bundles[key]
         golden = json.loads(row["golden"]) if isinstance(row["golden"], str) else row["golden"]
-        turns, answer = _turns(golden)
+        try:
+            turns, answer = _turns(golden)
+        except ValueError as exc:
+            raise ValueError(f"RL row {n} ({row['bundle_dir']}): {exc}; fix or drop that row") from None
         for j in range(group):
             # every other member of the group stops one tool turn short: it ends sooner and may fail
             kept = turns if j % 2 == 0 or not turns else turns[:-1]

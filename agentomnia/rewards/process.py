@@ -23,8 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.records import ToolResult, canonical_json
-from agentomnia.tasks.grading import values_match
-from agentomnia.tasks.models import Task
+from agentomnia.tasks.grading import call_matches
+from agentomnia.tasks.models import Check, Task
 
 STOPPED = "rollout_stopped"  # the error code of a call refused after a stop
 
@@ -64,14 +64,14 @@ class ProcessValidator:
 
     def __init__(self, task: Task, settings: ProcessSettings | None = None) -> None:
         self.settings = settings or ProcessSettings()
-        self.forbidden = [
-            (item.id, item.check.tool, dict(item.check.args))
+        self.forbidden: list[tuple[str, Check]] = [
+            (item.id, item.check)
             for item in task.rubric
             if item.check is not None and item.check.kind == "not_called" and item.check.tool
         ]
         self.steps = 0
         self.stop: ProcessStop | None = None
-        self._last: tuple[str, str] | None = None
+        self._last: tuple[str, ToolResult] | None = None
         self._streak = 0
 
     def after_call(self, tool: str, args: Mapping[str, Any], result: ToolResult) -> ProcessStop | None:
@@ -81,15 +81,15 @@ class ProcessValidator:
         if self.stop is not None:
             return self.stop
         if self.settings.forbidden_calls:
-            for item_id, name, wanted in self.forbidden:
-                if name == tool and all(values_match(args.get(k), v) for k, v in wanted.items()):
+            for item_id, check in self.forbidden:
+                if call_matches(check, tool, args):
                     self.stop = ProcessStop(
                         kind="forbidden_call",
                         step=step,
                         reason=f"called {tool}, which the task forbids (rubric item {item_id}); it cannot pass now",
                     )
                     return self.stop
-        seen = (f"{tool}:{canonical_json(dict(args))}", result.model_dump_json())
+        seen = (f"{tool}:{canonical_json(dict(args))}", result)  # results compare field by field
         self._streak = self._streak + 1 if seen == self._last else 1
         self._last = seen
         limit = self.settings.repeat_limit

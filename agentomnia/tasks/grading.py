@@ -124,6 +124,11 @@ def _matches(record: Mapping[str, Any], match: Mapping[str, Any], tolerance: flo
     return all(values_match(record.get(k), v, tolerance) for k, v in match.items())
 
 
+def call_matches(check: Check, tool: str, args: Mapping[str, Any]) -> bool:
+    """A call is the one a `called` / `not_called` check names: its tool, with `args` as a subset."""
+    return tool == check.tool and all(values_match(args.get(k), v) for k, v in check.args.items())
+
+
 def run_check(
     check: Check,
     task: Task,
@@ -176,10 +181,7 @@ def run_check(
             ok = False
         return ok, f"answer.{check.field} is {value!r}, must contain {wanted!r}"
     if check.kind in ("called", "not_called"):
-        made = any(
-            name == check.tool and all(values_match(args.get(k), v) for k, v in check.args.items())
-            for name, args in outcome.calls
-        )
+        made = any(call_matches(check, name, args) for name, args in outcome.calls)
         return (
             made if check.kind == "called" else not made
         ), f"{check.tool} {'called' if made else 'not called'}"

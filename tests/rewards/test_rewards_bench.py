@@ -37,3 +37,16 @@ def test_rl_rows_that_are_missing_or_malformed_are_named(tmp_path: Path) -> None
     bad.write_text(json.dumps({"task": "{}"}) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"rl.jsonl:1: .*missing \['bundle_dir', 'golden'\]"):
         load_rl_rows(bad)
+
+
+def test_a_golden_call_that_does_not_parse_names_its_row(tmp_path: Path) -> None:
+    rows = demo_rows()[1][:2]
+    broken = dict(rows[1])
+    golden = [dict(m) for m in broken["golden"]]
+    golden[0] = {
+        **golden[0],
+        "tool_calls": [{"type": "function", "function": {"name": "list_tasks", "arguments": "{oops"}}],
+    }
+    broken["golden"] = golden
+    with pytest.raises(ValueError, match=r"RL row 2 .*arguments of `list_tasks` are not JSON"):
+        bench_rewards([rows[0], broken], group=1, repeats=1, generation_ms=0.0)
