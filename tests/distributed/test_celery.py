@@ -195,10 +195,13 @@ def test_a_round_runs_across_two_workers_and_matches_a_single_process_run(
     assert {k: v for k, v in distributed.items() if v != single[k]} == {}
     assert len(distributed["dag_tasks/data.parquet"]) > 0, "the round made no DAG tasks; nothing was compared"
 
-    # lineage: written by several worker processes as segments, equal to the single-process DuckDB store
+    # lineage: written as segments by every worker that ran an asset step (each its own process; the
+    # broker decides how the asset steps are shared, and one worker may run only asset checks, which
+    # write no lineage), and equal to the single-process DuckDB store
     segments = SegmentStore(home / SEGMENTS_DIR, store=home / "lineage.duckdb")
     writers = {p.name.split("__")[0] for p in segments.segments()}
-    assert len(writers) >= 2, writers
+    asset_workers = {workers[name] for name in ROUND_ASSETS}
+    assert len(writers) >= len(asset_workers), (writers, asset_workers)
     assert not (home / "lineage.duckdb").exists(), "the deployment wrote the DuckDB file instead of segments"
     kept, rejected, edges = _lineage(segments)
     assert (kept, rejected, edges) == _lineage(LineageStore(single_process_home / "lineage.duckdb"))
