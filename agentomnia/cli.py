@@ -653,6 +653,38 @@ def cmd_llm_check(args: argparse.Namespace) -> Result:
     return data, text
 
 
+def cmd_llm_usage(args: argparse.Namespace) -> Result:
+    from agentomnia.llm.ledger import round_usage, usage_rows
+
+    storage = Storage()
+    rounds = (
+        [args.round]
+        if args.round
+        else sorted({p.parent.name for p in storage.artifacts_root.glob("*/*/llm.json")})
+    )
+    data: dict[str, Any] = {"home": str(storage.root), "rounds": {}}
+    lines: list[str] = []
+    for key in rounds:
+        rows = usage_rows(round_usage(storage.artifacts_root, key))
+        data["rounds"][key] = rows
+        lines.append(f"round {key}: " + ("no stage asked a model" if not rows else f"{len(rows)} stages"))
+        lines += [
+            f"  {r['stage']:<28} {r['calls']:>5} calls ({r['requests']} sent, {r['cache_hits']} cached), "
+            f"{r['prompt_tokens'] + r['completion_tokens']} tokens, valid {_rate(r['valid_rate'])}, "
+            f"kept {_rate(r['accepted_rate'])}, fallbacks {r['fallbacks']}"
+            for r in rows
+        ]
+    if not rounds:
+        lines.append(
+            f"no stage under {storage.root} has asked a model (llm mode writes artifacts/<stage>/<round>/llm.json)"
+        )
+    return data, "\n".join(lines)
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
 # -- parser --------------------------------------------------------------------------------
 
 
@@ -723,6 +755,7 @@ def cmd_omniabench_report(args: argparse.Namespace) -> Result:
 
 def cmd_evolution_status(args: argparse.Namespace) -> Result:
     from agentomnia.catalog import EVALUATIONS, PRDS, RAW_SEEDS, Catalog
+    from agentomnia.omniabench.learning import FIGURE_LABELS, FIGURES
     from agentomnia.omniabench.store import FailureStore
 
     storage = Storage()
@@ -750,8 +783,7 @@ def cmd_evolution_status(args: argparse.Namespace) -> Result:
         ]
         learning = catalog.round(r).learning() or {}
         figures = [
-            {k: row.get(k) for k in ("policy", "checkpoint", "action_likelihood", "next_tool", "next_action",
-                                     "exact_arguments", "well_formed_calls", "probes")}
+            {k: row.get(k) for k in ("policy", "checkpoint", *FIGURES, "probes")}
             for row in learning.get("rows", []) if row.get("route") == "all"
         ]  # fmt: skip
         entry: dict[str, Any] = {
@@ -780,9 +812,8 @@ def cmd_evolution_status(args: argparse.Namespace) -> Result:
         for fig in figures:
             shares = "  ".join(
                 f"{name} {fig[key]:.3f}" if isinstance(fig[key], float) else f"{name} n/a"
-                for name, key in (("action likelihood", "action_likelihood"), ("next tool", "next_tool"),
-                                  ("next action", "next_action"), ("well-formed", "well_formed_calls"))
-            )  # fmt: skip
+                for key, name in FIGURE_LABELS.items()
+            )
             lines.append(f"    learning {fig['policy']:<6} {shares}  ({fig['probes']} reference steps)")
     if not rounds:
         lines.append("no rounds yet; `agentomnia run` makes the first")
@@ -1122,6 +1153,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="model id to ask for (default $AGENTOMNIA_LLM_MODEL)")
     p.add_argument("--samples", type=int, default=3, help="short answers to time (default 3)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    p = verb(
+        llm, "usage", cmd_llm_usage,
+        "what each stage asked the model in llm mode: calls, tokens, cache hits, usable and kept answers, fallbacks",
+    )  # fmt: skip
+    p.add_argument("--round", help="one round (default: every round that asked a model)")
     p = verb(
         verbs, "report", cmd_report, "one self-contained HTML page for a round: every stage, plots embedded"
     )

@@ -11,6 +11,7 @@ from typing import Any
 import dagster as dg
 from dagster import MetadataValue
 
+from agentomnia.storage import Storage
 from agentomnia_assets.instance import DUCKDB_POOL
 from agentomnia_assets.partitions import rounds
 
@@ -55,3 +56,27 @@ def round_check(asset: Any, *, description: str, blocking: bool = False, **kwarg
     return dg.asset_check(
         asset=asset, partitions_def=rounds, blocking=blocking, description=description, **kwargs
     )
+
+
+def llm_usage(context: dg.AssetExecutionContext, store: Storage, model: Any) -> dict[str, Any]:
+    """What the stage asked the model (calls, tokens, cache hits, usable and kept answers, fallbacks),
+    saved beside its artifact for the run report and returned as metadata; empty in offline mode."""
+    from agentomnia.llm.ledger import USAGE_FILE, ledger_of, save_usage
+
+    ledger = ledger_of(model)
+    if ledger is None:
+        return {}
+    stage = context.asset_key.to_user_string()
+    path = store.artifact(stage, context.partition_key, USAGE_FILE)
+    save_usage(ledger, path, stage=stage, model=str(getattr(model, "model", "")))
+    total = ledger.total()
+    return {
+        "llm_calls": total.calls,
+        "llm_requests": total.requests,
+        "llm_cache_hits": total.cache_hits,
+        "llm_tokens": total.prompt_tokens + total.completion_tokens,
+        "llm_valid_rate": total.valid_rate if total.valid_rate is not None else "n/a",
+        "llm_accepted_rate": total.accepted_rate if total.accepted_rate is not None else "n/a",
+        "llm_fallbacks": total.fallbacks,
+        "llm": md_table(ledger.rows()),
+    }

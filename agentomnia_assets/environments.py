@@ -32,7 +32,7 @@ from agentomnia.stages import (
 )
 from agentomnia.storage import write_parquet
 from agentomnia.taxonomy import load_taxonomy
-from agentomnia_assets._common import count_table, md_table, png, round_asset, round_check
+from agentomnia_assets._common import count_table, llm_usage, md_table, png, round_asset, round_check
 from resources import LineageResource, LLMResource, SandboxResource, StorageResource
 
 
@@ -170,9 +170,8 @@ def environments(
 
     ctx = StageContext(context.partition_key, context.run.run_id)
     seeds = {s.id: s for s in artifacts.seeds()}  # a PRD round's seeds carry its environment variations
-    out = environments_stage(
-        ctx, staged, box, store, llm=llm.get(), config=cfg, parallel=parallel, seeds=seeds
-    )
+    model = llm.get()
+    out = environments_stage(ctx, staged, box, store, llm=model, config=cfg, parallel=parallel, seeds=seeds)
     built = out.kept
     publish(out, ctx, artifacts, ENVIRONMENTS, lineage.get(),
             write=lambda _path, kept: write_environments(artifacts, store, kept))  # fmt: skip
@@ -180,6 +179,7 @@ def environments(
     kept = len(built) / max(1, len(staged))
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "environments": len(built),
             "discarded": len(out.rejected),
             "kept_share": round(kept, 3),

@@ -39,7 +39,7 @@ from agentomnia.records import content_hash
 from agentomnia.rejection import rejection_lineage
 from agentomnia.storage import Storage, save_records
 from agentomnia.tasks.models import Task
-from agentomnia_assets._common import count_table, md_table, round_asset
+from agentomnia_assets._common import count_table, llm_usage, md_table, round_asset
 from agentomnia_assets.partitions import parent_round
 from resources import LineageResource, LLMResource, StorageResource
 
@@ -79,8 +79,9 @@ def failure_diagnosis(
     bench = load_benchmark(store)
     tasks = {t.id: t for t in bench[1]} if bench else {}
     challenging = [i.task_id for i in bench[0].items if i.challenging] if bench else []
+    model = llm.get()
     report = diagnose(
-        failures, round_key=round_key, results=results, tasks=tasks, challenging=challenging, llm=llm.get()
+        failures, round_key=round_key, results=results, tasks=tasks, challenging=challenging, llm=model
     ).in_round(round_key)
     path = store.round(round_key).path(DIAGNOSIS, "report")
     path.write_text(report.model_dump_json(indent=1))
@@ -89,6 +90,7 @@ def failure_diagnosis(
     lineage.get().record([row], [Edge(child=report.id, parent=f.id, relation="diagnoses") for f in failures])
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "parent_round": parent or "none (base round)",
             "source_eval": source_eval or "all of the parent round",
             "failures": len(failures),
@@ -148,8 +150,9 @@ def prds(
     report = store.round(round_key).diagnosis()
     if report is None:
         raise MissingArtifact(DIAGNOSIS, round_key, store.round(round_key).location(DIAGNOSIS, "report"))
+    model = llm.get()
     generated = (
-        generate_prds(report, max_prds=config.max_prds, round_key=round_key, llm=llm.get())
+        generate_prds(report, max_prds=config.max_prds, round_key=round_key, llm=model)
         if report.capability_diagnoses
         else []
     )
@@ -174,6 +177,7 @@ def prds(
     lineage.get().record(rows, edges)
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "prds": len(documents),
             "from_diagnosis": len(generated),
             "external": len(external),

@@ -33,7 +33,7 @@ from agentomnia.omniabench.service import (
     split_round,
 )
 from agentomnia.storage import Storage, write_parquet
-from agentomnia_assets._common import count_table, md_table, png, round_asset, round_check
+from agentomnia_assets._common import count_table, llm_usage, md_table, png, round_asset, round_check
 from resources import EmbedderResource, LineageResource, LLMResource, SandboxResource, StorageResource
 
 
@@ -214,7 +214,7 @@ def omniabench_eval(
     embedder: EmbedderResource,
     sandbox: SandboxResource,
 ) -> dg.MaterializeResult:
-    store, box = storage.get(), sandbox.get()
+    store, box, model = storage.get(), sandbox.get(), llm.get()
     round_key = context.partition_key
     outcomes = []
     skipped = []
@@ -227,7 +227,7 @@ def omniabench_eval(
         outcome = run_evaluation(
             store, box, lineage.get(), policy=policy, round_key=round_key,
             trials=config.checkpoint_trials if local else config.trials, max_steps=config.max_steps,
-            llm=llm.get(), embedder=None, run_id=context.run.run_id, limit=config.limit,
+            llm=model, embedder=None, run_id=context.run.run_id, limit=config.limit,
             policy_options={"max_new_tokens": config.max_new_tokens} if local else None,
             name=spec if spec.startswith(CHECKPOINT) else None,
         )  # fmt: skip
@@ -265,6 +265,7 @@ def omniabench_eval(
     metadata["by_atom"] = md_table(main.report.rows("atom"))
     metadata["results"] = dg.MetadataValue.path(str(main.path))
     metadata.update(plots)
+    metadata.update(llm_usage(context, store, model))
     return dg.MaterializeResult(metadata=metadata)
 
 

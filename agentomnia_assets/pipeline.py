@@ -193,6 +193,8 @@ class LoopSummary(BaseModel):
     evolution: EvolutionReport | None = None
 
     def render(self) -> list[str]:
+        from agentomnia.omniabench.learning import FIGURE_LABELS
+
         lines = ["", "self-evolution loop"]
         if self.evolution is not None and not self.evolution.triggered:
             lines.append(f"  no round triggered: {self.evolution.reason}")
@@ -207,9 +209,8 @@ class LoopSummary(BaseModel):
             for role, figures in r.get("learning", {}).items():
                 cells = ", ".join(
                     f"{name} {figures[key]:.3f}" if isinstance(figures.get(key), float) else f"{name} n/a"
-                    for name, key in (("action likelihood", "action_likelihood"), ("next tool", "next_tool"),
-                                      ("next action", "next_action"), ("well-formed calls", "well_formed_calls"))
-                )  # fmt: skip
+                    for key, name in FIGURE_LABELS.items()
+                )
                 lines.append(f"    learned ({role}): {cells}")
             if r.get("failures") is not None:
                 lines.append(f"    failed trials in the failure table: {r['failures']}")

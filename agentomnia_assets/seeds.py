@@ -11,7 +11,7 @@ from agentomnia.seeds.ingest import corpus_dir, ingest
 from agentomnia.seeds.selection import SelectionConfig
 from agentomnia.stages import StageContext, candidates_stage, publish, seeds_stage, selection_stage
 from agentomnia.taxonomy import Coordinate, load_knowledge, load_taxonomy
-from agentomnia_assets._common import count_table, md_table, round_asset, round_check
+from agentomnia_assets._common import count_table, llm_usage, md_table, round_asset, round_check
 from agentomnia_assets.partitions import BASE_ROUND
 from resources import EmbedderResource, LineageResource, LLMResource, StorageResource
 
@@ -43,9 +43,10 @@ def raw_seeds(
     directives = artifacts.directives()
     documents = artifacts.prds()
     steered = []
+    model = llm.get()
     if directives is not None:
         # in llm mode the model writes each PRD seed's request from the PRDs' text
-        steered = seeds_for(directives, load_taxonomy(), load_knowledge(), prds=documents, llm=llm.get())
+        steered = seeds_for(directives, load_taxonomy(), load_knowledge(), prds=documents, llm=model)
     ctx = StageContext(round_key, context.run.run_id)
     out = seeds_stage(ctx, [*result.accepted, *steered], result.rejected,
                       prd_records={p.prd_id: p.id for p in documents})  # fmt: skip
@@ -53,6 +54,7 @@ def raw_seeds(
     seeds, rejected = out.kept, out.rejected
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "seeds": len(seeds),
             "prd_seeds": len(steered),
             "prd_requests_by": count_table(
@@ -86,11 +88,12 @@ def environment_candidates(
     embedder: EmbedderResource,
 ) -> dg.MaterializeResult:
     round_key = context.partition_key
-    artifacts = storage.get().round(round_key)
+    store, model = storage.get(), llm.get()
+    artifacts = store.round(round_key)
     seeds = artifacts.seeds()
     matcher = DomainMatcher(load_taxonomy(), embedder.get())
     ctx = StageContext(round_key, context.run.run_id)
-    out = candidates_stage(ctx, seeds, matcher, llm.get())
+    out = candidates_stage(ctx, seeds, matcher, model)
     path = publish(
         out, ctx, artifacts, ENV_CANDIDATES, lineage.get(), flat=["name", "summary", "utility", "realism"]
     )
@@ -103,6 +106,7 @@ def environment_candidates(
     ]
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "candidates": len(candidates),
             "failed": len(failed),
             # in llm mode: candidates the offline proposer made because the model's answer was unusable

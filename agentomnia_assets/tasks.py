@@ -28,7 +28,7 @@ from agentomnia.tasks.solver import (
     synthesize_solver_tasks,
 )
 from agentomnia.taxonomy import load_taxonomy
-from agentomnia_assets._common import count_table, md_table, round_asset, round_check
+from agentomnia_assets._common import count_table, llm_usage, md_table, round_asset, round_check
 from resources import LineageResource, LLMResource, SandboxResource, StorageResource
 
 
@@ -132,6 +132,7 @@ def dag_tasks(
 
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "tasks": len(tasks),
             "dag_standard": len(std),
             "dag_challenge": len(chal),
@@ -243,6 +244,7 @@ def program_tasks(
     flows = [control_flow(t.reference_program or "") for t in tasks]
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "tasks": len(tasks),
             "environments": len(dirs),
             "tasks_per_environment": round(len(tasks) / max(1, len(dirs)), 2),
@@ -328,6 +330,7 @@ def solver_tasks(
     gaps = [float(t.metadata.get("baseline_gap_pct") or 0.0) for t in tasks]
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "tasks": len(all_tasks),
             "solver_anchored": len(tasks),
             "solver_guided": len(guided),

@@ -41,7 +41,7 @@ from agentomnia.rewards.judges import outcome_groups, transcript_judge
 from agentomnia.storage import write_parquet
 from agentomnia.tasks.models import Task
 from agentomnia.trajectories.rollout import replay
-from agentomnia_assets._common import png, round_asset
+from agentomnia_assets._common import llm_usage, png, round_asset
 from agentomnia_assets.partitions import parent_round
 from resources import LineageResource, LLMResource, SandboxResource, StorageResource
 
@@ -51,6 +51,9 @@ class SFTConfig(dg.Config):
     max_steps: int = 40
     learning_rate: float = 3e-3
     max_length: int | None = None  # tokens per SFT row; None: the model's context window
+    # the tiny offline model's language-model warm-up on 256-token windows of the round's rendered rows
+    # (about 50 s on two CPU cores); without it the model learns next to nothing in 40 SFT steps
+    pretrain_steps: int = 300
     # Continual post-training (§6.3): a round starts from the previous round's most trained
     # checkpoint, and mixes in rows of earlier rounds so the agent keeps what it learned.
     continue_from_previous: bool = True
@@ -153,7 +156,8 @@ def sft_checkpoint(
         start, save_start = str(previous[1]), None
     else:
         start, save_start = (
-            config.base_model_path or "tiny offline Qwen3 (random init)",
+            config.base_model_path
+            or f"tiny offline Qwen3 ({f'pretrained {config.pretrain_steps} steps' if config.pretrain_steps else 'random init'})",
             store.checkpoint_dir(START, round_key),
         )
     if previous is not None and not new_rows:
@@ -169,7 +173,10 @@ def sft_checkpoint(
                       "checkpoint": dg.MetadataValue.path(str(out))}
         )  # fmt: skip
     settings = SFTSettings(
-        model=ModelSettings(path=Path(start) if previous is not None else (config.base_model_path or None)),
+        model=ModelSettings(
+            path=Path(start) if previous is not None else (config.base_model_path or None),
+            pretrain_steps=config.pretrain_steps,
+        ),
         max_steps=config.max_steps,
         learning_rate=config.learning_rate,
         max_length=config.max_length,
@@ -205,6 +212,7 @@ def sft_checkpoint(
             "new_rows": len(new_rows),
             "replayed_rows": len(replayed),
             **{f"truncation_{k}": v for k, v in report.extra.get("truncation", {}).items() if v is not None},
+            **{f"pretraining_{k}": v for k, v in (report.extra.get("pretraining") or {}).items()},
             "curves": png(report.plot, "training loss") if report.plot else "no plot",
             "checkpoint": dg.MetadataValue.path(str(out)),
         }
@@ -282,6 +290,7 @@ def rl_checkpoint(
     )
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "steps": report.steps,
             **{f"reward/{k}": v if v is not None else "n/a" for k, v in components.items()},
             "safeguard_activations": int(extra.get("safeguard_activations", 0)),
@@ -381,6 +390,7 @@ def reward_model_report(
     )
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "judge": judge_name,
             "groups": len(groups),
             "outcomes": sum(len(o) for _, o in groups),

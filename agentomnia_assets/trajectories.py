@@ -15,6 +15,7 @@ from agentomnia.catalog import (
     Catalog,
 )
 from agentomnia.lineage import Edge, lineage_row
+from agentomnia.llm.ledger import fallback, verdict
 from agentomnia.storage import Storage, save_records
 from agentomnia.trajectories import (
     Trajectory,
@@ -29,7 +30,7 @@ from agentomnia.trajectories import (
     summarize,
     training_runs,
 )
-from agentomnia_assets._common import md_table, png, round_asset, round_check
+from agentomnia_assets._common import llm_usage, md_table, png, round_asset, round_check
 from resources import LineageResource, LLMResource, SandboxResource, StorageResource
 
 
@@ -104,12 +105,19 @@ def trajectories(
         store.round(round_key).path(TRAJECTORIES, "ablation"),
     )
     with_g, without_g = summarize(guided), summarize(plain)
+    teacher_counts = _model_teacher(guided + plain, teacher)
+    if teacher_counts:  # the model's runs as the teacher, judged by verification
+        verdict(model, "teacher_turn", True, teacher_counts["model_teacher_verified"])
+        verdict(model, "teacher_turn", False,
+                teacher_counts["model_teacher_runs"] - teacher_counts["model_teacher_verified"])  # fmt: skip
+        fallback(model, "teacher_turn", teacher_counts["offline_fallback_runs"])
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "tasks": len(tasks),
             "trajectories": len(all_runs),
             "teacher": teacher if model is None else f"{teacher} ({model.model})",
-            **_model_teacher(guided + plain, teacher),
+            **teacher_counts,
             "yield_with_guidance": with_g["yield"],
             "yield_without_guidance": without_g["yield"],
             "grounding_pass_rate": with_g["grounding_pass_rate"],

@@ -51,9 +51,25 @@ class ModelSettings(BaseModel):
     num_kv_heads: int = Field(default=2, ge=1)
     intermediate_size: int = Field(default=128, ge=16)
     max_position_embeddings: int = Field(default=8192, ge=128)  # RoPE: a longer window costs no weights
+    local_window: int = Field(
+        default=0,
+        ge=0,
+        description="tokens the first layer attends to (sliding-window attention); 0 = full attention in "
+        "every layer",
+    )
     max_corpus_chars: int = Field(
         default=400_000, ge=10_000, description="text budget of the tokenizer corpus"
     )
+    pretrain_steps: int = Field(
+        default=0,
+        ge=0,
+        description="language-model steps on short windows of the training rows as the chat template "
+        "renders them, before any post-training, so the tiny model starts out knowing the chat and "
+        "tool-call format; 0 leaves its weights random",
+    )
+    pretrain_block: int = Field(default=256, ge=16, description="tokens per pretraining window")
+    pretrain_batch: int = Field(default=16, ge=1, description="windows per pretraining step")
+    pretrain_learning_rate: float = Field(default=3e-3, gt=0)
     seed: int = 0
 
 
@@ -150,6 +166,7 @@ def build_tiny_model(tokenizer: Any, settings: ModelSettings) -> Any:
         num_key_value_heads=settings.num_kv_heads,
         head_dim=settings.hidden_size // settings.num_heads,
         max_position_embeddings=settings.max_position_embeddings,
+        **_layer_types(settings),
         tie_word_embeddings=True,
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
@@ -159,6 +176,17 @@ def build_tiny_model(tokenizer: Any, settings: ModelSettings) -> Any:
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model
+
+
+def _layer_types(settings: ModelSettings) -> dict[str, Any]:
+    if not settings.local_window:
+        return {}
+    rest = ["full_attention"] * (settings.num_layers - 1)
+    return {
+        "use_sliding_window": True,
+        "sliding_window": settings.local_window,
+        "layer_types": ["sliding_attention", *rest] if rest else ["sliding_attention"],
+    }
 
 
 def load_base(settings: ModelSettings, rows: Iterable[dict[str, Any]] = ()) -> tuple[Any, Any]:
@@ -177,6 +205,88 @@ def load_base(settings: ModelSettings, rows: Iterable[dict[str, Any]] = ()) -> t
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         return model, tokenizer
+    rows = list(rows)
     texts = corpus_texts(rows_as_text(rows), settings.max_corpus_chars)
     tokenizer = build_tokenizer(texts, settings.vocab_size)
-    return build_tiny_model(tokenizer, settings), tokenizer
+    model = build_tiny_model(tokenizer, settings)
+    if settings.pretrain_steps:
+        # the rows as SFT will render them; the project's corpus only when there are none
+        warmup = rendered_for_training(tokenizer, rows) or list(corpus_texts((), settings.max_corpus_chars))
+        pretrain(model, tokenizer, warmup, settings)
+    return model, tokenizer
+
+
+PRETRAINING = "agentomnia_pretraining"  # the config entry that says how a tiny model was pretrained
+
+
+def rendered_for_training(tokenizer: Any, rows: Iterable[dict[str, Any]]) -> list[str]:
+    """Each row as TRL's SFT renders it (Qwen3's training template: every assistant turn opens with
+    the empty thinking block, as the replies the model learns to write do); a row the template cannot
+    render is skipped."""
+    from trl.chat_template_utils import get_training_chat_template
+
+    template = get_training_chat_template(tokenizer)
+    out: list[str] = []
+    for row in rows:
+        messages = row.get("messages") or row.get("prompt") or []
+        try:
+            text = tokenizer.apply_chat_template(
+                messages, tools=row.get("tools") or None, chat_template=template, tokenize=False
+            )
+        except Exception:  # a malformed row is left out of the warm-up, not fatal
+            continue
+        out.append(str(text))
+    return out
+
+
+def pretrain(model: Any, tokenizer: Any, texts: Iterable[str], settings: ModelSettings) -> dict[str, Any]:
+    """Causal language modelling of a freshly built tiny model on random windows of `texts`.
+
+    A randomly initialised model fine-tuned on rows thousands of tokens long learns next to nothing
+    in a CPU budget: its attention starts out spread evenly over the whole row, so for many steps it
+    predicts each token from the one before it alone (after every newline, another newline). Short
+    windows make the local structure of the chat and tool-call format cheap to learn first, as
+    pretraining does for a real base model. What was done is kept in the model's config
+    (`agentomnia_pretraining`), so a checkpoint says how its base was made."""
+    import random
+    import time
+
+    import torch
+
+    ids: list[int] = []
+    for text in texts:
+        ids += tokenizer(text)["input_ids"] + [tokenizer.eos_token_id]
+    block = min(settings.pretrain_block, max(16, len(ids) // 2))
+    if len(ids) <= block + 1:
+        raise ValueError(f"pretraining needs more than {block + 1} tokens of text, got {len(ids)}")
+    torch.manual_seed(settings.seed)
+    rng = random.Random(settings.seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.pretrain_learning_rate, weight_decay=0.0)
+    warmup = max(1, settings.pretrain_steps // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup))
+    losses: list[float] = []
+    started = time.perf_counter()
+    model.train()
+    for _ in range(settings.pretrain_steps):
+        starts = [rng.randrange(0, len(ids) - block) for _ in range(settings.pretrain_batch)]
+        batch = torch.tensor([ids[s : s + block] for s in starts])
+        loss = model(input_ids=batch, labels=batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach()))
+    model.eval()
+    tail = losses[-max(1, len(losses) // 10) :]
+    summary = {
+        "steps": settings.pretrain_steps,
+        "block": block,
+        "batch": settings.pretrain_batch,
+        "text_tokens": len(ids),
+        "first_loss": round(losses[0], 4),
+        "last_loss": round(sum(tail) / len(tail), 4),  # mean of the last tenth: one window is noisy
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    setattr(model.config, PRETRAINING, summary)
+    return summary

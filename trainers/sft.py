@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.logfile import quiet_trainer
-from trainers.model import ModelSettings, load_base
+from trainers.model import PRETRAINING, ModelSettings, load_base
 from trainers.report import TrainReport, save_outputs, series
 
 
@@ -160,7 +160,11 @@ def train_sft(
     losses = series(logs, "loss")
     curves = {"loss": losses, "learning rate": series(logs, "learning_rate")}
     main, plot = save_outputs(trainer, folder, trainer.processing_class, settings, curves, "sft", "SFT")
-    report = TrainReport.of("sft", trainer, folder, seconds, losses, plot, logs, truncation=cut)
+    pretraining = getattr(trainer.model.config, PRETRAINING, None) if settings.model.path is None else None
+    report = TrainReport.of(
+        "sft", trainer, folder, seconds, losses, plot, logs, truncation=cut,
+        **({"pretraining": pretraining} if pretraining else {}),
+    )  # fmt: skip
     if main:
         report.save()
     return report

@@ -32,6 +32,7 @@ from agentomnia.envs.toolset import (
 )
 from agentomnia.envs.verify import VerificationReport, bundle_for, verify, with_tools
 from agentomnia.llm import LLM
+from agentomnia.llm.ledger import verdict
 from agentomnia.records import canonical_json, content_hash
 from agentomnia.rejection import Rejection
 from agentomnia.sandbox.sandbox import Sandbox
@@ -143,6 +144,7 @@ def verify_stage(
     repairs: list[str] = []
     source = generate_source(spec)
     report: VerificationReport | None = None
+    rewritten: set[str] = set()
     for round_ in range(cfg.repair_rounds + 1):
         try:
             report, suspects = verify(
@@ -159,6 +161,11 @@ def verify_stage(
                 "verification",
                 f"verification crashed: {type(exc).__name__}: {exc}; {traceback.format_exc(limit=2)[-300:]}",
             )
+        if rewritten:  # the model's rewrites of the last round, judged by this verification
+            still = {t.name for t in report.failing_tools()}
+            verdict(llm, "method_repair", True, len(rewritten - still))
+            verdict(llm, "method_repair", False, len(rewritten & still))
+            rewritten = set()
         if report.passed:
             break
         if report.levels_passed and report.contract is not None:
@@ -182,6 +189,7 @@ def verify_stage(
                 patched = llm_patch(llm, source, t.name, "\n".join(t.failures[:3]))
                 if patched is not None:
                     source, patched_any = patched, True
+                    rewritten.add(t.name)
                     repairs.append(f"round {round_}: model rewrote {t.name}")
             if patched_any:
                 continue

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentomnia.config import LLMSettings, Mode
 from agentomnia.llm.cache import ResponseCache, request_hash
+from agentomnia.llm.ledger import Ledger
 from agentomnia.llm.protocol import LLM, LLMError, LLMOutputError, LLMResponse, Usage
 from agentomnia.llm.router import RoutedLLM
 
@@ -39,8 +40,11 @@ def make_llm(mode: Mode, settings: LLMSettings, cache_path: Path | None) -> LLM 
         return OpenAICompatibleLLM(
             settings.model_copy(update={"base_url": urls[0]}) if urls else settings, cache
         )
-    # one cache for all: a request's key names the model and the request, not the endpoint
-    return RoutedLLM([OpenAICompatibleLLM(settings.model_copy(update={"base_url": u}), cache) for u in urls])
+    # one cache and one ledger for all: a request's key names the model and the request, not the endpoint
+    ledger = Ledger()
+    return RoutedLLM(
+        [OpenAICompatibleLLM(settings.model_copy(update={"base_url": u}), cache, ledger=ledger) for u in urls]
+    )
 
 
 __all__ = [
@@ -48,6 +52,7 @@ __all__ = [
     "LLMError",
     "LLMOutputError",
     "LLMResponse",
+    "Ledger",
     "OpenAICompatibleLLM",
     "ResponseCache",
     "RoutedLLM",

@@ -22,6 +22,7 @@ import openai
 
 from agentomnia.config import LLMSettings
 from agentomnia.llm.cache import ResponseCache, request_hash
+from agentomnia.llm.ledger import Ledger
 from agentomnia.llm.protocol import LLMError, LLMOutputError, LLMResponse, Message, Usage
 
 _RETRYABLE = (
@@ -34,9 +35,15 @@ _RETRYABLE = (
 
 class OpenAICompatibleLLM:
     def __init__(
-        self, settings: LLMSettings, cache: ResponseCache | None = None, *, api_key: str | None = None
+        self,
+        settings: LLMSettings,
+        cache: ResponseCache | None = None,
+        *,
+        api_key: str | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
         self.settings = settings
+        self.ledger = ledger if ledger is not None else Ledger()
         self.model = settings.model
         self.cache = cache
         key = api_key if api_key is not None else os.environ.get(settings.api_key_env, "")
@@ -87,11 +94,20 @@ class OpenAICompatibleLLM:
             text, p_tok, c_tok = hit
             self._account(Usage(cache_hits=1))
             message = json.loads(text)
-            return self._response(
-                message, schema, key, Usage(prompt_tokens=p_tok, completion_tokens=c_tok), cached=True
+            return self._answer(
+                schema_name,
+                message,
+                schema,
+                key,
+                Usage(prompt_tokens=p_tok, completion_tokens=c_tok),
+                cached=True,
             )
 
-        completion = self._send(request)
+        try:
+            completion = self._send(request)
+        except LLMError:
+            self.ledger.call(schema_name, "failed")
+            raise
         choice = completion.choices[0].message
         message = {
             "content": choice.content or "",
@@ -111,7 +127,27 @@ class OpenAICompatibleLLM:
                 usage.prompt_tokens,
                 usage.completion_tokens,
             )
-        return self._response(message, schema, key, usage, cached=False)
+        return self._answer(schema_name, message, schema, key, usage, cached=False)
+
+    def _answer(
+        self,
+        purpose: str,
+        message: dict[str, Any],
+        schema: Mapping[str, Any] | None,
+        key: str,
+        usage: Usage,
+        *,
+        cached: bool,
+    ) -> LLMResponse:
+        """The checked response, counted on the ledger as valid or invalid."""
+        tokens = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+        try:
+            response = self._response(message, schema, key, usage, cached=cached)
+        except LLMOutputError:
+            self.ledger.call(purpose, "invalid", cached=cached, **tokens)
+            raise
+        self.ledger.call(purpose, "valid", cached=cached, **tokens)
+        return response
 
     def _shaped(self, request: dict[str, Any]) -> dict[str, Any]:
         """The request as this endpoint takes it (the cache key is always the request's own)."""

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentomnia.llm.ledger import Ledger, ledger_of
 from agentomnia.llm.protocol import LLM, LLMResponse, Message, Usage
 
 DEFAULT_SLACK = 2
@@ -41,6 +42,8 @@ class RoutedLLM:
             raise ValueError(f"slack must not be negative, got {slack}")
         self.endpoints = list(endpoints)
         self.model = self.endpoints[0].model
+        # one ledger for the stage: the endpoints' own when they share one (make_llm builds them so)
+        self.ledger = ledger_of(self.endpoints[0]) or Ledger()
         self.slack = slack
         self.in_flight = [0] * len(self.endpoints)
         self.sent = [0] * len(self.endpoints)  # requests each endpoint received

@@ -11,9 +11,11 @@ reference calls a tool, the conversation up to that step is the prompt (teacher 
 - **next action**: its most likely reply (greedy) begins with a call of that tool with JSON object
   arguments, so the call could be executed;
 - **exact arguments**: and those arguments equal the reference's;
-- **well-formed calls**: of its free replies (the greedy one, plus `samples` at temperature 1), the
-  share that call at least one listed tool and whose every call parses as
-  `{"name": ..., "arguments": {...}}`.
+- **call format**: of its free replies (the greedy one, plus `samples` at temperature 1), the share
+  that make at least one tool call and whose every call parses as `{"name": ..., "arguments": {...}}`,
+  whatever tool they name: the shape of a call, learned before which tools there are;
+- **well-formed calls**: of those free replies, the share that are in that format and name only
+  listed tools.
 
 Each figure is reported per route (ToB/ToC/ToE) and overall, for the model a round started from
 and for each checkpoint it trained, so learning shows as a rise from the start model to the SFT
@@ -48,7 +50,23 @@ from agentomnia.trajectories.rollout import reference_plan, rollout
 from agentomnia.trajectories.sft import GENERATION_TEMPLATE, align_context
 from agentomnia.trajectories.users import make_user
 
-FIGURES = ("action_likelihood", "next_tool", "next_action", "exact_arguments", "well_formed_calls")
+FIGURES = (
+    "action_likelihood",
+    "next_tool",
+    "next_action",
+    "exact_arguments",
+    "call_format",
+    "well_formed_calls",
+)
+# how each figure is named in tables and status lines
+FIGURE_LABELS = {
+    "action_likelihood": "action likelihood",
+    "next_tool": "next tool",
+    "next_action": "next action",
+    "exact_arguments": "exact arguments",
+    "call_format": "call format",
+    "well_formed_calls": "well-formed calls",
+}
 ALL_ROUTES = "all"
 
 
@@ -90,6 +108,7 @@ class FigureRow(BaseModel):
     next_tool: float | None
     next_action: float | None
     exact_arguments: float | None
+    call_format: float | None = None  # absent from reports written before it was measured
     well_formed_calls: float | None
 
 
@@ -106,8 +125,8 @@ class LearningReport(BaseModel):
         return next((r for r in self.rows if r.policy == policy and r.route == ALL_ROUTES), None)
 
     def markdown(self) -> str:
-        head = "| policy | route | probes | action likelihood | next tool | next action | exact arguments | well-formed calls |"
-        lines = [head, "|---|---|---|---|---|---|---|---|"]
+        head = "| policy | route | probes | " + " | ".join(FIGURE_LABELS[f] for f in FIGURES) + " |"
+        lines = [head, "|---|---|---|" + "---|" * len(FIGURES)]
         for r in self.rows:
             cells = [_share(getattr(r, f)) for f in FIGURES]
             lines.append(f"| {r.policy} | {r.route} | {r.probes} | " + " | ".join(cells) + " |")
@@ -199,6 +218,7 @@ class _Tally:
     next_action: int = 0
     exact: int = 0
     samples: int = 0
+    call_format: int = 0
     well_formed: int = 0
 
     def row(self, policy: str, checkpoint: str, route: str) -> FigureRow:
@@ -210,15 +230,18 @@ class _Tally:
             action_likelihood=round(math.exp(self.log_likelihood / self.tokens), 4) if self.tokens else None,
             next_tool=share(self.next_tool, self.probes), next_action=share(self.next_action, self.probes),
             exact_arguments=share(self.exact, self.probes),
+            call_format=share(self.call_format, self.samples),
             well_formed_calls=share(self.well_formed, self.samples),
         )  # fmt: skip
 
 
-def well_formed(text: str, names: set[str]) -> bool:
-    """A reply that calls at least one listed tool, every call a JSON object with object arguments."""
+def well_formed(text: str, names: set[str] | None) -> bool:
+    """A reply that makes at least one call, every call a JSON object with object arguments, naming
+    only tools in `names` (any tool when `names` is None: the call format alone)."""
     calls = read_calls(text)
     return bool(calls) and all(
-        ok and call["function"]["name"] in names and _arguments(call) is not None for call, ok in calls
+        ok and (names is None or call["function"]["name"] in names) and _arguments(call) is not None
+        for call, ok in calls
     )
 
 
@@ -383,6 +406,7 @@ def measure(
         action = first_call(free[0])
         acted = action is not None and action[0] == probe.tool
         formed = sum(well_formed(text, set(names)) for text in free)
+        shaped = sum(well_formed(text, None) for text in free)
         for key in (probe.route, ALL_ROUTES):
             t = tallies.setdefault(key, _Tally())
             t.probes += 1
@@ -392,6 +416,7 @@ def measure(
             t.next_action += acted
             t.exact += acted and action is not None and action[1] == dict(probe.arguments)
             t.samples += len(free)
+            t.call_format += shaped
             t.well_formed += formed
     routes = sorted(k for k in tallies if k != ALL_ROUTES)
     return [tallies[k].row(policy, str(checkpoint), k) for k in [*routes, ALL_ROUTES] if k in tallies]

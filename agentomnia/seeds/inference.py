@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.embeddings import Embedder, nearest
 from agentomnia.llm import LLM, LLMError
+from agentomnia.llm.ledger import fallback, verdict
 from agentomnia.records import Record
 from agentomnia.seeds.models import Seed, SeedTool
 from agentomnia.taxonomy import CAPABILITY_IDS, Coordinate, Domain, Taxonomy, guess_capabilities
@@ -643,8 +644,12 @@ def _propose(
     try:
         cand = propose_llm(seed, llm, domain, similarity, overlap, top_sims)
         validate_candidate(cand, seed)
+        verdict(llm, "env_candidate", True)
         return cand
     except (LLMError, CandidateInvalid, TypeError, ValueError, KeyError) as exc:
+        if not isinstance(exc, LLMError):
+            verdict(llm, "env_candidate", False)  # a usable answer that validation refused
+        fallback(llm, "env_candidate")
         why = f"the model's candidate was unusable ({type(exc).__name__}: {str(exc)[:160]})"
         return propose_offline(seed, domain, similarity, overlap, top_sims).model_copy(
             update={"fallback": why}

@@ -81,7 +81,11 @@ class LLMAgent:
             else:
                 seen.insert(0, {"role": "system", "content": self.guidance_text})
         response = self.llm.complete(
-            seen, tools=list(tools), temperature=self.temperature, max_tokens=self.max_tokens
+            seen,
+            tools=list(tools),
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            schema_name="teacher_turn",
         )
         calls = [
             {**c, "id": c.get("id") or f"call_{len(messages)}_{i}", "type": "function"}

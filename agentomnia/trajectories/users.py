@@ -142,7 +142,7 @@ class LLMUser:
                 convo.append({"role": "assistant", "content": str(m.get("content") or "")})
             elif m.get("role") == "assistant" and not m.get("tool_calls"):
                 convo.append({"role": "user", "content": str(m.get("content") or "")})
-        text = self.llm.complete(convo, temperature=0.0).text.strip()
+        text = self.llm.complete(convo, temperature=0.0, schema_name="user_turn").text.strip()
         return None if not text or DONE_TOKEN in text else text
 
 

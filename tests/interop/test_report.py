@@ -328,9 +328,10 @@ def test_an_empty_round_reports_every_section_missing(tmp_path: Path) -> None:
         "learning",
         "prds",
         "alignment",
+        "llm",
     }
     assert "rounds with artifacts: r5" in section(rendered.html, "overview")
-    assert rendered.html.count('<span class="badge">not materialized</span>') == 11
+    assert rendered.html.count('<span class="badge">not materialized</span>') == 12
     assert not (root / "artifacts" / ENVIRONMENTS.name).exists()  # the report created nothing in the home
 
 

@@ -66,6 +66,14 @@ def test_a_bad_answer_falls_back_item_by_item(kind: str, server: ChatServer, tmp
     assert llm_patch(llm, source, "approve_claim", "refuses a pending claim") is None
     assert server.requests, "every seam asked the server"
 
+    # the stage's ledger says what became of each answer: none usable, the offline proposer stood in
+    counts = llm.ledger.snapshot()
+    cand = counts["env_candidate"]
+    broken = cand.failed if kind in ("server error", "timed out") else cand.invalid
+    assert cand.calls >= 1 and cand.valid == 0 and broken == cand.calls, cand
+    assert (cand.fallbacks, cand.accepted) == (1, 0)
+    assert counts["method_repair"].valid == 0
+
 
 class _Asking:
     """Asks the user once, then stops: the user simulator must answer."""

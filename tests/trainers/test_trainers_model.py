@@ -59,3 +59,40 @@ def test_rendered_rows_are_short(base: tuple[Any, Any], rows: Any) -> None:
 def test_a_missing_checkpoint_path_is_refused_without_downloading(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="nothing is downloaded"):
         load_base(ModelSettings(path=tmp_path / "nope"))
+
+
+def _next_token_after_reply_start(model: Any, tokenizer: Any, row: dict[str, Any]) -> tuple[str, float]:
+    """The most likely token where a reply starts (after the empty thinking block), and the
+    probability of `<tool_call>` there, for the conversation up to the row's first call."""
+    import torch
+
+    first = next(i for i, m in enumerate(row["messages"]) if m.get("tool_calls"))
+    prompt = tokenizer.apply_chat_template(
+        row["messages"][:first], tools=row["tools"], add_generation_prompt=True, tokenize=False,
+        enable_thinking=False,
+    )  # fmt: skip
+    ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"]
+    with torch.inference_mode():
+        probs = torch.softmax(model(ids).logits[0, -1], -1)
+    call = tokenizer.convert_tokens_to_ids("<tool_call>")
+    return str(tokenizer.decode([int(probs.argmax())])), float(probs[call])
+
+
+def test_pretraining_on_short_windows_teaches_the_reply_format(rows: Any) -> None:
+    """A random tiny model fine-tuned on long rows keeps answering a newline after a newline (its
+    attention has not yet learned to look back); a short language-model warm-up on windows of the
+    rendered rows makes a reply start with a tool call, and the checkpoint's config says so."""
+    train, held_out = rows[0][:-2], rows[0][-2:]
+    settings = ModelSettings(
+        max_corpus_chars=60_000, pretrain_steps=300, pretrain_block=128, pretrain_batch=16
+    )
+    random_model, tokenizer = load_base(settings.model_copy(update={"pretrain_steps": 0}), train)
+    model, _ = load_base(settings, train)
+    summary = model.config.agentomnia_pretraining
+    assert summary["steps"] == 300 and summary["block"] == 128
+    assert summary["last_loss"] < 0.6 * summary["first_loss"], summary
+    for row in held_out:
+        before, p_before = _next_token_after_reply_start(random_model, tokenizer, row)
+        after, p_after = _next_token_after_reply_start(model, tokenizer, row)
+        assert after == "<tool_call>", (before, after)
+        assert p_after > 10 * p_before

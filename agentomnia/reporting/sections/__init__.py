@@ -9,6 +9,7 @@ from agentomnia.reporting.model import Section
 from agentomnia.reporting.reader import RoundReader
 from agentomnia.reporting.sections.benchmark import benchmark, learning
 from agentomnia.reporting.sections.evolution import alignment, prds
+from agentomnia.reporting.sections.llm import model_use
 from agentomnia.reporting.sections.pipeline import environments, overview, realism, tasks, taxonomy
 from agentomnia.reporting.sections.runs import training, trajectories
 
@@ -26,6 +27,7 @@ SECTIONS: tuple[tuple[str, str, Builder], ...] = (
     ("learning", "What the agent learned", learning),
     ("prds", "Diagnosis and PRDs", prds),
     ("alignment", "PRD alignment", alignment),
+    ("llm", "Model use per stage", model_use),
 )
 
 __all__ = ["SECTIONS", "Builder"]

@@ -164,7 +164,7 @@ def model_repair(llm: LLM, source: str, attempt: Attempt) -> str | None:
         "Return the corrected full program in one ```python block. Keep its goal; handle refusals explicitly."
     )
     try:
-        text = llm.complete([{"role": "user", "content": prompt}]).text
+        text = llm.complete([{"role": "user", "content": prompt}], schema_name="program_repair").text
     except Exception:  # a model failure ends the repair loop for this program, not the run
         return None
     match = _FENCE.search(text)

@@ -16,6 +16,7 @@ from typing import Any
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.llm import LLM
+from agentomnia.llm.ledger import fallback, verdict
 from agentomnia.records import canonical_json, content_hash
 from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
@@ -153,25 +154,33 @@ def synthesize_program_tasks(
                 problems = query_problems(proposal["query"], spec)
                 if problems:
                     reject("leakage", f"generated query leaks: {problems[0]}")
+                    verdict(llm, "program_task", False)
                     continue
                 outcome = debug_program(
                     sandbox, bundle, spec, init, source=proposal["program"], llm=llm, budget=repair_budget,
                     slot=slot,
                 )  # fmt: skip
+            from_model = proposal is not None
             if isinstance(outcome, str):
                 reject("debug", outcome)
+                verdict(llm, "program_task", False, from_model)
                 continue
             task = _task(spec, env_id, sandbox, bundle, init, outcome, proposal, applied, notes, reject, slot)
             if task is None:
+                verdict(llm, "program_task", False, from_model)
                 continue
             signature = content_hash({"program": task.reference_program, "init": task.init_config})
             if signature in signatures:
                 reject("dedup", "same program and initial state as an earlier task")
+                verdict(llm, "program_task", False, from_model)
                 continue
             report = check_program_task(task, sandbox, bundle, slot=slot)
             if not report.passed:
                 reject("oracle", "; ".join(report.details) or "oracle failed")
+                verdict(llm, "program_task", False, from_model)
                 continue
+            verdict(llm, "program_task", True, from_model)
+            fallback(llm, "program_task", not from_model)  # the offline proposer's task, in llm mode
             signatures.add(signature)
             metadata = {**task.metadata, "seconds": round(time.perf_counter() - started, 3)}
             tasks.append(Task.model_validate(task.model_dump() | {"metadata": metadata, "id": ""}))
