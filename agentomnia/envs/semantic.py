@@ -19,7 +19,7 @@ import threading
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from functools import cache
 from typing import Any
 
@@ -256,13 +256,34 @@ def _free_text(type_: str, name: str) -> bool:
 
 
 def is_derived(attr: AttributeSpec) -> bool:
-    """Values that read from the record's other fields: free text, e-mails, user names, web sites."""
+    """Values that read from the record's other fields: free text, e-mails, user names, web sites,
+    the day of the week of the record's date."""
     if attr.type not in ("str", "text"):
         return False
     return (
         is_free_text(attr)
         or re.search(r"e_?mail|user_?name|handle|login|website|homepage", attr.name) is not None
+        or re.search(_WEEKDAY, attr.name) is not None
     )
+
+
+_WEEKDAY = r"(^|_)(day_of_(the_)?week|weekday|dow)$"
+
+
+def _record_day(record: Mapping[str, Any], name: str) -> date | None:
+    """The calendar day of the record's date that a weekday field `name` speaks of: the date sharing
+    its prefix (`pickup_weekday` -> `pickup_date`, `pickup_at`), else the record's first date."""
+    prefix = re.sub(_WEEKDAY, "", name)
+    days: list[tuple[bool, date]] = []
+    for field_name, value in record.items():
+        if not isinstance(value, str) or not re.match(r"\d{4}-\d\d-\d\d", value):
+            continue
+        try:
+            day = date.fromisoformat(value[:10])
+        except ValueError:
+            continue
+        days.append((bool(prefix) and field_name.startswith(prefix), day))
+    return next((d for same, d in days if same), days[0][1] if days else None)
 
 
 NAMING = frozenset(
@@ -566,7 +587,7 @@ _STRING_KINDS: list[tuple[str, str]] = [
     ("password", r"pass_?word|passphrase|pass_?code|(^|_)(secret|pin)$"),
     ("token", r"(^|_)(cursor|token|nonce|etag|checksum|hash|fingerprint)$"),
     ("month", r"(^|_)month$"),
-    ("weekday", r"(^|_)(day_of_(the_)?week|weekday|dow)$"),
+    ("weekday", _WEEKDAY),
     ("moment", r"(^|_)(date_?time|timestamp)$|_at$"),
     ("clock", r"^(time|time_of_day|(start|end|opening|closing|departure|arrival|pickup|delivery)_time)$"),
     ("utc_offset", r"time_difference|utc_offset|tz_offset"),
@@ -784,7 +805,10 @@ def string_for(
         return "".join(rng.choice("0123456789abcdef") for _ in range(rng.choice((16, 24, 32))))
     if kind == "month":
         return str(faker("en_US", rng).month_name())
-    if kind == "weekday":
+    if kind == "weekday":  # the day of the record's own date where it has one
+        day = _record_day(record, n)
+        if day is not None:
+            return day.strftime("%A")
         return rng.choice(("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"))
     if kind == "moment":  # a moment named as such but typed as plain text: ISO 8601, near the clock
         moment = NOW + timedelta(minutes=rng.randint(-60 * 24 * 90, 60 * 24 * 30))

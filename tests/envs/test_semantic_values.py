@@ -592,3 +592,12 @@ def test_a_field_named_after_another_entity_holds_one_of_its_names() -> None:
 def test_roles_are_people_and_msisdns_are_numbers(attr: str, pattern: str) -> None:
     e = _entity("project", _a(attr))
     assert re.fullmatch(pattern, semantic_value(e.attributes[1], e, random.Random(0), 1, World(), {}))
+
+
+def test_a_weekday_is_the_day_of_the_record_s_own_date() -> None:
+    e = _entity("pickup", _a("scheduled_at"), _a("pickup_date"), _a("pickup_weekday"), _a("day_of_week"))
+    record = {"scheduled_at": "2026-03-02T09:30:00", "pickup_date": "2026-03-07"}
+    rng = random.Random(0)
+    by_prefix = semantic_value(e.attributes[3], e, rng, 1, World(), record)
+    first = semantic_value(e.attributes[4], e, rng, 1, World(), record)
+    assert (by_prefix, first) == ("Saturday", "Monday")  # its own date where named so, else the first

@@ -135,6 +135,14 @@ def _round(
     return dict(ids)
 
 
+def _usage(home: Path) -> dict[str, dict[str, Any]]:
+    """The round's per-stage model report (what `agentomnia llm usage` prints), by stage."""
+    from agentomnia.llm.ledger import round_usage, usage_rows
+    from agentomnia.storage import Storage
+
+    return {r["stage"]: r for r in usage_rows(round_usage(Storage(home).artifacts_root, "r0"))}
+
+
 def _calls(cache: Path) -> collections.Counter[str]:
     """What the model was asked, by the answer's schema name (`tools` for an agent turn, `text` else)."""
     rows = duckdb.connect(str(cache), read_only=True).execute("select request from responses").fetchall()
@@ -164,6 +172,12 @@ def test_a_small_round_runs_in_llm_mode_and_replays_from_the_cache(
     assert len(first.get("environment", [])) >= 1 and len(first.get("task", [])) >= 1
     policies = {t.policy for t in Storage(tmp_path / "first").round("r0").trajectories()}
     assert f"llm:{MODEL_ALIAS}" in policies, policies  # the model was the teacher
+    # the per-stage report: every stage with a model seam asked, and its answers were judged
+    usage = _usage(tmp_path / "first")
+    for stage in ("environment_candidates", "dag_tasks", "program_tasks", "solver_tasks", "trajectories"):
+        assert usage[stage]["requests"] >= 1, (stage, usage.get(stage))
+    assert usage["trajectories"]["accepted"] + usage["trajectories"]["rejected"] >= 1, usage["trajectories"]
+    assert usage["environment_candidates"]["accepted"] + usage["environment_candidates"]["fallbacks"] >= 1
     # the same round in a new home with the answers cached and no server: the same records
     second_home = tmp_path / "second"
     second_cache = Storage(second_home).llm_cache_path
@@ -172,3 +186,11 @@ def test_a_small_round_runs_in_llm_mode_and_replays_from_the_cache(
     second = _round(second_home, corpus, "http://127.0.0.1:9/v1", monkeypatch, retries=0)
     assert second == first
     assert _calls(second_cache) == asked  # nothing new was asked (and nothing could have been answered)
+    # the replay's report: the same answers, every one from the cache (a request that failed in
+    # transport was never an answer, so it is tried again, and fails again, at the dead URL)
+    replayed = _usage(second_home)
+    assert {s: r["calls"] for s, r in replayed.items()} == {s: r["calls"] for s, r in usage.items()}
+    assert all(
+        r["requests"] == r["failed"] and r["cache_hits"] == r["calls"] - r["failed"]
+        for r in replayed.values()
+    )

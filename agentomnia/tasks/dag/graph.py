@@ -218,3 +218,92 @@ def edge_data(graph: nx.MultiDiGraph, u: str, v: str) -> list[dict[str, Any]]:
     """All kept edges u -> v, strongest first."""
     found = graph.get_edge_data(u, v) or {}
     return sorted(found.values(), key=lambda d: -float(d["confidence"]))
+
+
+MODEL_CONFIDENCE = 0.7  # above the floor, below what a schema shows: where both propose, the schema's stands
+_MODEL_EDGE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["edges"],
+    "properties": {
+        "edges": {
+            "type": "array",
+            "maxItems": 40,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["source", "target", "param", "entity"],
+                "properties": {
+                    "source": {"type": "string"},
+                    "target": {"type": "string"},
+                    "param": {"type": "string"},
+                    "entity": {"type": "string"},
+                },
+            },
+        }
+    },
+}
+
+
+def model_edge_prompt(spec: EnvSpec) -> str:
+    lines = [
+        "These are the tools of one environment. A tool's call can need a value another tool returns: the id "
+        "of a record it found, listed or created. List such dependencies as edges: `source` returns a key of "
+        "`entity`, and `target` takes that key as its argument `param`. Only name tools, parameters and "
+        "entities listed here.",
+        "",
+    ]
+    for t in spec.tools:
+        params = ", ".join(sorted(t.parameters.get("properties", {}))) or "none"
+        returns = ", ".join(sorted(output_paths(spec, t))) or "nothing keyed"
+        lines.append(f"- {t.name}: {t.description[:160]} | takes: {params} | returns keys of: {returns}")
+    return "\n".join(lines)
+
+
+def model_edges(llm: Any, spec: EnvSpec) -> list[EdgeCandidate]:
+    """Dependencies a model proposes, each checked against the spec before it becomes a candidate:
+    the tools exist, the target takes the parameter, and the source's output carries a key of the
+    entity (the path the value travels along is the schema's, never the model's). What fails a check
+    is counted on the model's ledger as refused; a bad or missing answer costs only these proposals."""
+    from agentomnia.llm import LLMError
+    from agentomnia.llm.ledger import verdict
+
+    try:
+        answer = llm.complete(
+            [{"role": "user", "content": model_edge_prompt(spec)}], schema=_MODEL_EDGE_SCHEMA,
+            schema_name="dependency_edges",
+        )  # fmt: skip
+    except LLMError:
+        return []
+    tools = {t.name: t for t in spec.tools}
+    out: list[EdgeCandidate] = []
+    refused = 0
+    for e in (answer.data or {}).get("edges", []):
+        source, target = tools.get(e["source"]), tools.get(e["target"])
+        path = output_paths(spec, source).get(e["entity"]) if source is not None else None
+        needs = {p: (entity, subject) for p, entity, subject in key_needs(spec, target)} if target else {}
+        if source is None or target is None or source is target or path is None:
+            refused += 1
+            continue
+        schema = target.parameters.get("properties", {}).get(e["param"])
+        bound = needs.get(e["param"])
+        # a parameter the bindings tie to an entity takes that entity's keys only; another must be able
+        # to hold a key (text or a whole number), and execution decides the rest
+        if not isinstance(schema, dict) or (bound is not None and bound[0] != e["entity"]):
+            refused += 1
+            continue
+        if bound is None and schema.get("type") not in ("string", "integer"):
+            refused += 1
+            continue
+        subject = bound[1] if bound is not None else False
+        out.append(
+            EdgeCandidate(
+                source=source.name, target=target.name, kind="entity_anchor" if subject else "parameter",
+                confidence=MODEL_CONFIDENCE, param=e["param"], path=path, entity=e["entity"], origin="model",
+                evidence=f"the model: {source.name} returns {e['entity']} keys at {path}; {target.name} takes one "
+                f"as `{e['param']}`",
+            )
+        )  # fmt: skip
+    verdict(llm, "dependency_edges", True, len(out))
+    verdict(llm, "dependency_edges", False, refused)
+    return out

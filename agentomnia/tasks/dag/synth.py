@@ -46,7 +46,7 @@ from agentomnia.tasks.dag.generate import (
     runnable,
     ungroundable_tools,
 )
-from agentomnia.tasks.dag.graph import build_tool_graph
+from agentomnia.tasks.dag.graph import build_tool_graph, model_edges
 from agentomnia.tasks.dag.interaction import make_multi_turn
 from agentomnia.tasks.dag.phrasing import answer_format
 from agentomnia.tasks.dag.profiles import RefinementProfile, profile_for
@@ -122,9 +122,11 @@ class EnvContext:
     ungroundable: Mapping[str, str]  # tools no state lets `Generator.ground` fill, and why
 
     @classmethod
-    def load(cls, env: EnvInput) -> EnvContext:
+    def load(cls, env: EnvInput, llm: LLM | None = None) -> EnvContext:
+        """`llm`: a model that proposes dependency edges beside the schema's (checked, then filtered
+        with the others)."""
         bundle, spec, env_id = load_env(env)
-        graph, _report = build_tool_graph(spec)
+        graph, _report = build_tool_graph(spec, model_edges(llm, spec) if llm is not None else ())
         valid = not state_violations(spec, bundle.s0)
         return cls(bundle, spec, env_id, graph, valid, ungroundable_tools(spec))
 
@@ -451,7 +453,7 @@ def synthesize_dag_variants(
     generator, seeded as `synthesize_dag_tasks` seeds it, so the tasks and rejections are the same as
     calling it once per variant, only cheaper.
     """
-    ctx = EnvContext.load(env)
+    ctx = EnvContext.load(env, llm)
     entries = list(plan.items()) if isinstance(plan, Mapping) else list(plan)
     session: Session | None = None
 

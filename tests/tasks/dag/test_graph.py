@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.tasks.dag.graph import EDGE_KINDS, MIN_CONFIDENCE, EdgeCandidate, build_tool_graph
 
@@ -45,3 +48,52 @@ def test_the_filter_drops_loops_weak_duplicate_and_unsupported_candidates(freigh
     assert graph.get_edge_data("get_consignment", "assign_carrier")["entity_anchor"]["confidence"] > 0.6
     kept = graph.get_edge_data("dispute_freight_bill", "list_shippers")["parameter"]
     assert kept["origin"] == "model" and kept["evidence"] == "bill names its carrier"
+
+
+def test_edges_a_model_proposes_are_checked_against_the_spec(freight_spec: EnvSpec, tmp_path: Path) -> None:
+    """In llm mode the model proposes dependencies; each must name real tools, a parameter the target
+    takes, and an entity whose key the source returns (the path is the schema's), or it is refused."""
+    from agentomnia.config import LLMSettings
+    from agentomnia.llm import OpenAICompatibleLLM, ResponseCache
+    from agentomnia.tasks.dag.graph import model_edges
+    from tests.fixtures.chat_server import serving
+
+    tools = {t.name: t for t in freight_spec.tools}
+    anchor = {
+        "source": "get_consignment",
+        "target": "assign_carrier",
+        "param": "consignment_id",
+        "entity": "consignment",
+    }
+    proposals = [
+        anchor,  # the schema has it too: kept as a candidate, the schema's stronger edge wins the slot
+        {"source": "get_consignment", "target": "no_such_tool", "param": "x", "entity": "consignment"},
+        {
+            "source": "list_carriers",
+            "target": "assign_carrier",
+            "param": "consignment_id",
+            "entity": "carrier",
+        },
+        {
+            "source": "get_consignment",
+            "target": "assign_carrier",
+            "param": "not_a_param",
+            "entity": "consignment",
+        },
+    ]
+    assert "assign_carrier" in tools and "get_consignment" in tools
+    for server in serving():
+        server.script = [(200, json.dumps({"edges": proposals}))]
+        settings = LLMSettings(base_url=server.url, model="tiny", max_retries=0, timeout_s=5)
+        llm = OpenAICompatibleLLM(settings, ResponseCache(tmp_path / "cache.duckdb"), api_key="k")
+        edges = model_edges(llm, freight_spec)
+        prompt = server.requests[0]["messages"][0]["content"]
+    assert "assign_carrier" in prompt and "returns keys of" in prompt
+    assert [(e.source, e.target, e.param, e.origin) for e in edges] == [
+        ("get_consignment", "assign_carrier", "consignment_id", "model")
+    ]
+    assert edges[0].kind == "entity_anchor" and edges[0].path == "data.consignment_id"
+    counts = llm.ledger.snapshot()["dependency_edges"]
+    assert (counts.accepted, counts.rejected, counts.valid) == (1, 3, 1)
+    graph, _ = build_tool_graph(freight_spec, edges)
+    assert graph.get_edge_data("get_consignment", "assign_carrier")["entity_anchor"]["origin"] == "schema"
