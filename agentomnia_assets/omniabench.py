@@ -349,6 +349,7 @@ def agent_learning(
 ) -> dg.MaterializeResult:
     from agentomnia.omniabench.learning import (
         FIGURES,
+        LearningReport,
         LearningSettings,
         learning_report,
         reference_probes,
@@ -367,7 +368,15 @@ def agent_learning(
         return dg.MaterializeResult(metadata={"probes": 0, "reason": "the round trained no checkpoint"})
     bundles = Catalog(store).bundles(t.env_id for t in tasks)
     probes, problems = reference_probes(tasks, {i.task_id: i for i in split.items}, bundles, box, settings)
-    report = learning_report(round_key, checkpoints, probes, len(spread(tasks, settings.limit)), settings)
+    catalog = Catalog(store)
+    earlier = [
+        LearningReport.model_validate(data)
+        for key in catalog.rounds()
+        if key != round_key and (data := catalog.round(key).learning()) is not None
+    ]
+    report = learning_report(
+        round_key, checkpoints, probes, len(spread(tasks, settings.limit)), settings, earlier=earlier
+    )
     artifacts = store.round(round_key)
     artifacts.path(LEARNING, "report").write_text(report.model_dump_json(indent=1), encoding="utf-8")
     table = report.markdown()
@@ -380,7 +389,12 @@ def agent_learning(
         if (row := report.overall(role)) is not None
     )
     context.log.info(f"learning on {len(probes)} reference steps: {summary}")
-    metadata: dict[str, Any] = {"probes": len(probes), "tasks": report.tasks, "problems": len(problems)}
+    metadata: dict[str, Any] = {
+        "probes": len(probes),
+        "tasks": report.tasks,
+        "problems": len(problems),
+        "reused_from_earlier_rounds": ", ".join(report.reused) or "none",
+    }
     for role in checkpoints:
         row = report.overall(role)
         for figure in FIGURES:

@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentomnia.omniabench.hf import load_checkpoint, read_calls
 from agentomnia.omniabench.models import BenchmarkItem
 from agentomnia.omniabench.split import benchmark_item
+from agentomnia.records import content_hash
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.models import Task
@@ -110,6 +111,7 @@ class FigureRow(BaseModel):
     exact_arguments: float | None
     call_format: float | None = None  # absent from reports written before it was measured
     well_formed_calls: float | None
+    stamp: str = ""  # which weights were measured (`checkpoint_stamp`), so a later round can reuse the row
 
 
 class LearningReport(BaseModel):
@@ -120,6 +122,8 @@ class LearningReport(BaseModel):
     probes: int
     rows: list[FigureRow]
     settings: LearningSettings
+    probe_set: str = ""  # hash of the probes' (task, step) list: rows measured on the same set compare
+    reused: list[str] = Field(default_factory=list)  # roles whose rows an earlier round measured
 
     def overall(self, policy: str) -> FigureRow | None:
         return next((r for r in self.rows if r.policy == policy and r.route == ALL_ROUTES), None)
@@ -422,6 +426,18 @@ def measure(
     return [tallies[k].row(policy, str(checkpoint), k) for k in [*routes, ALL_ROUTES] if k in tallies]
 
 
+def checkpoint_stamp(path: Path) -> str:
+    """Which weights a checkpoint folder holds, cheaply: the size and modification time of its files."""
+    files = sorted(p for p in path.glob("*.safetensors") if p.is_file()) or [path / "config.json"]
+    return content_hash(
+        [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files if p.exists()], length=16
+    )
+
+
+def probe_set(probes: Sequence[Probe]) -> str:
+    return content_hash([(p.task_id, p.step, p.tool) for p in probes], length=16)
+
+
 def learning_report(
     round_key: str,
     checkpoints: Mapping[str, Path],
@@ -429,11 +445,39 @@ def learning_report(
     tasks: int,
     settings: LearningSettings,
     device: str = "cpu",
+    earlier: Sequence[LearningReport] = (),
 ) -> LearningReport:
-    """Figures for each (role -> checkpoint folder), in the order given (start, sft, rl)."""
-    rows = [
-        row
-        for role, path in checkpoints.items()
-        for row in measure(path, probes, settings, policy=role, device=device)
-    ]
-    return LearningReport(round=round_key, tasks=tasks, probes=len(probes), rows=rows, settings=settings)
+    """Figures for each (role -> checkpoint folder), in the order given (start, sft, rl).
+
+    A checkpoint an `earlier` report measured on the same probes with the same settings (the base
+    model every round compares with, the checkpoint a round continued from) is not measured again:
+    its rows are taken over under this round's role."""
+    probes_hash = probe_set(probes)
+    known = {
+        (row.checkpoint, row.stamp): report
+        for report in earlier
+        if report.probe_set == probes_hash and report.settings == settings
+        for row in report.rows
+        if row.stamp
+    }
+    rows: list[FigureRow] = []
+    reused: list[str] = []
+    for role, path in checkpoints.items():
+        stamp = checkpoint_stamp(path)
+        source = known.get((str(path), stamp))
+        if source is not None:
+            rows += [
+                r.model_copy(update={"policy": role})
+                for r in source.rows
+                if r.checkpoint == str(path) and r.stamp == stamp
+            ]
+            reused.append(role)
+            continue
+        rows += [
+            r.model_copy(update={"stamp": stamp})
+            for r in measure(path, probes, settings, policy=role, device=device)
+        ]
+    return LearningReport(
+        round=round_key, tasks=tasks, probes=len(probes), rows=rows, settings=settings,
+        probe_set=probes_hash, reused=reused,
+    )  # fmt: skip

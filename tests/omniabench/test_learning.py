@@ -131,7 +131,7 @@ def test_tool_scores_equal_a_full_forward_pass(tmp_path: Path, parcel: Parcel, t
 
 
 def test_figures_rise_when_a_checkpoint_learns_the_reference_calls(
-    tmp_path: Path, parcel: Parcel, tasks: list[Task]
+    tmp_path: Path, parcel: Parcel, tasks: list[Task], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import torch
 
@@ -176,3 +176,31 @@ def test_figures_rise_when_a_checkpoint_learns_the_reference_calls(
     routes = [r for r in report.rows if r.policy == "sft" and r.route != "all"]
     assert sum(r.probes for r in routes) == sft.probes
     assert "| sft | all |" in report.markdown()
+
+    # the next round compares with the same base and continues from this sft checkpoint: both are
+    # taken from this report instead of being measured again, unless their weights changed
+    import agentomnia.omniabench.learning as learning_module
+
+    def no_measuring(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("measured again")
+
+    monkeypatch.setattr(learning_module, "measure", no_measuring)
+    later = learning_report(
+        "r1",
+        {"base": tmp_path / "base", "start": tmp_path / "sft"},
+        probes,
+        len(tasks),
+        settings,
+        earlier=[report],
+    )
+    assert later.reused == ["base", "start"]
+    assert later.overall("start") == sft.model_copy(update={"policy": "start"})
+    with pytest.raises(AssertionError, match="measured again"):  # other settings: nothing to reuse
+        learning_report(
+            "r1",
+            {"base": tmp_path / "base"},
+            probes,
+            len(tasks),
+            settings.model_copy(update={"samples": 0}),
+            earlier=[report],
+        )

@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.envs.state import state_violations
 from agentomnia.llm import LLM, LLMError
+from agentomnia.llm.ledger import fallback, verdict
 from agentomnia.records import content_hash
 from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
@@ -346,8 +347,11 @@ def build_task(
     phrased_by = "template"
     if llm is not None:
         text = _rephrase(llm, query, directives.task_guidance if directives is not None else ())
-        if text is not None and not leakage_problems(text, spec, **forbid):
+        leaky = text is not None and bool(leakage_problems(text, spec, **forbid))
+        if text is not None and not leaky:
             query, phrased_by = text, "llm"
+        verdict(llm, "task_description", not leaky, text is not None)  # a leaky rewrite is refused
+        fallback(llm, "task_description", phrased_by == "template")  # the composed wording stands
     leaks = leakage_problems(query, spec, **forbid)
     if leaks:
         raise Reject("leakage", leaks[0])

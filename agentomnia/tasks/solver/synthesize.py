@@ -23,6 +23,7 @@ from agentomnia.envs.spec import EnvSpec
 from agentomnia.envs.state import state_violations
 from agentomnia.envs.verify import bundle_for, verify
 from agentomnia.llm import LLM
+from agentomnia.llm.ledger import verdict
 from agentomnia.records import canonical_json, content_hash
 from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
@@ -473,6 +474,7 @@ def synthesize_guided_tasks(
             }
             result = family.evaluator(prepared.state, family.apply(prepared.state, plan))
             if not result["feasible"]:
+                verdict(llm, "plan", False)
                 rejections.append(
                     _fail(
                         family,
@@ -484,6 +486,7 @@ def synthesize_guided_tasks(
                 continue
             built = build_task(sandbox, family, prepared, out, rng, kind="solver_guided", reference=plan,
                                reference_objective=result["objective"])  # fmt: skip
+            verdict(llm, "plan", not isinstance(built, Rejection))
             if isinstance(built, Rejection):
                 rejections.append(built)
                 continue
