@@ -94,7 +94,7 @@ class OpenAICompatibleLLM:
             text, p_tok, c_tok = hit
             self._account(Usage(cache_hits=1))
             message = json.loads(text)
-            return self._answer(
+            return self._response(
                 schema_name,
                 message,
                 schema,
@@ -127,27 +127,7 @@ class OpenAICompatibleLLM:
                 usage.prompt_tokens,
                 usage.completion_tokens,
             )
-        return self._answer(schema_name, message, schema, key, usage, cached=False)
-
-    def _answer(
-        self,
-        purpose: str,
-        message: dict[str, Any],
-        schema: Mapping[str, Any] | None,
-        key: str,
-        usage: Usage,
-        *,
-        cached: bool,
-    ) -> LLMResponse:
-        """The checked response, counted on the ledger as valid or invalid."""
-        tokens = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
-        try:
-            response = self._response(message, schema, key, usage, cached=cached)
-        except LLMOutputError:
-            self.ledger.call(purpose, "invalid", cached=cached, **tokens)
-            raise
-        self.ledger.call(purpose, "valid", cached=cached, **tokens)
-        return response
+        return self._response(schema_name, message, schema, key, usage, cached=False)
 
     def _shaped(self, request: dict[str, Any]) -> dict[str, Any]:
         """The request as this endpoint takes it (the cache key is always the request's own)."""
@@ -195,6 +175,7 @@ class OpenAICompatibleLLM:
 
     def _response(
         self,
+        purpose: str,
         message: dict[str, Any],
         schema: Mapping[str, Any] | None,
         key: str,
@@ -202,12 +183,15 @@ class OpenAICompatibleLLM:
         *,
         cached: bool,
     ) -> LLMResponse:
+        """The answer checked against its schema, counted on the ledger as valid or invalid."""
+        tokens = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
         text = message.get("content") or ""
         data = None
         if schema is not None:
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
+                self.ledger.call(purpose, "invalid", cached=cached, **tokens)
                 raise LLMOutputError(
                     f"model {self.model!r} returned text that is not JSON ({exc.msg} at char {exc.pos}): "
                     f"{text[:200]!r}; use an endpoint that constrains output to a schema (`agentomnia llm check`); "
@@ -216,11 +200,13 @@ class OpenAICompatibleLLM:
             try:
                 jsonschema.validate(data, dict(schema))
             except jsonschema.ValidationError as exc:
+                self.ledger.call(purpose, "invalid", cached=cached, **tokens)
                 where = "/".join(str(p) for p in exc.absolute_path) or "<root>"
                 raise LLMOutputError(
                     f"model {self.model!r} returned JSON that breaks the schema at {where}: {exc.message}; "
                     "the answer is cached as given, so a rerun replays it"
                 ) from exc
+        self.ledger.call(purpose, "valid", cached=cached, **tokens)
         return LLMResponse(
             text=text,
             data=data,

@@ -11,17 +11,16 @@ from typing import Any
 
 import pytest
 
-from agentomnia.config import LLMSettings
 from agentomnia.embeddings import HashingEmbedder
 from agentomnia.envs.repair import llm_patch
-from agentomnia.llm import OpenAICompatibleLLM, ResponseCache
+from agentomnia.llm import OpenAICompatibleLLM
 from agentomnia.seeds.inference import DomainMatcher, infer_candidates
 from agentomnia.tasks.dag.synth import _rephrase
 from agentomnia.tasks.models import Task
 from agentomnia.taxonomy import load_taxonomy
 from agentomnia.trajectories import rollout
 from agentomnia.trajectories.users import LLMUser
-from tests.fixtures.chat_server import STALL, ChatServer, serving
+from tests.fixtures.chat_server import STALL, ChatServer, client, serving
 from tests.fixtures.domains import PARCEL
 
 BAD: dict[str, list[tuple[int, str]]] = {
@@ -39,8 +38,7 @@ def server() -> Iterator[ChatServer]:
 
 
 def _llm(server: ChatServer, tmp_path: Path) -> OpenAICompatibleLLM:
-    settings = LLMSettings(base_url=server.url, model="tiny", max_retries=1, backoff_s=0.01, timeout_s=0.5)
-    return OpenAICompatibleLLM(settings, ResponseCache(tmp_path / "cache.duckdb"), api_key="test-key")
+    return client(server, tmp_path, max_retries=1, timeout_s=0.5)
 
 
 @pytest.mark.parametrize("kind", sorted(BAD))
@@ -68,10 +66,10 @@ def test_a_bad_answer_falls_back_item_by_item(kind: str, server: ChatServer, tmp
 
     # the stage's ledger says what became of each answer: none usable, the offline proposer stood in
     counts = llm.ledger.snapshot()
-    cand = counts["env_candidate"]
-    broken = cand.failed if kind in ("server error", "timed out") else cand.invalid
-    assert cand.calls >= 1 and cand.valid == 0 and broken == cand.calls, cand
-    assert (cand.fallbacks, cand.accepted) == (1, 0)
+    asked = counts["env_candidate"]
+    broken = asked.failed if kind in ("server error", "timed out") else asked.invalid
+    assert asked.calls >= 1 and asked.valid == 0 and broken == asked.calls, asked
+    assert (asked.fallbacks, asked.accepted) == (1, 0)
     assert counts["method_repair"].valid == 0
 
 

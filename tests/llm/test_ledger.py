@@ -12,14 +12,13 @@ import pytest
 
 from agentomnia.catalog import RAW_SEEDS
 from agentomnia.cli import main
-from agentomnia.config import LLMSettings
-from agentomnia.llm import LLMError, LLMOutputError, OpenAICompatibleLLM, ResponseCache
+from agentomnia.llm import LLMError, LLMOutputError, OpenAICompatibleLLM
 from agentomnia.llm.ledger import Ledger, fallback, round_usage, save_usage, usage_rows, verdict
 from agentomnia.reporting.model import Section
 from agentomnia.reporting.reader import RoundReader
 from agentomnia.reporting.sections.llm import model_use
 from agentomnia.storage import Storage
-from tests.fixtures.chat_server import ChatServer, serving
+from tests.fixtures.chat_server import ChatServer, client, serving
 
 SCHEMA = {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}
 
@@ -30,8 +29,7 @@ def server() -> Iterator[ChatServer]:
 
 
 def _llm(server: ChatServer, tmp_path: Path) -> OpenAICompatibleLLM:
-    settings = LLMSettings(base_url=server.url, model="tiny", max_retries=0, backoff_s=0.01, timeout_s=2)
-    return OpenAICompatibleLLM(settings, ResponseCache(tmp_path / "cache.duckdb"), api_key="k")
+    return client(server, tmp_path, max_retries=0, timeout_s=2.0)
 
 
 def test_calls_are_counted_by_purpose_and_outcome(server: ChatServer, tmp_path: Path) -> None:

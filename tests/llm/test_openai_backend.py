@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agentomnia.config import LLMSettings
-from agentomnia.llm import LLMError, LLMOutputError, OpenAICompatibleLLM, ResponseCache
-from tests.fixtures.chat_server import ChatServer, serving
+from agentomnia.llm import LLMError, LLMOutputError, OpenAICompatibleLLM
+from tests.fixtures.chat_server import ChatServer, client, serving
 
 SCHEMA = {
     "type": "object",
@@ -25,10 +24,7 @@ def server() -> Iterator[ChatServer]:
 
 
 def _llm(server: ChatServer, tmp_path: Path, retries: int = 3) -> OpenAICompatibleLLM:
-    settings = LLMSettings(
-        base_url=server.url, model="tiny", max_retries=retries, backoff_s=0.01, timeout_s=10
-    )
-    return OpenAICompatibleLLM(settings, ResponseCache(tmp_path / "cache.duckdb"), api_key="test-key")
+    return client(server, tmp_path, max_retries=retries)
 
 
 MESSAGES = [{"role": "user", "content": "classify: refund a damaged parcel"}]

@@ -53,10 +53,8 @@ def test_the_filter_drops_loops_weak_duplicate_and_unsupported_candidates(freigh
 def test_edges_a_model_proposes_are_checked_against_the_spec(freight_spec: EnvSpec, tmp_path: Path) -> None:
     """In llm mode the model proposes dependencies; each must name real tools, a parameter the target
     takes, and an entity whose key the source returns (the path is the schema's), or it is refused."""
-    from agentomnia.config import LLMSettings
-    from agentomnia.llm import OpenAICompatibleLLM, ResponseCache
     from agentomnia.tasks.dag.graph import model_edges
-    from tests.fixtures.chat_server import serving
+    from tests.fixtures.chat_server import client, serving
 
     tools = {t.name: t for t in freight_spec.tools}
     anchor = {
@@ -84,8 +82,7 @@ def test_edges_a_model_proposes_are_checked_against_the_spec(freight_spec: EnvSp
     assert "assign_carrier" in tools and "get_consignment" in tools
     for server in serving():
         server.script = [(200, json.dumps({"edges": proposals}))]
-        settings = LLMSettings(base_url=server.url, model="tiny", max_retries=0, timeout_s=5)
-        llm = OpenAICompatibleLLM(settings, ResponseCache(tmp_path / "cache.duckdb"), api_key="k")
+        llm = client(server, tmp_path, max_retries=0)
         edges = model_edges(llm, freight_spec)
         prompt = server.requests[0]["messages"][0]["content"]
     assert "assign_carrier" in prompt and "returns keys of" in prompt
