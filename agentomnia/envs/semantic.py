@@ -95,6 +95,7 @@ _VARIANTS = ["Plus", "Select", "Premier", "Express", "Classic", "Prime", "Pro", 
 _DEPARTMENTS = ["Finance", "Operations", "Human Resources", "Engineering", "Sales", "Marketing", "Customer Support", "Legal", "Procurement", "IT Services", "Facilities", "Quality Assurance", "Research", "Logistics", "Compliance"]  # fmt: skip
 _TEAMS = ["Platform", "Payments", "Checkout", "Search", "Data Infrastructure", "Mobile", "Identity", "Growth", "Billing", "Observability", "Core Services", "Developer Experience", "Security", "Fulfilment", "Analytics"]  # fmt: skip
 _INDUSTRIES = ["Manufacturing", "Healthcare", "Retail", "Logistics", "Software", "Construction", "Hospitality", "Financial Services", "Energy", "Agriculture", "Education", "Telecommunications", "Real Estate", "Media", "Automotive"]  # fmt: skip
+_FOLDERS = ["Contracts", "Invoices", "Reports", "Correspondence", "Archive", "Onboarding", "Legal", "Board Minutes", "Quarterly Reviews", "Receipts", "Drafts", "Shared/Finance"]  # fmt: skip
 _UNITS = ["each", "box", "case", "kg", "litre", "pack", "pallet", "hour", "metre", "dozen"]
 _WEATHER = ["Sunny, light wind", "Overcast", "Light rain", "Heavy rain, site paused", "Clear and cold", "Hot and humid", "Fog until mid-morning", "Gusty wind", "Snow showers", "Partly cloudy"]  # fmt: skip
 _CURRENCY = {"en_US": "USD", "en_GB": "GBP", "ja_JP": "JPY", "en_CA": "CAD", "en_AU": "AUD", "de_CH": "CHF", "zh_CN": "CNY", "ko_KR": "KRW", "en_IN": "INR", "pt_BR": "BRL", "es_MX": "MXN"}  # fmt: skip
@@ -624,6 +625,9 @@ _STRING_KINDS: list[tuple[str, str]] = [
     ("industry", r"industry|sector"),
     ("unit", r"(^|_)unit$|uom"),
     ("weather", r"weather"),
+    ("period", r"^(period|quarter|(fiscal|billing|reporting|pay|accounting)_period)$"),
+    ("folder", r"^(folder|directory|parent_folder)(_name)?$"),
+    ("chapter", r"^chapter$"),
 ]
 
 
@@ -815,6 +819,18 @@ def string_for(
         return moment.replace(second=0).isoformat()
     if kind == "clock":
         return f"{rng.randint(6, 21):02d}:{rng.choice((0, 15, 30, 45)):02d}"
+    if kind == "period":  # a quarter, or a month for what is billed or paid by the month
+        back = rng.randint(0, 7)  # this one or one of the seven before it
+        if re.search(r"billing|pay", n):
+            months = NOW.year * 12 + NOW.month - 1 - back
+            return NOW.replace(year=months // 12, month=months % 12 + 1, day=1).strftime("%B %Y")
+        quarters = NOW.year * 4 + (NOW.month - 1) // 3 - back
+        return f"Q{quarters % 4 + 1} {quarters // 4}"
+    if kind == "folder":
+        top = rng.choice(_FOLDERS)
+        return f"{top}/{NOW.year - rng.randint(0, 2)}" if rng.random() < 0.5 else top
+    if kind == "chapter":
+        return f"Chapter {rng.randint(1, 24)}"
     if kind == "utc_offset":
         return f"{rng.choice((-8.0, -5.0, -3.0, 0.0, 1.0, 2.0, 5.5, 8.0, 9.0, 13.0)):+.1f}h"
     if kind == "tag":

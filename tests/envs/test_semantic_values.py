@@ -601,3 +601,22 @@ def test_a_weekday_is_the_day_of_the_record_s_own_date() -> None:
     by_prefix = semantic_value(e.attributes[3], e, rng, 1, World(), record)
     first = semantic_value(e.attributes[4], e, rng, 1, World(), record)
     assert (by_prefix, first) == ("Saturday", "Monday")  # its own date where named so, else the first
+
+
+@pytest.mark.parametrize(
+    ("attr", "pattern"),
+    [
+        ("period", r"Q[1-4] 20\d\d"),
+        (
+            "billing_period",
+            r"(January|February|March|April|May|June|July|August|September|October|November|December) 20\d\d",
+        ),
+        ("folder", r"[A-Z][A-Za-z/ ]+(/20\d\d)?"),
+        ("chapter", r"Chapter \d{1,2}"),
+    ],
+)
+def test_periods_folders_and_chapters_read_as_such(attr: str, pattern: str) -> None:
+    e = _entity("document", _a(attr))
+    values = {semantic_value(e.attributes[1], e, random.Random(seed), 1, World(), {}) for seed in range(12)}
+    assert all(isinstance(v, str) and re.fullmatch(pattern, v) for v in values), values
+    assert len(values) > 1
