@@ -247,7 +247,7 @@ def pretrain(model: Any, tokenizer: Any, texts: Iterable[str], settings: ModelSe
     predicts each token from the one before it alone (after every newline, another newline). Short
     windows make the local structure of the chat and tool-call format cheap to learn first, as
     pretraining does for a real base model. What was done is kept in the model's config
-    (`agentomnia_pretraining`), so a checkpoint says how its base was made."""
+    (`agentomnia_pretraining`, without the time it took), so a checkpoint says how its base was made."""
     import random
     import time
 
@@ -288,5 +288,7 @@ def pretrain(model: Any, tokenizer: Any, texts: Iterable[str], settings: ModelSe
         "last_loss": round(sum(tail) / len(tail), 4),  # mean of the last tenth: one window is noisy
         "seconds": round(time.perf_counter() - started, 1),
     }
-    setattr(model.config, PRETRAINING, summary)
+    # the config travels with the weights and is part of what identifies a checkpoint (an evaluation's
+    # id hashes it), so it keeps what was done, not how long it took
+    setattr(model.config, PRETRAINING, {k: v for k, v in summary.items() if k != "seconds"})
     return summary
