@@ -66,6 +66,10 @@ class Storage:
     def artifact(self, asset: str, round_key: str, name: str = "data.parquet") -> Path:
         return self.artifact_dir(asset, round_key) / _safe(name, "artifact name")
 
+    def llm_usage_path(self, stage: str, round_key: str) -> Path:
+        """Where a stage's model ledger for a round lives: beside its artifacts, as `llm.json`."""
+        return self.artifact(stage, round_key, "llm.json")
+
     def env_dir(self, env_id: str) -> Path:
         return self.root / "envs" / _safe(env_id, "environment id")
 

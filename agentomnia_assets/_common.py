@@ -61,13 +61,13 @@ def round_check(asset: Any, *, description: str, blocking: bool = False, **kwarg
 def llm_usage(context: dg.AssetExecutionContext, store: Storage, model: Any) -> dict[str, Any]:
     """What the stage asked the model (calls, tokens, cache hits, usable and kept answers, fallbacks),
     saved beside its artifact for the run report and returned as metadata; empty in offline mode."""
-    from agentomnia.llm.ledger import USAGE_FILE, ledger_of, save_usage
+    from agentomnia.llm.ledger import ledger_of, save_usage
 
     ledger = ledger_of(model)
     if ledger is None:
         return {}
     stage = context.asset_key.to_user_string()
-    path = store.artifact(stage, context.partition_key, USAGE_FILE)
+    path = store.llm_usage_path(stage, context.partition_key)
     save_usage(ledger, path, stage=stage, model=str(getattr(model, "model", "")))
     total = ledger.total()
     return {
