@@ -28,12 +28,12 @@ from tests.fixtures.benchmark import make_task
 
 # solver-anchored tasks `tasks synth --kind solver --n 6 --seed 0` made before the registry existed
 SOLVER_IDS = {
-    "2d5f698bd1733476",
-    "2e2c72f077b30df1",
-    "37ddc4654386b331",
-    "9ac833809f2d671e",
-    "9ec210a2654cdba6",
-    "e119677b880adcca",
+    "287b6c2e028732bb",
+    "303c3c69780f8b1e",
+    "54733cd989f985df",
+    "78e318354c7e7122",
+    "c0a8cce8385d5edc",
+    "d72ae038b6ab59fb",
 }
 
 

@@ -35,6 +35,11 @@ UNITS = {
     "gb": "GB", "tb": "TB", "ml": "ml", "usd": "USD", "eur": "EUR", "gbp": "GBP", "bps": "bps",
     "days": "days", "hours": "hours", "hrs": "hours", "minutes": "minutes", "mins": "minutes",
     "sec": "seconds", "secs": "seconds", "seconds": "seconds", "ms": "ms", "min": "minutes",
+    "m2": "m²", "m3": "m³", "sqft": "sq ft", "kwh_m2": "kWh/m²", "m3_h": "m³/h", "m3_s": "m³/s",
+    "l_min": "L/min", "l_h": "L/h", "mg_l": "mg/L", "ug_m3": "µg/m³", "mg_kg": "mg/kg", "kg_m2": "kg/m²",
+    "kg_h": "kg/h", "t_h": "t/h", "km_h": "km/h", "m_s": "m/s", "ml_min": "mL/min", "mmol_l": "mmol/L",
+    "mg_dl": "mg/dL", "ppm": "ppm", "ppb": "ppb", "db": "dB", "hz": "Hz", "mhz": "MHz", "kva": "kVA",
+    "mbps": "Mbps", "pallets": "pallets", "tonnes": "tonnes", "litres": "litres", "liters": "liters",
 }  # fmt: skip
 
 
@@ -66,12 +71,15 @@ _TIME = (
 )
 # "min" ends a duration in minutes (`travel_buffer_min`) but a minimum elsewhere (`temp_min`)
 _MEASURED: dict[str, tuple[str, ...]] = {"c": _TEMPERATURE, "f": _TEMPERATURE, "k": _TEMPERATURE, "g": _SIZE,
-                                         "m": _LENGTH, "min": _TIME}  # fmt: skip
+                                         "m": _LENGTH, "min": _TIME, "pallets": ("capacity",)}  # fmt: skip
 
 
 def field_label(name: str) -> str:
     """A field as it reads beside a value: its words, with a unit suffix written as the unit
     (`water_temp_c` -> `water temp (°C)`, `rotation_length_days` -> `rotation length (days)`)."""
+    parts = name.split("_")
+    if len(parts) > 2 and "_".join(parts[-2:]).lower() in UNITS:  # a rate or density: `design_flow_m3_h`
+        return f"{words('_'.join(parts[:-2]))} ({UNITS['_'.join(parts[-2:]).lower()]})"
     head, _, tail = name.rpartition("_")
     if head and tail in UNITS and (tail not in _MEASURED or head.rpartition("_")[2] in _MEASURED[tail]):
         return f"{words(head)} ({UNITS[tail]})"

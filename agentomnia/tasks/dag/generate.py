@@ -35,6 +35,7 @@ from agentomnia.tasks.dag.phrasing import (
     context,
     count_question,
     demonstrative,
+    flag_question,
     is_handle,
     key_words,
     possessive,
@@ -980,7 +981,9 @@ class Generator:
                 raise Reject("grounding", f"{tool.name} returns nothing reportable for {phrase}")
             numeric = [a for a in attrs if a.type in _NUMERIC]
             a: AttributeSpec = self.rng.choice(numeric or attrs)
-            noun = possessive(phrase, field_label(a.name))
+            noun = (
+                flag_question(phrase, a.name) if a.type == "bool" else possessive(phrase, field_label(a.name))
+            )
             key = self._key(a.name, f"current {a.name}", f"{entity.name} {a.name}")
             self._ask(
                 Reported(

@@ -98,6 +98,22 @@ def possessive(owner: str, noun: str) -> str:
     return f"{owner}'s {noun}" if is_handle(owner) else f"the {noun} of {owner}"
 
 
+def flag_question(subject: str, flag: str) -> str:
+    """How a yes/no field is asked about a record: "whether that picker is active", "whether that
+    request's issue is resolved", "whether that plan has auto renew turned on" (never "the active of")."""
+    name = words(flag)
+    verb, _, rest = name.partition(" ")
+    if verb in ("is", "has", "can", "allows", "requires", "needs", "was") and rest:
+        return f"whether {subject} {'is' if verb == 'was' else verb} {rest}"
+    if " " not in name:
+        return f"whether {subject} is {name}"
+    head, _, last = name.rpartition(" ")
+    if last.endswith("ed") or last in ("open", "due", "active", "enabled", "available"):
+        plural = head.endswith("s") and not head.endswith(("ss", "us", "is"))
+        return f"whether {possessive(subject, head)} {'are' if plural else 'is'} {last}"
+    return f"whether {subject} has {name} turned on"
+
+
 def count_question(subject: str) -> str:
     """How a count is asked: "how many tracks with status active there are" for "the tracks with
     status active", "how many tracks that artist has" for "that artist's tracks"."""

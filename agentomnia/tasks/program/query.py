@@ -85,7 +85,7 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
     pred = plan.predicate
     action = _action(plan, digest)
     top = _pick(digest, "top", ("the {m} {a}", "the {m} {a} of all", "the very {m} {a}")).format(
-        m="latest" if pred.kind == "date" else "highest", a=words(pred.attr)
+        m="latest" if pred.kind == "date" else "highest", a=field_label(pred.attr)
     )
     if plan.template == "filter_write":
         goal = _pick(

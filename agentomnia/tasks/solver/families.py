@@ -20,17 +20,88 @@ from collections.abc import Mapping
 from datetime import date, timedelta
 from typing import Any
 
+from agentomnia.envs.semantic import pools
 from agentomnia.tasks.solver import evaluators
 from agentomnia.tasks.solver.contract import Blueprint, ContractField, InputContract, Trace
 from agentomnia.tasks.solver.family import Decision, Family, Plan, State, attr, count_word, entity, listing
 from agentomnia.tasks.solver.milp import Milp, Row
 
-NAMES = ["Ava Chen", "Liam Patel", "Mia Garcia", "Noah Novak", "Zoe Kim", "Ethan Silva", "Lena Okafor", "Omar Rossi", "Iris Haddad", "Leo Tanaka", "Nora Larsen", "Kai Dubois"]  # fmt: skip
 CITIES = ["Lisbon", "Austin", "Osaka", "Lyon", "Denver", "Porto", "Seoul", "Leeds", "Turin", "Calgary"]
+STREETS = ["Harbor St", "Cedar St", "Maple Ave", "Oak Lane", "River Rd", "Willow Way", "Elm St", "Church St", "Park Ave", "Mill Rd", "Station Rd", "Hill St", "Lake Dr", "Pine St", "Bridge St", "Orchard Lane", "Market St", "Grove Rd", "Chestnut St", "Ferry Rd", "Spring St", "Walnut Ave", "Quarry Rd", "Meadow Lane"]  # fmt: skip
+# Proposal titles by theme: what a funding round in each theme is asked to pay for.
+TITLES = {
+    "climate": [
+        "Coastal flood early-warning sensors",
+        "Soil carbon mapping on working farms",
+        "Urban heat island tree survey",
+        "Methane leak detection from drones",
+        "Glacier melt runoff forecasting",
+        "Peatland restoration monitoring",
+        "Low-carbon cement field trial",
+        "Regional drought risk atlas",
+    ],
+    "health": [
+        "Early sepsis alerts in emergency care",
+        "Malaria vaccine cold-chain study",
+        "Wearable gait monitor for fall risk",
+        "Antibiotic stewardship in care homes",
+        "Rural telehealth for diabetes follow-up",
+        "Childhood asthma and air quality cohort",
+        "Point-of-care anaemia screening",
+        "Sleep apnoea home testing trial",
+    ],
+    "materials": [
+        "Graphene membranes for water filtration",
+        "Recyclable battery electrolytes",
+        "Self-healing concrete coatings",
+        "Bio-based packaging polymers",
+        "Corrosion-resistant offshore alloys",
+        "Perovskite solar cell durability",
+        "Low-cost hydrogen storage materials",
+        "Ceramic filters for arsenic removal",
+    ],
+    "computing": [
+        "Privacy-preserving hospital data sharing",
+        "Energy-efficient model training",
+        "Open-source flood simulation toolkit",
+        "Verified compilers for medical devices",
+        "Edge AI for crop disease detection",
+        "Quantum error-correction benchmarks",
+        "Federated learning for rare diseases",
+        "Secure firmware updates for IoT",
+    ],
+}
 
 
 def _key(prefix: str, i: int) -> str:
     return f"{prefix}-{i:03d}"
+
+
+def _namer(rng: random.Random) -> random.Random:
+    """A generator for names only, derived from `rng`'s state without drawing from it, so naming
+    the people, companies and places of an instance leaves its numbers as they were."""
+    return random.Random(",".join(map(str, rng.getstate()[1])))
+
+
+def _people(rng: random.Random, n: int) -> list[str]:
+    """`n` full names with distinct first names (requests call people by their first name)."""
+    pool = pools("en_US")
+    firsts = rng.sample(pool.first, k=n)
+    return [f"{first} {rng.choice(pool.last)}" for first in firsts]
+
+
+def _bundle_title(items: list[str]) -> str:
+    """What a vendor calls an offer of these items: "Laptop and headset bundle", "Monitor pack"."""
+    singular = [item[:-1] if item.endswith("s") else item for item in items]
+    if len(singular) == 1:
+        return f"{singular[0].capitalize()} pack"
+    return f"{listing(singular).capitalize()} bundle"
+
+
+def _companies(rng: random.Random, n: int) -> list[str]:
+    """`n` distinct company names that read as one name in a list (no commas or "and")."""
+    plain = [c for c in pools("en_US").companies if "," not in c and " and " not in c]
+    return rng.sample(plain, k=n)
 
 
 def _f(*spec: tuple[str, str, str, str]) -> tuple[ContractField, ...]:
@@ -85,26 +156,17 @@ class Knapsack(Family):
     def generate(self, rng: random.Random, *, ties: bool = False) -> State:
         n = rng.randint(8, 12)
         themes = self.entities[1].attribute("theme").enum  # type: ignore[union-attr]
-        words = [
-            "Coastal",
-            "Neural",
-            "Solar",
-            "Protein",
-            "Graphene",
-            "Quantum",
-            "Soil",
-            "Vaccine",
-            "Battery",
-            "Sensor",
-            "Polymer",
-            "Ocean",
-        ]
+        titles = {theme: _namer(rng).sample(TITLES[theme], k=len(TITLES[theme])) for theme in themes}
         proposals = {}
         for i in range(1, n + 1):
             cost = rng.choice((40000, 60000, 80000)) if ties else rng.randrange(20000, 120001, 1000)
             impact = rng.choice((30, 45, 60)) if ties else rng.randint(10, 95)
             k = _key("PRP", i)
-            proposals[k] = {"proposal_id": k, "title": f"{words[i - 1]} study {i}", "theme": rng.choice(themes),
+            theme = rng.choice(themes)
+            title = (
+                titles[theme].pop() if titles[theme] else f"{TITLES[theme][i % len(TITLES[theme])]} (phase 2)"
+            )
+            proposals[k] = {"proposal_id": k, "title": title, "theme": theme,
                             "cost": float(cost), "impact": impact, "status": "proposed"}  # fmt: skip
         budget = float(round(0.4 * sum(p["cost"] for p in proposals.values()), -3))
         program = {"program_id": "PRG-001", "name": rng.choice(["Horizon", "Frontier", "Catalyst"]) + " Fund",
@@ -268,12 +330,13 @@ class Assignment(Family):
 
     def generate(self, rng: random.Random, *, ties: bool = False) -> State:
         m = rng.randint(4, 6)
+        names = _people(_namer(rng), m)
         drivers: dict[str, dict[str, Any]] = {}
         for i in range(1, m + 1):
             k = _key("DRV", i)
             drivers[k] = {
                 "driver_id": k,
-                "name": NAMES[i - 1],
+                "name": names[i - 1],
                 "home_depot": rng.choice(CITIES),
                 "max_jobs": rng.choice((1, 2, 2)),
             }
@@ -489,12 +552,13 @@ class Shifts(Family):
 
     def generate(self, rng: random.Random, *, ties: bool = False) -> State:
         employees = {}
+        names = _people(_namer(rng), 7)
         for i in range(1, rng.randint(5, 7) + 1):
             k = _key("EMP", i)
             rate = rng.choice((20, 25, 30)) if ties else rng.randint(18, 40)
             employees[k] = {
                 "employee_id": k,
-                "name": NAMES[i - 1],
+                "name": names[i - 1],
                 "hourly_rate": float(rate),
                 "max_shifts": rng.choice((2, 3)),
             }
@@ -505,8 +569,10 @@ class Shifts(Family):
             start = rng.choice((6, 8, 12, 14, 16))
             length = rng.choice((4, 6, 8))
             day = (day0 + timedelta(days=rng.randint(0, 2))).isoformat()
-            shifts[k] = {"shift_id": k, "label": f"Shift {j}", "day": day, "start_hour": start,
-                         "end_hour": min(22, start + length), "headcount": rng.choice((1, 1, 2))}  # fmt: skip
+            end = min(22, start + length)
+            label = f"{date.fromisoformat(day):%A} {start:02d}:00-{end:02d}:00"
+            shifts[k] = {"shift_id": k, "label": label, "day": day, "start_hour": start,
+                         "end_hour": end, "headcount": rng.choice((1, 1, 2))}  # fmt: skip
         avail: dict[str, dict[str, Any]] = {}
         for sk in sorted(shifts):
             pool = [e for e in sorted(employees) if rng.random() < 0.6]
@@ -720,17 +786,19 @@ class Facility(Family):
             k = _key("STO", j)
             stores[k] = {
                 "store_id": k,
-                "name": f"Store {CITIES[j - 1]}",
+                "name": f"{CITIES[j - 1]} store",
                 "city": CITIES[j - 1],
                 "demand": rng.randrange(10, 61, 5),
             }
         total = sum(s["demand"] for s in stores.values())
         m = rng.randint(3, 5)
+        companies = _companies(_namer(rng), m)
         suppliers = {}
         for i in range(1, m + 1):
             k = _key("SUP", i)
             fee = rng.choice((3000, 5000)) if ties else rng.randrange(2000, 9001, 250)
-            suppliers[k] = {"supplier_id": k, "name": f"{rng.choice(['Nordic', 'Atlas', 'Pacific', 'Summit', 'Delta'])} Supply {i}",
+            rng.randrange(5)  # the draw that once picked a name prefix, kept so instances stay as they were
+            suppliers[k] = {"supplier_id": k, "name": companies[i - 1],
                             "fixed_fee": float(fee), "capacity": max(60, int(math.ceil(1.3 * total / m * rng.uniform(1.0, 2.0)))),
                             "status": "inactive"}  # fmt: skip
         lanes: dict[str, dict[str, Any]] = {}
@@ -941,7 +1009,7 @@ class Procurement(Family):
         for i, (name, _) in enumerate(items[: rng.randint(3, 4)], start=1):
             k = _key("REQ", i)
             reqs[k] = {"requirement_id": k, "name": name, "minimum": rng.randrange(10, 41, 5)}
-        vendors = ["Brightline", "Corvex", "Meridian", "Tallis"][: rng.randint(3, 4)]
+        vendors = _companies(_namer(rng), 4)[: rng.randint(3, 4)]
         offers: dict[str, dict[str, Any]] = {}
         lines: dict[str, dict[str, Any]] = {}
         for o in range(1, rng.randint(8, 12) + 1):
@@ -957,7 +1025,7 @@ class Procurement(Family):
             offers[ok] = {
                 "offer_id": ok,
                 "vendor": rng.choice(vendors),
-                "title": f"Bundle {o}",
+                "title": _bundle_title([reqs[rk]["name"] for rk in sorted(covered)]),
                 "price": float(price),
                 "status": "available",
             }
@@ -1148,14 +1216,15 @@ class Route(Family):
 
     def generate(self, rng: random.Random, *, ties: bool = False) -> State:
         n = rng.randint(5, 7)
-        streets = ["Harbor", "Cedar", "Maple", "Summit", "River", "Willow", "Quartz"]
+        streets = _namer(rng).sample(STREETS, k=n)
+        customers = _companies(_namer(rng), n)
         points = {}
         stops = {}
         for i in range(1, n + 1):
             k = _key("STP", i)
             points[k] = (rng.randint(0, 10), rng.randint(0, 10))
-            stops[k] = {"stop_id": k, "name": "Depot" if i == 1 else f"Drop-off {i - 1}",
-                        "address": f"{rng.randint(1, 400)} {streets[i - 1]} St", "is_depot": i == 1}  # fmt: skip
+            stops[k] = {"stop_id": k, "name": "Depot" if i == 1 else customers[i - 1],
+                        "address": f"{rng.randint(1, 400)} {streets[i - 1]}", "is_depot": i == 1}  # fmt: skip
         legs: dict[str, dict[str, Any]] = {}
         for a in sorted(stops):
             for b in sorted(stops):

@@ -9,6 +9,7 @@ from agentomnia.tasks.dag.phrasing import (
     article,
     ask,
     count_question,
+    flag_question,
     is_handle,
     key_words,
     possessive,
@@ -27,6 +28,19 @@ def test_counts_are_asked_as_questions() -> None:
     assert count_question("the tracks with status active") == "how many tracks with status active there are"
     assert count_question("that artist's tracks") == "how many tracks that artist has"
     assert count_question("all tracks") == "how many tracks there are in total"
+
+
+def test_a_yes_no_field_is_asked_as_whether() -> None:
+    assert flag_question("that picker", "active") == "whether that picker is active"
+    assert flag_question("the new user", "is_verified") == "whether the new user is verified"
+    assert flag_question("that account", "has_overdraft") == "whether that account has overdraft"
+    assert flag_question("that request", "issue_resolved") == "whether that request's issue is resolved"
+    assert flag_question("that listing", "pets_allowed") == "whether that listing's pets are allowed"
+    assert flag_question("that plan", "auto_renew") == "whether that plan has auto renew turned on"
+    # a question frame, so it is never asked as "the active of ..."
+    for seed in range(20):
+        asked = ask(random.Random(seed), flag_question("that picker", "active"), "active")
+        assert "the active" not in asked and '"active"' in asked
 
 
 def test_every_ask_names_its_field_in_double_quotes() -> None:

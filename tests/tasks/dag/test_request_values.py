@@ -44,6 +44,11 @@ def test_a_unit_suffix_is_said_as_its_unit() -> None:
     assert field_label("max_wind_kmh") == "max wind (km/h)"
     assert field_label("travel_buffer_min") == "travel buffer (minutes)"
     assert field_label("discount_pct") == "discount (%)"
+    # rates and densities spread over two parts of the name
+    assert field_label("design_flow_m3_h") == "design flow (m³/h)"
+    assert field_label("dose_mg_l") == "dose (mg/L)" and field_label("floor_area_m2") == "floor area (m²)"
+    assert field_label("capacity_pallets") == "capacity (pallets)"
+    assert field_label("pallets") == "pallets" and field_label("empty_pallets") == "empty pallets"
     # a suffix that is no unit there stays a word
     assert field_label("vitamin_c") == "vitamin c" and field_label("temp_min") == "temp min"
     assert field_label("grade_a") == "grade a" and field_label("name") == "name"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from agentomnia.tasks.solver import (
     solve,
     worse_plan,
 )
+from agentomnia.tasks.solver.families import TITLES, _companies, _namer, _people
 from agentomnia.tasks.solver.synthesize import Prepared
 
 
@@ -174,3 +176,37 @@ def test_reference_calls_reach_the_optimum_and_grade_passes(sandbox: Sandbox, tm
         task, Outcome(final_state=copy.deepcopy(task.init_config), answer=answer), verifier=runner
     ).passed
     assert all(c.sources for c in task.reference_calls)
+
+
+PLACEHOLDER = re.compile(r"\b(?:Supply|Store|Shift|Bundle|study|Drop-off) \d+\b|^Store ")
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_instances_name_people_companies_and_things_as_a_person_would(name: str) -> None:
+    """Names are drawn, not numbered: distinct people by first name, companies that read as one name,
+    titles about their theme; the same draw gives the same names, and naming leaves the numbers alone."""
+    family = FAMILIES[name]
+    for draw in range(8):
+        state = family.generate(random.Random(draw))
+        assert family.generate(random.Random(draw)) == state
+        texts = [
+            v for rows in state.values() for row in rows.values() for v in row.values() if isinstance(v, str)
+        ]
+        assert not [t for t in texts if PLACEHOLDER.search(t)], texts
+        for table in ("drivers", "employees"):
+            if table in state:
+                firsts = [row["name"].split()[0] for row in state[table].values()]
+                assert len(set(firsts)) == len(firsts) and all(
+                    " " in row["name"] for row in state[table].values()
+                )
+        for row in state.get("suppliers", {}).values():
+            assert "," not in row["name"] and " and " not in row["name"]
+        for row in state.get("proposals", {}).values():
+            assert row["title"] in TITLES[row["theme"]] or row["title"].endswith("(phase 2)")
+
+
+def test_naming_draws_nothing_from_the_instance_generator() -> None:
+    rng = random.Random(11)
+    before = rng.getstate()
+    names = _people(_namer(rng), 5) + _companies(_namer(rng), 3)
+    assert rng.getstate() == before and len(set(names)) == 8
