@@ -127,21 +127,20 @@ class EntitySpec(BaseModel):
         from agentomnia.taxonomy.vocab import PLACE_FIELD, free_text
 
         # else a short value that tells records apart: not a sentence (a note, a reason), an address,
-        # an e-mail, a phone or a link
+        # an e-mail, a phone or a link; never who last touched it (`changed_by` names a person, not
+        # the setpoint), which leaves a record with nothing better known by its id
+        texts = [
+            a for a in self.attributes if a.type == "str" and a.name != self.key and not _AUDIT.search(a.name)
+        ]
         plain = [
             a
-            for a in self.attributes
-            if a.type == "str"
-            and a.name != self.key
-            and not free_text(a.type, a.name)
-            and not PLACE_FIELD.match(a.name)
-            and not _CONTACT.search(a.name)
+            for a in texts
+            if not free_text(a.type, a.name) and not PLACE_FIELD.match(a.name) and not _CONTACT.search(a.name)
         ]
-        return next(iter(plain), None) or next(
-            (a for a in self.attributes if a.type == "str" and a.name != self.key), None
-        )
+        return next(iter(plain), None) or next(iter(texts), None)
 
 
+_AUDIT = re.compile(r"_by$|_by_")
 _CONTACT = re.compile(r"(^|_)(e_?mail|phone|mobile|fax|url|uri|link|website|ip)($|_)")
 
 
