@@ -252,10 +252,13 @@ class RolloutBook:
         verdict: RolloutVerdict = env.verdict
         return verdict
 
-    def end_batch(self) -> None:
-        """Every verdict of the batch was read: keep the reward latencies, free the keys for the next one."""
-        self.timings.extend(self.stream.timings().values())
+    def end_batch(self) -> list[RewardTiming]:
+        """Every verdict of the batch was read: keep the reward latencies (returned for the batch's log
+        line), free the keys for the next one."""
+        batch = list(self.stream.timings().values())
+        self.timings.extend(batch)
         self.stream.clear()
+        return batch
 
     def groups(self) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}
@@ -340,6 +343,8 @@ def _trainer_class() -> type:
             mode = "train" if getattr(self.model, "training", False) else "eval"
             curriculum = self.book.curriculum
             retries = 0
+            timings: list[RewardTiming] = []
+            early, safeguard = self.book.early, self.book.safeguard_activations
             # A retry regenerates the whole generation batch: TRL's batch tensors are padded together, so
             # one group cannot be swapped out alone. Groups with signal keep their prefix; each retry spends
             # one of a prompt's T_max, so the loop ends.
@@ -349,7 +354,7 @@ def _trainer_class() -> type:
                 try:
                     output = super()._generate_and_score_completions(staged)
                 finally:
-                    self.book.end_batch()
+                    timings += self.book.end_batch()
                 if mode != "train":
                     return output
                 decisions = [curriculum.observe(t, r) for t, r in self.book.groups().items() if r]
@@ -361,6 +366,17 @@ def _trainer_class() -> type:
             self._metrics[mode]["rcrl/retries"].append(float(retries))
             self._metrics[mode]["rcrl/dropped_fraction"].append(self.book.batch_dropped / max(1, len(staged)))
             self._metrics[mode]["rcrl/epoch"].append(float(curriculum.epoch))
+            # how this step's rewards were scored (§5.2.2), in TRL's own log line beside the reward means
+            rollouts = max(1, len(timings))
+            latencies = sorted(t.latency for t in timings)
+            self._metrics[mode]["rewards/streaming"].append(float(self.book.stream.streaming))
+            self._metrics[mode]["rewards/latency_p50_ms"].append(
+                1000 * latencies[len(latencies) // 2] if latencies else 0.0
+            )
+            self._metrics[mode]["rewards/scored_before_loop_end"].append((self.book.early - early) / rollouts)
+            self._metrics[mode]["rewards/safeguard_rescored"].append(
+                float(self.book.safeguard_activations - safeguard)
+            )
             if curriculum.round_complete:
                 curriculum.end_round()
             output.update(self._ce_batch(staged))

@@ -187,6 +187,13 @@ def test_grpo_with_rcrl_runs_and_logs_rewards_prefixes_and_hybrid_loss(
     # rewards were streamed: every rollout has its time from end to reward
     assert report.extra["reward_streaming"] is True
     assert report.extra["reward_latency"]["latency_p50_ms"] is not None
+    # ... and TRL's own log line for each step says so
+    logged = [e for e in report.logs if "rewards/streaming" in e]
+    assert len(logged) == 2 and all(e["rewards/streaming"] == 1.0 for e in logged)
+    assert all(
+        e["rewards/latency_p50_ms"] > 0 and 0 <= e["rewards/scored_before_loop_end"] <= 1 for e in logged
+    )
+    assert sum(e["rewards/safeguard_rescored"] for e in logged) <= report.extra["safeguard_activations"]
     assert isinstance(report.extra["process_stops"], dict)
     assert report.kind == "grpo" and report.steps == 2
     assert len(report.extra["rewards"]) == 2 and len(report.extra["prefix_turns"]) == 2
