@@ -112,8 +112,8 @@ def cue(entity: EntitySpec, attr: str, value: Any) -> str:
     a = entity.attribute(attr)
     if a is not None and a.type == "bool":
         return f"{words(attr)} set to {'yes' if value else 'no'}"
-    if a is not None and a.type == "enum":
-        return f"{words(attr)} {value}"
+    if a is not None and a.type == "enum":  # said as a word ("result not tested"), as the checks read it
+        return f"{words(attr)} {str(value).replace('_', ' ')}"
     return f"{words(attr)} {say(value)}"
 
 
