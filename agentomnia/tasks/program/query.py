@@ -45,6 +45,8 @@ def _action(plan: ProgramPlan, digest: str = "") -> str:
     """What to do to each selected record; `digest` picks one of its wordings."""
     w = plan.write
     value = spoken(w.value)
+    if isinstance(w.value, bool) and w.op != "transition":
+        return _flag_action(w.attr, w.value, digest)
     if w.op == "transition":
         return _pick(
             digest, "action", ("move it to {v}", "mark it {v}", "switch it to {v}", "set it to {v}")
@@ -52,6 +54,25 @@ def _action(plan: ProgramPlan, digest: str = "") -> str:
     return _pick(
         digest, "action", ("set its {a} to {v}", "change its {a} to {v}", "make its {a} {v}")
     ).format(a=words(w.attr), v=value)
+
+
+def _flag_action(attr: str, on: bool, digest: str) -> str:
+    """A yes/no field set the way a person says it: "mark it opened", "mark it as not verified", "turn
+    its away mode on" (never "set its opened to yes")."""
+    name = words(attr).removeprefix("is ")
+    if " " not in name and (name.endswith("ed") or name in ("active", "open", "due", "available", "enabled")):
+        return _pick(digest, "action", ("mark it {n}", "mark it as {n}")).format(
+            n=name if on else f"not {name}"
+        )
+    return _pick(digest, "action", ("turn its {a} {v}", "switch its {a} {v}")).format(
+        a=name, v="on" if on else "off"
+    )
+
+
+def _summed(attr: str) -> str:
+    """Their sum, said once: "their total precip (mm)", but "their combined total" for a `total`."""
+    label = field_label(attr)
+    return f"their combined {label}" if label.startswith("total") else f"their total {label}"
 
 
 def _already(plan: ProgramPlan) -> str:
@@ -159,17 +180,18 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
         )
         parts = [goal, where, skip, none]
     else:
-        total = words(plan.total_attr or "")
+        total = field_label(plan.total_attr or "")
+        both = "combined and average" if total.startswith("total") else "total and average"
         look = _pick(
             digest,
             "goal",
             (
-                "Look at all {t} {r} and work out their total and average {w}.",
-                "I'd like the total and average {w} across all {t} {r}.",
+                "Look at all {t} {r} and work out their {b} {w}.",
+                "I'd like the {b} {w} across all {t} {r}.",
                 "Add up the {w} of all {t} {r}, and work out the average too.",
-                "Across all the {t} {r}, what are the total and the average {w}?",
+                "Across all the {t} {r}, what are the {b} {w}?",
             ),
-        ).format(t=things, r=_rule(pred, ""), w=total)
+        ).format(t=things, r=_rule(pred, ""), w=total, b=both)
         act = _pick(
             digest,
             "act",
@@ -199,10 +221,14 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
     ]
     if plan.template == "aggregate_pick":
         fields += ["considered", "total", "average"]
-        told += ["how many you looked at", f"the total and the average {words(plan.total_attr or '')}"]
+        label = field_label(plan.total_attr or "")
+        told += [
+            "how many you looked at",
+            f"the {'combined' if label.startswith('total') else 'total'} and the average {label}",
+        ]
     elif plan.total_attr:
         fields.append("total")
-        told.append(f"their total {words(plan.total_attr)}")
+        told.append(_summed(plan.total_attr))
     fields.append("fallback_used")
     flag = "nothing qualified" if plan.template != "filter_write" else "you had to fall back"
     note = _pick(digest, "flag", (

@@ -208,3 +208,18 @@ def test_model_proposed_program_goes_through_the_same_checks(
     assert tasks[0].internal_spec["template"] == "llm" and tasks[0].metadata["template"] == "llm"
     assert tasks[0].metadata["repairs"] >= 1  # the trace drove a model-written repair
     assert check_program_task(tasks[0], sandbox, Bundle.load(parcel_bundle)).passed
+
+
+def test_yes_no_writes_and_sums_are_said_as_a_person_would() -> None:
+    from agentomnia.tasks.program.query import _flag_action, _summed
+
+    for digest in ("a", "b", "c", "d"):
+        assert _flag_action("opened", True, digest) in ("mark it opened", "mark it as opened")
+        assert _flag_action("is_verified", False, digest) in (
+            "mark it not verified",
+            "mark it as not verified",
+        )
+        assert _flag_action("away_mode", True, digest) in ("turn its away mode on", "switch its away mode on")
+        assert "yes" not in _flag_action("auto_renew", False, digest)
+    assert _summed("total") == "their combined total"
+    assert _summed("precip_mm") == "their total precip (mm)"
