@@ -504,7 +504,7 @@ class Generator:
                 if is_handle(that)
                 else f"the only {words(entity.name)} of {that}"
             )
-            return ids[0], f"data.related.{parts[1].rstrip('[]')}[0]", only
+            return ids[0], f"data.related.{parts[1].rstrip('[]')}[0]", self._named(entity, ids[0]) or only
         record = data.get("record", {}) if parts[0] == "record" else data
         attr = parts[-1]
         value = record.get(attr) if isinstance(record, dict) else None
@@ -512,7 +512,15 @@ class Generator:
             return None
         concrete = ".".join(["data", *parts])
         phrase = that if attr == host.key else possessive(that, words(self._ref_word(attr)))
-        return value, concrete, phrase
+        return value, concrete, self._named(entity, value) or phrase
+
+    def _named(self, entity: EntitySpec, key: Any) -> str | None:
+        """How the request already calls the record `key` of `entity`, when a chain comes back to it
+        ("that plan", not "that plan's only subscriber account's plan")."""
+        for step in reversed(self.out.calls):
+            if step.focus in ((entity.name, str(key)), (entity.name, key)):
+                return self._handle(step)
+        return None
 
     @staticmethod
     def _ref_word(attr: str) -> str:

@@ -62,3 +62,27 @@ def test_field_names_and_articles() -> None:
     assert key_words("work order", "count") == "work_order_count"
     assert key_words("K-12 class") == "k_12_class"
     assert article("invoice") == "an invoice" and article("budget") == "a budget"
+
+
+def test_a_chain_that_comes_back_to_a_named_record_calls_it_by_its_handle() -> None:
+    """plan -> its only subscriber account -> that account's plan is the plan already named: "that plan"."""
+    from types import SimpleNamespace
+
+    from agentomnia.envs.spec import EntitySpec
+    from agentomnia.tasks.dag.generate import Executed, Generated, Generator
+
+    gen = Generator.__new__(Generator)
+    gen.out = Generated(clauses=["Look at plan PLA-001 (Ad-Free Plus)."])
+    plan = Executed(
+        0, SimpleNamespace(), {}, {}, {}, ("plan", "PLA-001"), "plan PLA-001 (Ad-Free Plus)", "that plan"
+    )
+    gen.out.calls.append(plan)
+    gen._marks = {0: (1, "plan")}
+    gen.out.clauses.append("That plan's only subscriber account can be marked cancelled now.")
+    entity = EntitySpec(
+        name="plan", table="plans", key="plan_id", attributes=(), description="A plan.", id_prefix="PLA"
+    )
+    assert gen._named(entity, "PLA-001") == "that plan"
+    assert gen._named(entity, "PLA-002") is None  # another plan keeps its own description
+    gen.out.clauses.append("Take the plan named 'Family'.")  # another plan was named since
+    assert gen._named(entity, "PLA-001") is None
