@@ -108,12 +108,21 @@ def say(value: Any) -> str:
     return str(value)
 
 
+def said(entity: EntitySpec, attr: str, value: Any) -> str:
+    """A value of one of `entity`'s fields as a sentence has it: an enum as its words (status on
+    hold), anything else as `say` writes it."""
+    a = entity.attribute(attr)
+    if a is not None and a.type == "enum" and isinstance(value, str):
+        return value.replace("_", " ")
+    return say(value)
+
+
 def cue(entity: EntitySpec, attr: str, value: Any) -> str:
     a = entity.attribute(attr)
     if a is not None and a.type == "bool":
         return f"{words(attr)} set to {'yes' if value else 'no'}"
     if a is not None and a.type == "enum":  # said as a word ("result not tested"), as the checks read it
-        return f"{words(attr)} {str(value).replace('_', ' ')}"
+        return f"{words(attr)} {said(entity, attr, str(value))}"
     return f"{words(attr)} {say(value)}"
 
 

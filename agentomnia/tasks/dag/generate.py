@@ -27,7 +27,7 @@ from agentomnia.envs.state import make_value, world_for
 from agentomnia.envs.values import as_declared
 from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
-from agentomnia.tasks.dag.describe import cue, describe_record, field_label, plural, say, words
+from agentomnia.tasks.dag.describe import cue, describe_record, field_label, plural, said, say, words
 from agentomnia.tasks.dag.graph import carries_value, edge_data
 from agentomnia.tasks.dag.phrasing import (
     article,
@@ -629,7 +629,7 @@ class Generator:
             if value is None:
                 raise Reject("grounding", f"no new value for {tool.name}.{param}")
             args[param], sources[param] = value, "query"
-            extra.append(f"{field_label(b['fields'][param])} {say(value)}")
+            extra.append(f"{field_label(b['fields'][param])} {said(entity, b['fields'][param], value)}")
         if tool.op == "assign" and b.get("param") not in args:
             current = record().get(b["attr"])
             key, source, ref_phrase = self._ref_value(
@@ -657,7 +657,8 @@ class Generator:
                 if value is None:
                     raise Reject("grounding", f"cannot ground required argument {tool.name}.{p}")
                 args[p], sources[p] = value, "query"
-                extra.append(f"{field_label(b.get('fields', {}).get(p, p))} {say(value)}")
+                field = b.get("fields", {}).get(p, p)
+                extra.append(f"{field_label(field)} {said(entity, field, value)}")
         if tool.op == "range":
             dates = sorted(
                 str(r.get(b["attr"]))[:10] for r in self._table(entity).values() if r.get(b["attr"])
@@ -892,7 +893,7 @@ class Generator:
             if step.focus is None:
                 raise Reject("grounding", f"{tool.name} acts on no identified record")
             set_fields = [
-                (field_label(tool.binding["fields"][p]), say(v))
+                (field_label(tool.binding["fields"][p]), said(entity, tool.binding["fields"][p], v))
                 for p, v in step.args.items()
                 if step.sources.get(p) == "query" and p in tool.binding.get("fields", {})
             ]
