@@ -448,6 +448,10 @@ class Generator:
     ) -> Executed:
         props = tool.parameters.get("properties") or {}
         args = {p: as_declared(v, props[p]) if p in props else v for p, v in args.items()}
+        overwritten = self._overwrites(tool, args, focus)
+        if overwritten:
+            # "mark it rejected ... now set it to approved": nobody asks for a change and then undoes it
+            raise Reject("redundant", f"{tool.name} writes {', '.join(overwritten)} of {focus} a second time")
         result = self.session.call(tool.name, args)
         if tool.kind == "write":
             self._live = None  # read tools are declared (and verified) free of side effects
@@ -461,6 +465,35 @@ class Generator:
         if focus is not None:
             self.out.mentioned.add(focus)
         return step
+
+    @staticmethod
+    def _written(tool: ToolSpec, args: Mapping[str, Any]) -> set[str]:
+        """The fields of its record a write sets: a transition's lifecycle field, an update's or an
+        assignment's fields among `args`."""
+        b = tool.binding
+        if tool.op == "transition":
+            return {str(b.get("attr") or "status")}
+        fields = {str(b["fields"][p]) for p in args if p in b.get("fields", {})}
+        return fields | ({str(b["attr"])} if tool.op == "assign" and b.get("attr") else set())
+
+    def _overwrites(
+        self, tool: ToolSpec, args: Mapping[str, Any], focus: tuple[str, Any] | None
+    ) -> list[str]:
+        """Fields of the record in `focus` that an earlier write of this request already set."""
+        if tool.kind != "write" or focus is None or tool.op not in ("transition", "update", "assign"):
+            return []
+        now = self._written(tool, args)
+        same = {focus, (focus[0], str(focus[1]))}
+        earlier = set().union(
+            *(
+                self._written(s.tool, s.args)
+                for s in self.out.calls
+                if s.tool.kind == "write"
+                and s.tool.op in ("transition", "update", "assign")
+                and s.focus in same
+            )
+        )
+        return sorted(now & earlier)
 
     def _incoming(self, prev: Executed, tool: ToolSpec) -> tuple[str, Any, str, str, str]:
         """(param, value, source, phrase, entity) carried along the strongest usable edge prev -> tool."""

@@ -272,3 +272,40 @@ def test_summary_counts_what_an_asset_shows(standard: Synth, challenge: Synth) -
     assert summary["kept"] == len(tasks) and summary["by_variant"]["dag_challenge"] == len(challenge[0])
     assert sum(summary["depth"].values()) == len(tasks)
     assert sum(summary["rejected_by_stage"].values()) == len(standard[1]) + len(challenge[1])
+
+
+def test_a_request_never_sets_a_field_of_one_record_twice() -> None:
+    """'Mark change order CHA-008 rejected ... now set that change order to approved' undoes its own
+    step: the second write of the same field of the same record is refused (another chain is tried)."""
+    from types import SimpleNamespace
+
+    from agentomnia.tasks.dag.generate import Executed, Generated, Generator, Reject
+
+    def tool(op: str, **binding: object) -> SimpleNamespace:
+        return SimpleNamespace(name=f"{op}_order", kind="write", op=op, binding=binding, parameters={})
+
+    reject, approve = (
+        tool("transition", attr="status", value="rejected"),
+        tool("transition", attr="status", value="approved"),
+    )
+    update = tool("update", key="order_id", fields={"approver": "approver", "note": "note"})
+    gen = Generator.__new__(Generator)
+    gen.out = Generated()
+    gen.out.calls.append(
+        Executed(0, reject, {"order_id": "CHA-008"}, {}, {}, ("change_order", "CHA-008"), None)
+    )  # type: ignore[arg-type]
+    assert gen._overwrites(approve, {}, ("change_order", "CHA-008")) == ["status"]  # type: ignore[arg-type]
+    assert gen._overwrites(approve, {}, ("change_order", "CHA-009")) == []  # type: ignore[arg-type]
+    assert gen._overwrites(update, {"approver": "Wes Reed"}, ("change_order", "CHA-008")) == []  # type: ignore[arg-type]
+    gen.out.calls.append(
+        Executed(1, update, {"approver": "Wes Reed"}, {}, {}, ("change_order", "CHA-008"), None)
+    )  # type: ignore[arg-type]
+    assert gen._overwrites(update, {"approver": "M. Wong", "note": "ok"}, ("change_order", "CHA-008")) == [
+        "approver"
+    ]  # type: ignore[arg-type]
+    try:
+        gen.call(approve, {}, {}, ("change_order", "CHA-008"), None)  # type: ignore[arg-type]
+    except Reject as exc:
+        assert exc.stage == "redundant" and "status" in exc.reason
+    else:
+        raise AssertionError("a second status change of CHA-008 was not refused")
