@@ -128,15 +128,16 @@ class EntitySpec(BaseModel):
 
         # else a short value that tells records apart: not a sentence (a note, a reason), an address,
         # an e-mail, a phone or a link; never who last touched it (`changed_by` names a person, not
-        # the setpoint), which leaves a record with nothing better known by its id
+        # the setpoint) or a link, e-mail or phone, which leaves a record with nothing better known by its id
         texts = [
-            a for a in self.attributes if a.type == "str" and a.name != self.key and not _AUDIT.search(a.name)
-        ]
-        plain = [
             a
-            for a in texts
-            if not free_text(a.type, a.name) and not PLACE_FIELD.match(a.name) and not _CONTACT.search(a.name)
+            for a in self.attributes
+            if a.type == "str"
+            and a.name != self.key
+            and not _AUDIT.search(a.name)
+            and not _CONTACT.search(a.name)
         ]
+        plain = [a for a in texts if not free_text(a.type, a.name) and not PLACE_FIELD.match(a.name)]
         return next(iter(plain), None) or next(iter(texts), None)
 
 

@@ -174,3 +174,22 @@ def test_a_list_answers_envelope_is_not_read_as_the_records_it_lists() -> None:
         },
     }
     assert set(_object_properties(booking)) == {"booking_id", "guests"}
+
+
+def test_a_record_is_never_labelled_by_a_link_or_by_who_changed_it() -> None:
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+
+    def entity(*attrs: tuple[str, str]) -> EntitySpec:
+        return EntitySpec(
+            name="thing", table="things", key="thing_id", description="A thing.", id_prefix="THI",
+            attributes=tuple(AttributeSpec(name=n, type=t) for n, t in (("thing_id", "str"), *attrs)),
+        )  # fmt: skip
+
+    reading = entity(("value", "float"), ("photo_url", "str"))
+    assert reading.label_attribute is None  # "meter reading MET-011", never "(https://...)"
+    setpoint = entity(("dose_mg_l", "float"), ("changed_by", "str"))
+    assert setpoint.label_attribute is None
+    order = entity(("approver", "str"), ("photo_url", "str"))
+    assert order.label_attribute is not None and order.label_attribute.name == "approver"
+    named = entity(("changed_by", "str"), ("name", "str"))
+    assert named.label_attribute is not None and named.label_attribute.name == "name"
