@@ -95,6 +95,15 @@ _VARIANTS = ["Plus", "Select", "Premier", "Express", "Classic", "Prime", "Pro", 
 _DEPARTMENTS = ["Finance", "Operations", "Human Resources", "Engineering", "Sales", "Marketing", "Customer Support", "Legal", "Procurement", "IT Services", "Facilities", "Quality Assurance", "Research", "Logistics", "Compliance"]  # fmt: skip
 _TEAMS = ["Platform", "Payments", "Checkout", "Search", "Data Infrastructure", "Mobile", "Identity", "Growth", "Billing", "Observability", "Core Services", "Developer Experience", "Security", "Fulfilment", "Analytics"]  # fmt: skip
 _INDUSTRIES = ["Manufacturing", "Healthcare", "Retail", "Logistics", "Software", "Construction", "Hospitality", "Financial Services", "Energy", "Agriculture", "Education", "Telecommunications", "Real Estate", "Media", "Automotive"]  # fmt: skip
+# Flashcards of a language course: the term and what it means, kept together on one card.
+_CARDS = [("la cuenta", "the bill"), ("el tren", "the train"), ("la biblioteca", "the library"), ("el mercado", "the market"), ("la llave", "the key"), ("el aeropuerto", "the airport"), ("la farmacia", "the pharmacy"), ("el desayuno", "breakfast"), ("la cena", "dinner"), ("el billete", "the ticket"), ("la playa", "the beach"), ("el hermano", "the brother"), ("la semana", "the week"), ("mañana", "tomorrow"), ("ayer", "yesterday"), ("barato", "cheap"), ("caro", "expensive"), ("la ventana", "the window"), ("el trabajo", "work"), ("la ciudad", "the city"), ("el coche", "the car"), ("la calle", "the street"), ("el médico", "the doctor"), ("la lluvia", "the rain"), ("el vaso", "the glass"), ("la cuchara", "the spoon"), ("el cumpleaños", "the birthday"), ("despacio", "slowly"), ("siempre", "always"), ("el reloj", "the watch")]  # fmt: skip
+_CARD_ENTITY = re.compile(r"card|vocab|flash|glossary|lexicon|word|phrase")
+_CARD_TERM = re.compile(r"^(term|word|front|phrase|expression|prompt)$")
+_CARD_MEANING = re.compile(r"^(translation|meaning|back|definition|gloss|answer)$")
+_PANELS = ["Complete blood count", "Basic metabolic panel", "Comprehensive metabolic panel", "Lipid panel", "Liver function panel", "Thyroid panel", "Renal function panel", "Coagulation panel", "Iron studies", "HbA1c", "Electrolyte panel", "Urinalysis", "Vitamin D", "Hepatitis panel"]  # fmt: skip
+_LAB_ENTITY = re.compile(r"lab|test|result|specimen|sample|blood|patholog")
+_SERIES = ["The Harbour Detectives", "Northern Skies", "Kitchen Nights", "The Long Road North", "Glass City", "Winter Orchard", "The Quiet Coast", "The Cartographer's Daughter", "Signal Lost", "Midnight Market", "The Archivists", "Red Mountain Chronicles", "Saltwater", "The Last Lighthouse", "Paper Moons", "Small Hours"]  # fmt: skip
+_SERIAL_ENTITY = re.compile(r"title|book|show|episode|film|movie|podcast|comic|novel|season|volume")
 _FOLDERS = ["Contracts", "Invoices", "Reports", "Correspondence", "Archive", "Onboarding", "Legal", "Board Minutes", "Quarterly Reviews", "Receipts", "Drafts", "Shared/Finance"]  # fmt: skip
 _UNITS = ["each", "box", "case", "kg", "litre", "pack", "pallet", "hour", "metre", "dozen"]
 _WEATHER = ["Sunny, light wind", "Overcast", "Light rain", "Heavy rain, site paused", "Clear and cold", "Hot and humid", "Fog until mid-morning", "Gusty wind", "Snow showers", "Partly cloudy"]  # fmt: skip
@@ -803,6 +812,9 @@ def string_for(
     n = attr.name
     p = pools(world.locale)
     kind = _string_kind(n, is_person(entity))
+    domain_kind = _entity_string(n, entity, record, rng)
+    if domain_kind is not None:
+        return domain_kind
     if kind == "email":
         return email_for(world, rng, record)
     if kind == "token":
@@ -899,6 +911,28 @@ def string_for(
         if attr.type == "str"
         else f"{n.replace('_', ' ').capitalize()}."
     )
+
+
+def _entity_string(
+    name: str, entity: EntitySpec, record: Mapping[str, Any], rng: random.Random
+) -> str | None:
+    """Fields whose meaning depends on what the record is: a flashcard's term and its translation (the
+    same card's pair), a lab result's panel, a title's series, a version's label. None elsewhere."""
+    if _CARD_ENTITY.search(entity.name):
+        if _CARD_TERM.match(name):
+            return rng.choice(_CARDS)[0]
+        if _CARD_MEANING.match(name):
+            term = next(
+                (record[k] for k in record if _CARD_TERM.match(k) and isinstance(record[k], str)), None
+            )
+            return dict(_CARDS).get(term or "") or rng.choice(_CARDS)[1]
+    if re.fullmatch(r"(lab_|test_)?panel(_name)?", name) and _LAB_ENTITY.search(entity.name):
+        return rng.choice(_PANELS)
+    if re.fullmatch(r"series(_name|_title)?", name) and _SERIAL_ENTITY.search(entity.name):
+        return rng.choice(_SERIES)
+    if "version" in entity.name and name in ("label", "name", "version", "version_label", "tag"):
+        return f"v{rng.randint(1, 4)}.{rng.randint(0, 9)}"
+    return None
 
 
 def email_for(world: World, rng: random.Random, record: dict[str, Any]) -> str:

@@ -620,3 +620,27 @@ def test_periods_folders_and_chapters_read_as_such(attr: str, pattern: str) -> N
     values = {semantic_value(e.attributes[1], e, random.Random(seed), 1, World(), {}) for seed in range(12)}
     assert all(isinstance(v, str) and re.fullmatch(pattern, v) for v in values), values
     assert len(values) > 1
+
+
+def test_what_a_field_holds_follows_what_its_record_is() -> None:
+    """A flashcard's translation is its own term's; a lab result's panel is a lab panel; a version's label
+    a version; elsewhere the same names keep their usual values (an interview panel is no lab test)."""
+    from agentomnia.envs.semantic import _CARDS, _PANELS, _SERIES
+
+    card = _entity("review_card", _a("term"), _a("translation"))
+    pairs = dict(_CARDS)
+    for seed in range(10):
+        rng, record = random.Random(seed), {}
+        record["term"] = semantic_value(card.attributes[1], card, rng, 1, World(), record)
+        translation = semantic_value(card.attributes[2], card, rng, 1, World(), record)
+        assert pairs[record["term"]] == translation
+    lab = _entity("lab_result", _a("panel"))
+    assert semantic_value(lab.attributes[1], lab, random.Random(1), 1, World(), {}) in _PANELS
+    interview = _entity("interview", _a("panel"))
+    assert semantic_value(interview.attributes[1], interview, random.Random(1), 1, World(), {}) not in _PANELS
+    title = _entity("title", _a("series"))
+    assert semantic_value(title.attributes[1], title, random.Random(2), 1, World(), {}) in _SERIES
+    version = _entity("document_version", _a("label"))
+    assert re.fullmatch(
+        r"v\d\.\d", str(semantic_value(version.attributes[1], version, random.Random(3), 1, World(), {}))
+    )
