@@ -55,6 +55,7 @@ _PERSON_WORDS = (
     "|streamer|gamer|lead|prospect|freelancer|employer_contact|adopter|foster|sitter|walker|groomer|nanny"
     "|lessee|preparer|filer|sender|reader|listener|viewer|captain|sailor|seafarer|mariner|attendant|tour_guide"
     "|actor|dancer|singer|composer|hiker|angler|hunter|breeder|rancher|miner|cadet|recruit"
+    "|practitioner|dieter|nutritionist|coachee|new_hire|sales_rep|supporter|fundraiser"
 )
 PERSON_ENTITY = re.compile(rf"(^|_)({_PERSON_WORDS})(_(account|profile))?$")
 # Compounds whose last word is a person's role but whose records are machines or software
@@ -83,7 +84,8 @@ ORG_ATTR = re.compile(
 ORG_ENTITY = re.compile(
     r"(^|_)(company|vendor|supplier|carrier|partner|merchant|provider|agency|firm|bank|brand|publisher|lab"
     r"|laboratory|clinic|hospital|school|restaurant|hotel|insurer|payer|manufacturer|consultant|contractor"
-    r"|shop|store|airline|studio|sponsor|charity|organization|organisation|practice|pharmacy|corporate_client)$"
+    r"|shop|store|airline|studio|sponsor|charity|organization|organisation|practice|pharmacy|corporate_client"
+    r"|crm_account|business_account|employer|institution|university|college)$"
 )
 PLACE_ENTITY = re.compile(
     r"(^|_)(warehouse|site|location|branch|office|depot|facility|venue|room|building|campus|property|unit"
@@ -103,6 +105,31 @@ _CARD_MEANING = re.compile(r"^(translation|meaning|back|definition|gloss|answer)
 _PANELS = ["Complete blood count", "Basic metabolic panel", "Comprehensive metabolic panel", "Lipid panel", "Liver function panel", "Thyroid panel", "Renal function panel", "Coagulation panel", "Iron studies", "HbA1c", "Electrolyte panel", "Urinalysis", "Vitamin D", "Hepatitis panel"]  # fmt: skip
 _LAB_ENTITY = re.compile(r"lab|test|result|specimen|sample|blood|patholog")
 _SERIES = ["The Harbour Detectives", "Northern Skies", "Kitchen Nights", "The Long Road North", "Glass City", "Winter Orchard", "The Quiet Coast", "The Cartographer's Daughter", "Signal Lost", "Midnight Market", "The Archivists", "Red Mountain Chronicles", "Saltwater", "The Last Lighthouse", "Paper Moons", "Small Hours"]  # fmt: skip
+# What a field holds where the record's kind decides it: (entity pattern, field pattern, values).
+_BY_ENTITY: list[tuple[re.Pattern[str], re.Pattern[str], tuple[str, ...]]] = [
+    (re.compile(r"prescri|medication|dispens|pharma|treatment|patient"), re.compile(r"^(medication|medicine|drug|drug_name)$"),
+     ("Amoxicillin", "Atorvastatin", "Metformin", "Lisinopril", "Omeprazole", "Amlodipine", "Levothyroxine", "Sertraline", "Ibuprofen", "Paracetamol", "Salbutamol inhaler", "Prednisolone", "Cetirizine", "Losartan", "Doxycycline", "Insulin glargine")),
+    (re.compile(r"prescri|medication|dispens|pharma|dose|treatment"), re.compile(r"^(dose|dosage|strength)$"),
+     ("500 mg", "250 mg", "20 mg", "10 mg", "5 mg", "40 mg", "1 g", "2 puffs", "5 ml", "100 mcg", "850 mg", "75 mg")),
+    (re.compile(r"prescri|medication|dispens|pharma"), re.compile(r"^(sig|directions|dosing_instructions)$"),
+     ("Take 1 tablet by mouth twice daily", "Take 1 capsule three times a day with food", "Take 1 tablet at night", "Inhale 2 puffs when needed, up to 4 times a day", "Take 2 tablets every 6 hours as needed for pain", "Take 1 tablet each morning before breakfast", "Apply a thin layer twice daily")),
+    (re.compile(r"job|render|export|build|sync|import|run|task|transfer|upload|edit"), re.compile(r"^(error|error_message|failure_reason|last_error)$"),
+     ("Timed out after 600 seconds", "Source file not found", "Not enough disk space on the output volume", "Codec not supported: ProRes RAW", "Permission denied writing to the shared folder", "Connection reset by the remote host", "Checksum mismatch on chunk 14", "Out of memory while encoding")),
+    (re.compile(r"expense|reimburse|claim|receipt|trip|purchase"), re.compile(r"^(purpose|business_purpose|reason_for_expense)$"),
+     ("Client dinner", "Conference travel", "Team offsite lunch", "Software subscription", "Office supplies", "Training course fee", "Taxi to client site", "Hotel for sales visit", "Trade show booth")),
+    (re.compile(r"plant|crop|seed|garden|bed|harvest"), re.compile(r"^(variety|cultivar)$"),
+     ("Cherokee Purple", "San Marzano", "Kennebec", "Little Gem", "Detroit Dark Red", "Nantes", "Early Girl", "Sugar Snap", "Bright Lights", "Lacinato", "Sungold", "Charlotte")),
+    (re.compile(r"(^|_)(automation|routine|scene|smart_rule)s?$"), re.compile(r"^(name|title|label)$"),
+     ("Porch light at sunset", "Good morning", "Away mode when everyone leaves", "Night lock-up", "Heating off when windows open", "Movie time", "Water the garden at dawn", "Leak alert to phone", "Bedtime dim lights", "Arrive home")),
+    (re.compile(r"(^|_)meters?$"), re.compile(r"^(name|label)$"),
+     ("Main electricity meter", "Kitchen water meter", "Gas meter", "Garage sub-meter", "Solar generation meter", "Heat pump sub-meter", "Basement water meter", "EV charger meter")),
+    (re.compile(r"(^|_)(plan|tier|subscription_plan|membership_plan|pricing_plan)s?$"), re.compile(r"^(name|title|label)$"),
+     ("Basic", "Standard", "Premium", "Family", "Pro", "Starter", "Business", "Student", "Annual Plus", "Team")),
+    (re.compile(r"(^|_)(section|class_section|course_section)s?$"), re.compile(r"^(name|label|title)$"),
+     tuple(f"Section {c}" for c in "ABCDEFGH")),
+    (re.compile(r"aircraft|plane|fleet|airframe"), re.compile(r"^(fleet_type|aircraft_type|type_code|model)$"),
+     ("A320neo", "A321neo", "B737-800", "B737 MAX 8", "E190", "A350-900", "B787-9", "ATR 72-600", "Dash 8-400", "A220-300")),
+]  # fmt: skip
 _SERIAL_ENTITY = re.compile(r"title|book|show|episode|film|movie|podcast|comic|novel|season|volume")
 _FOLDERS = ["Contracts", "Invoices", "Reports", "Correspondence", "Archive", "Onboarding", "Legal", "Board Minutes", "Quarterly Reviews", "Receipts", "Drafts", "Shared/Finance"]  # fmt: skip
 _UNITS = ["each", "box", "case", "kg", "litre", "pack", "pallet", "hour", "metre", "dozen"]
@@ -613,7 +640,7 @@ _STRING_KINDS: list[tuple[str, str]] = [
         r"|(^|_)(headliner|supporting_acts?|performers?|artists?|speakers?|presenters?|attendees?|members?"
         r"|contributors?|authors?|attorneys?|lawyers?|counsel|participants?|assignees?|reviewers?|approvers?"
         r"|witness(es)?|invitees?|organi[sz]ers?|instructors?|coaches|coach|players?|cast|director|manager"
-        r"|coordinator|supervisor|officer|lead|counsel+or)(_name)?$",
+        r"|coordinator|supervisor|officer|lead|counsel+or)(_name)?$|(^|_)signature_name$|(^|_)signed_by_name$",
     ),
     ("company", ORG_ATTR.pattern),
     ("secondary", r"suite|apartment"),
@@ -932,6 +959,18 @@ def _entity_string(
         return rng.choice(_SERIES)
     if "version" in entity.name and name in ("label", "name", "version", "version_label", "tag"):
         return f"v{rng.randint(1, 4)}.{rng.randint(0, 9)}"
+    if re.fullmatch(r"(name|label|display_name)", name) and re.search(
+        r"(^|_)payment_methods?$|(^|_)cards?$", entity.name
+    ):
+        brand = rng.choice(("Visa", "Mastercard", "Amex", "Visa Debit"))
+        return f"{brand} ending {rng.randint(0, 9999):04d}"
+    if re.fullmatch(r"(name|cve_id|identifier)", name) and re.search(
+        r"(^|_)(cve|vulnerabilit(y|ie))s?$", entity.name
+    ):
+        return f"CVE-{rng.randint(2019, 2025)}-{rng.randint(1000, 49999)}"
+    for owner, field_name, values in _BY_ENTITY:
+        if field_name.match(name) and owner.search(entity.name):
+            return rng.choice(values)
     return None
 
 

@@ -644,3 +644,36 @@ def test_what_a_field_holds_follows_what_its_record_is() -> None:
     assert re.fullmatch(
         r"v\d\.\d", str(semantic_value(version.attributes[1], version, random.Random(3), 1, World(), {}))
     )
+
+
+@pytest.mark.parametrize(
+    ("entity", "attr", "pattern"),
+    [
+        ("prescription", "medication", r"[A-Z][a-z]+( inhaler| glargine)?"),
+        ("prescription", "dose", r"\d+ (mg|g|ml|mcg|puffs)"),
+        ("prescription", "sig", r"(Take|Inhale|Apply) .+"),
+        ("payment_method", "name", r"(Visa|Mastercard|Amex|Visa Debit) ending \d{4}"),
+        ("cve", "name", r"CVE-20\d\d-\d{4,5}"),
+        ("aircraft", "fleet_type", r"[A-Z].*\d.*"),
+        ("meter", "name", r".+ (meter|sub-meter)"),
+        ("subscription_plan", "name", r"[A-Z][a-z]+( Plus)?"),
+        ("render_job", "error", r"[A-Z].+"),
+        ("practitioner", "name", r"\S+ \S+.*"),
+    ],
+)
+def test_fields_the_record_kind_decides_read_as_that_kind(entity: str, attr: str, pattern: str) -> None:
+    """Where a record's kind says what a field holds (a prescription's dose, a payment method's card),
+    the value is that, never a 'Riverside Renewal' stand-in."""
+    from agentomnia.envs.semantic import QUALIFIERS
+
+    e = _entity(entity, _a(attr))
+    values = {str(semantic_value(e.attributes[1], e, random.Random(s), 1, World(), {})) for s in range(8)}
+    assert all(re.fullmatch(pattern, v) for v in values), values
+    assert not any(v.split()[0] in QUALIFIERS for v in values), values
+
+
+def test_a_fan_or_a_risk_profile_is_not_a_person() -> None:
+    from agentomnia.envs.semantic import person_entity
+
+    assert person_entity("practitioner") and person_entity("sales_rep")
+    assert not person_entity("ceiling_fan") and not person_entity("risk_profile")
