@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -97,6 +98,113 @@ class LLMAgent:
 def _first_sentence(text: str) -> str:
     sentence = text.strip().split(". ")[0].rstrip(".")
     return sentence[:1].lower() + sentence[1:] if sentence else "do the next step"
+
+
+_VERBS = frozenset(
+    [
+        "get",
+        "list",
+        "find",
+        "search",
+        "fetch",
+        "retrieve",
+        "return",
+        "create",
+        "add",
+        "update",
+        "delete",
+        "remove",
+        "set",
+        "mark",
+        "cancel",
+        "end",
+        "stop",
+        "start",
+        "rate",
+        "book",
+        "assign",
+        "record",
+        "register",
+        "open",
+        "close",
+        "send",
+        "check",
+        "schedule",
+        "move",
+        "approve",
+        "reject",
+        "submit",
+        "upload",
+        "download",
+        "show",
+        "view",
+        "read",
+        "post",
+        "place",
+        "track",
+        "log",
+        "issue",
+        "refund",
+        "pay",
+        "apply",
+        "change",
+        "edit",
+        "modify",
+        "reserve",
+        "confirm",
+        "complete",
+        "archive",
+        "restore",
+        "generate",
+        "calculate",
+        "compute",
+        "count",
+        "export",
+        "import",
+        "link",
+        "unlink",
+        "transfer",
+        "enroll",
+        "invite",
+        "publish",
+        "pause",
+        "resume",
+        "look",
+        "query",
+        "lookup",
+        "replace",
+        "patch",
+        "reset",
+        "renew",
+        "release",
+        "resolve",
+        "escalate",
+        "flag",
+        "dispatch",
+    ]
+)
+
+
+def _verb(word: str) -> str | None:
+    """`Returns` -> `return`, `lists` -> `list`, `Get` -> `get`; None for a word that is no such verb."""
+    w = word.lower()
+    for base in (w, w[:-1] if w.endswith("s") else "", w[:-2] if w.endswith("es") else ""):
+        if base in _VERBS:
+            return base
+    return None
+
+
+def _purpose(description: str, tool: str) -> str:
+    """What a call is for, as the end of "Next I call `x` to ...": the description's first sentence
+    where it opens with a verb ("get a pet by id"), else the tool name's verb before it ("list episodes
+    of a series by season" for `list_episodes` described as "Episodes of a series by season")."""
+    sentence = _first_sentence(description)
+    head, _, rest = sentence.partition(" ")
+    verb = _verb(head)
+    if verb is not None:
+        return f"{verb} {rest}".strip()
+    named = _verb(re.split(r"[_\W]|(?<=[a-z])(?=[A-Z])", tool)[0] or "")
+    return f"{named or 'look up'} {sentence}" if description.strip() else "do the next step"
 
 
 def _stem(table: str) -> str:
@@ -331,7 +439,7 @@ class OfflineTeacher:
                 ),
                 "",
             )
-            reason = f"{prefix}Next I call `{call.tool}` to {_first_sentence(description)}, with {self._argument_notes(call, evidence)}."
+            reason = f"{prefix}Next I call `{call.tool}` to {_purpose(description, call.tool)}, with {self._argument_notes(call, evidence)}."
             self._pending = ("plan", self._next)
             self._next += 1
             return self._call_message(reason, call.tool, call.args)

@@ -12,6 +12,7 @@ rejected instead of making the task's grading order-dependent.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -89,6 +90,26 @@ class Generated:
     dag: AugmentedDAG = field(default_factory=AugmentedDAG)
     mentioned: set[tuple[str, str]] = field(default_factory=set)
     chains_run: list[list[str]] = field(default_factory=list)
+
+
+_EDIT_VERBS = frozenset(
+    {"", "update", "edit", "modify", "change", "set", "patch", "put", "save", "upsert", "amend"}
+)
+
+
+def operation_clause(tool: ToolSpec, entity: EntitySpec, phrase: str) -> str | None:
+    """How a person asks for a domain operation on one record: its description's first clause with the
+    record put in ("Pay citation CIT-003", "Approve package review PAC-002 and record when it was
+    decided"). None for a plain edit, whose request names the fields instead."""
+    verb = re.split(r"[_\W]|(?<=[a-z])(?=[A-Z])", tool.name)[0].lower()
+    sentence = re.split(r"(?<=[.;:])\s|;", tool.description.strip())[0].strip().rstrip(".;:")
+    if verb in _EDIT_VERBS or not sentence or "refused" in sentence.lower():
+        return None
+    noun = words(entity.name)
+    found = re.search(rf"\b(an?|the|one)\s+(?:[\w-]+\s+){{0,3}}?{re.escape(noun)}\b", sentence, re.IGNORECASE)
+    if found is None:
+        return f"{sentence[:1].lower() + sentence[1:]} for {phrase}"
+    return sentence[: found.start()] + phrase + sentence[found.end() :]
 
 
 def _is_key(value: Any) -> bool:
@@ -932,7 +953,13 @@ class Generator:
             ]
             its = _listing([f"its {f} is {v}" for f, v in set_fields])
             upper = phrase[:1].upper() + phrase[1:]
-            if op == "update":
+            operation = operation_clause(tool, entity, phrase) if op == "update" else None
+            if operation is not None:
+                # a domain operation (end playback, pay a citation) is asked for as itself, not as an
+                # edit of the fields it happens to take
+                clause = operation[:1].upper() + operation[1:] + "."
+                self.out.clauses.append(clause[:-1] + f", and make sure {its}." if its else clause)
+            elif op == "update":
                 text = choose(
                     (
                         "Change the {d} on {p}.",

@@ -86,3 +86,40 @@ def test_a_chain_that_comes_back_to_a_named_record_calls_it_by_its_handle() -> N
     assert gen._named(entity, "PLA-002") is None  # another plan keeps its own description
     gen.out.clauses.append("Take the plan named 'Family'.")  # another plan was named since
     assert gen._named(entity, "PLA-001") is None
+
+
+def test_a_domain_operation_is_asked_for_as_itself() -> None:
+    """'End playback' is not 'update its device': a tool that does more than edit fields is asked for by
+    its own description, with the record put where the description names one."""
+    from types import SimpleNamespace
+
+    from agentomnia.tasks.dag.generate import operation_clause
+
+    def clause(name: str, description: str, entity: str, phrase: str) -> str | None:
+        return operation_clause(
+            SimpleNamespace(name=name, description=description),  # type: ignore[arg-type]
+            SimpleNamespace(name=entity),  # type: ignore[arg-type]
+            phrase,
+        )
+
+    assert clause(
+        "pay_citation", "Pay a citation. Also sets the status to paid.", "citation", "citation CIT-3"
+    ) == ("Pay citation CIT-3")
+    assert (
+        clause("check_in_attendee", "Check an attendee in.", "attendee", "that attendee")
+        == "Check that attendee in"
+    )
+    assert (
+        clause(
+            "decide_package_review",
+            "Approve a pending package review and record when.",
+            "package_review",
+            "it",
+        )
+        == "Approve it and record when"
+    )
+    assert (
+        clause("stop_stream", "End playback.", "stream_session", "stream STR-7")
+        == "end playback for stream STR-7"
+    )
+    assert clause("update_plan_item", "Change fields of a plan item.", "plan_item", "that plan item") is None
