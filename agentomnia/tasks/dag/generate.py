@@ -11,6 +11,7 @@ rejected instead of making the task's grading order-dependent.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -110,6 +111,17 @@ def operation_clause(tool: ToolSpec, entity: EntitySpec, phrase: str) -> str | N
     if found is None:
         return f"{sentence[:1].lower() + sentence[1:]} for {phrase}"
     return sentence[: found.start()] + phrase + sentence[found.end() :]
+
+
+def round_figure(value: float, near: int) -> int:
+    """The level a person would check a figure against: a count or a small number as it is, a larger
+    one as a round figure on the side of `value` that `near` lies on (1,586 is checked against 1,500
+    or 2,000, never 1,584)."""
+    if abs(value) < 20:
+        return near
+    step = 10 ** math.floor(math.log10(abs(value))) / 2
+    low, high = math.floor(value / step) * step, math.ceil(value / step) * step
+    return int(high if near > value or low == value and near == value else low)
 
 
 def _is_key(value: Any) -> bool:
@@ -1244,6 +1256,7 @@ class Generator:
             threshold = (
                 round(a.value) if self.rng.random() < 0.5 else round(a.value) + self.rng.choice((-2, 1, 3))
             )
+            threshold = round_figure(a.value, threshold)
             if a.value >= 0:  # nobody asks whether a count or an amount is at least 0 or -2
                 threshold = max(threshold, 1)
             text = self.wording.choice(

@@ -123,3 +123,11 @@ def test_a_domain_operation_is_asked_for_as_itself() -> None:
         == "end playback for stream STR-7"
     )
     assert clause("update_plan_item", "Change fields of a plan item.", "plan_item", "that plan item") is None
+
+
+def test_a_figure_is_checked_against_a_round_level() -> None:
+    from agentomnia.tasks.dag.generate import round_figure
+
+    assert round_figure(1586, 1584) == 1500 and round_figure(1586, 1589) == 2000  # not 1,584 or 1,589
+    assert round_figure(134.75, 133) == 100 and round_figure(134.75, 135) == 150
+    assert round_figure(7, 5) == 5 and round_figure(250, 250) == 250  # small counts and round figures stay
