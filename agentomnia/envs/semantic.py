@@ -99,11 +99,12 @@ _TEAMS = ["Platform", "Payments", "Checkout", "Search", "Data Infrastructure", "
 _INDUSTRIES = ["Manufacturing", "Healthcare", "Retail", "Logistics", "Software", "Construction", "Hospitality", "Financial Services", "Energy", "Agriculture", "Education", "Telecommunications", "Real Estate", "Media", "Automotive"]  # fmt: skip
 # Flashcards of a language course: the term and what it means, kept together on one card.
 _CARDS = [("la cuenta", "the bill"), ("el tren", "the train"), ("la biblioteca", "the library"), ("el mercado", "the market"), ("la llave", "the key"), ("el aeropuerto", "the airport"), ("la farmacia", "the pharmacy"), ("el desayuno", "breakfast"), ("la cena", "dinner"), ("el billete", "the ticket"), ("la playa", "the beach"), ("el hermano", "the brother"), ("la semana", "the week"), ("mañana", "tomorrow"), ("ayer", "yesterday"), ("barato", "cheap"), ("caro", "expensive"), ("la ventana", "the window"), ("el trabajo", "work"), ("la ciudad", "the city"), ("el coche", "the car"), ("la calle", "the street"), ("el médico", "the doctor"), ("la lluvia", "the rain"), ("el vaso", "the glass"), ("la cuchara", "the spoon"), ("el cumpleaños", "the birthday"), ("despacio", "slowly"), ("siempre", "always"), ("el reloj", "the watch")]  # fmt: skip
-_CARD_ENTITY = re.compile(r"card|vocab|flash|glossary|lexicon|word|phrase")
+_CARD_ENTITY = re.compile(
+    r"(^|_)((flash|review_|study_)?cards?|vocab\w*|glossar(y|ies)|lexicons?|words?|phrases?)(_|$)"
+)
 _CARD_TERM = re.compile(r"^(term|word|front|phrase|expression|prompt)$")
 _CARD_MEANING = re.compile(r"^(translation|meaning|back|definition|gloss|answer)$")
 _PANELS = ["Complete blood count", "Basic metabolic panel", "Comprehensive metabolic panel", "Lipid panel", "Liver function panel", "Thyroid panel", "Renal function panel", "Coagulation panel", "Iron studies", "HbA1c", "Electrolyte panel", "Urinalysis", "Vitamin D", "Hepatitis panel"]  # fmt: skip
-_LAB_ENTITY = re.compile(r"lab|test|result|specimen|sample|blood|patholog")
 _SERIES = ["The Harbour Detectives", "Northern Skies", "Kitchen Nights", "The Long Road North", "Glass City", "Winter Orchard", "The Quiet Coast", "The Cartographer's Daughter", "Signal Lost", "Midnight Market", "The Archivists", "Red Mountain Chronicles", "Saltwater", "The Last Lighthouse", "Paper Moons", "Small Hours"]  # fmt: skip
 # What a field holds where the record's kind decides it: (entity pattern, field pattern, values).
 _BY_ENTITY: list[tuple[re.Pattern[str], re.Pattern[str], tuple[str, ...]]] = [
@@ -121,16 +122,19 @@ _BY_ENTITY: list[tuple[re.Pattern[str], re.Pattern[str], tuple[str, ...]]] = [
      ("Cherokee Purple", "San Marzano", "Kennebec", "Little Gem", "Detroit Dark Red", "Nantes", "Early Girl", "Sugar Snap", "Bright Lights", "Lacinato", "Sungold", "Charlotte")),
     (re.compile(r"(^|_)(automation|routine|scene|smart_rule)s?$"), re.compile(r"^(name|title|label)$"),
      ("Porch light at sunset", "Good morning", "Away mode when everyone leaves", "Night lock-up", "Heating off when windows open", "Movie time", "Water the garden at dawn", "Leak alert to phone", "Bedtime dim lights", "Arrive home")),
-    (re.compile(r"(^|_)meters?$"), re.compile(r"^(name|label)$"),
+    (re.compile(r"^(utility_|energy_|smart_|sub_)?meters?$"), re.compile(r"^(name|label)$"),
      ("Main electricity meter", "Kitchen water meter", "Gas meter", "Garage sub-meter", "Solar generation meter", "Heat pump sub-meter", "Basement water meter", "EV charger meter")),
-    (re.compile(r"(^|_)(plan|tier|subscription_plan|membership_plan|pricing_plan)s?$"), re.compile(r"^(name|title|label)$"),
+    (re.compile(r"^(plan|tier|subscription_plan|membership_plan|pricing_plan|service_plan)s?$"), re.compile(r"^(name|title|label)$"),
      ("Basic", "Standard", "Premium", "Family", "Pro", "Starter", "Business", "Student", "Annual Plus", "Team")),
-    (re.compile(r"(^|_)(section|class_section|course_section)s?$"), re.compile(r"^(name|label|title)$"),
+    (re.compile(r"^(section|class_section|course_section)s?$"), re.compile(r"^(name|label|title)$"),
      tuple(f"Section {c}" for c in "ABCDEFGH")),
+    (re.compile(r"lab|test|result|specimen|sample|blood|patholog"), re.compile(r"^(lab_|test_)?panel(_name)?$"),
+     tuple(_PANELS)),
+    (re.compile(r"title|book|show|episode|film|movie|podcast|comic|novel|season|volume"),
+     re.compile(r"^series(_name|_title)?$"), tuple(_SERIES)),
     (re.compile(r"aircraft|plane|fleet|airframe"), re.compile(r"^(fleet_type|aircraft_type|type_code|model)$"),
      ("A320neo", "A321neo", "B737-800", "B737 MAX 8", "E190", "A350-900", "B787-9", "ATR 72-600", "Dash 8-400", "A220-300")),
 ]  # fmt: skip
-_SERIAL_ENTITY = re.compile(r"title|book|show|episode|film|movie|podcast|comic|novel|season|volume")
 _FOLDERS = ["Contracts", "Invoices", "Reports", "Correspondence", "Archive", "Onboarding", "Legal", "Board Minutes", "Quarterly Reviews", "Receipts", "Drafts", "Shared/Finance"]  # fmt: skip
 _UNITS = ["each", "box", "case", "kg", "litre", "pack", "pallet", "hour", "metre", "dozen"]
 _WEATHER = ["Sunny, light wind", "Overcast", "Light rain", "Heavy rain, site paused", "Clear and cold", "Hot and humid", "Fog until mid-morning", "Gusty wind", "Snow showers", "Partly cloudy"]  # fmt: skip
@@ -944,7 +948,8 @@ def _entity_string(
     name: str, entity: EntitySpec, record: Mapping[str, Any], rng: random.Random
 ) -> str | None:
     """Fields whose meaning depends on what the record is: a flashcard's term and its translation (the
-    same card's pair), a lab result's panel, a title's series, a version's label. None elsewhere."""
+    same card's pair), a version's label, a card's name, a CVE's id, and the values `_BY_ENTITY` lists
+    (a lab result's panel, a prescription's dose ...). None elsewhere."""
     if _CARD_ENTITY.search(entity.name):
         if _CARD_TERM.match(name):
             return rng.choice(_CARDS)[0]
@@ -953,10 +958,6 @@ def _entity_string(
                 (record[k] for k in record if _CARD_TERM.match(k) and isinstance(record[k], str)), None
             )
             return dict(_CARDS).get(term or "") or rng.choice(_CARDS)[1]
-    if re.fullmatch(r"(lab_|test_)?panel(_name)?", name) and _LAB_ENTITY.search(entity.name):
-        return rng.choice(_PANELS)
-    if re.fullmatch(r"series(_name|_title)?", name) and _SERIAL_ENTITY.search(entity.name):
-        return rng.choice(_SERIES)
     if "version" in entity.name and name in ("label", "name", "version", "version_label", "tag"):
         return f"v{rng.randint(1, 4)}.{rng.randint(0, 9)}"
     if re.fullmatch(r"(name|label|display_name)", name) and re.search(

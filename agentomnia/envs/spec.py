@@ -126,9 +126,9 @@ class EntitySpec(BaseModel):
                 return a
         from agentomnia.taxonomy.vocab import PLACE_FIELD, free_text
 
-        # else a short value that tells records apart: not a sentence (a note, a reason), an address,
-        # an e-mail, a phone or a link; never who last touched it (`changed_by` names a person, not
-        # the setpoint) or a link, e-mail or phone, which leaves a record with nothing better known by its id
+        # else a short value that tells records apart, never who last touched it (`changed_by` names a
+        # person, not the setpoint) nor a link, e-mail or phone: a plain value first, then a sentence (a
+        # note, a reason) or an address; a record with none of these is known by its id
         texts = [
             a
             for a in self.attributes

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from agentomnia.llm.protocol import LLM
 from agentomnia.sandbox.bundle import Bundle
+from agentomnia.tasks.dag.describe import lead_word
 from agentomnia.tasks.models import ReferenceCall, Task
 from agentomnia.trajectories.evidence import (
     ID_PATTERN,
@@ -100,89 +100,7 @@ def _first_sentence(text: str) -> str:
     return sentence[:1].lower() + sentence[1:] if sentence else "do the next step"
 
 
-_VERBS = frozenset(
-    [
-        "get",
-        "list",
-        "find",
-        "search",
-        "fetch",
-        "retrieve",
-        "return",
-        "create",
-        "add",
-        "update",
-        "delete",
-        "remove",
-        "set",
-        "mark",
-        "cancel",
-        "end",
-        "stop",
-        "start",
-        "rate",
-        "book",
-        "assign",
-        "record",
-        "register",
-        "open",
-        "close",
-        "send",
-        "check",
-        "schedule",
-        "move",
-        "approve",
-        "reject",
-        "submit",
-        "upload",
-        "download",
-        "show",
-        "view",
-        "read",
-        "post",
-        "place",
-        "track",
-        "log",
-        "issue",
-        "refund",
-        "pay",
-        "apply",
-        "change",
-        "edit",
-        "modify",
-        "reserve",
-        "confirm",
-        "complete",
-        "archive",
-        "restore",
-        "generate",
-        "calculate",
-        "compute",
-        "count",
-        "export",
-        "import",
-        "link",
-        "unlink",
-        "transfer",
-        "enroll",
-        "invite",
-        "publish",
-        "pause",
-        "resume",
-        "look",
-        "query",
-        "lookup",
-        "replace",
-        "patch",
-        "reset",
-        "renew",
-        "release",
-        "resolve",
-        "escalate",
-        "flag",
-        "dispatch",
-    ]
-)
+_VERBS = frozenset({"get", "list", "find", "search", "fetch", "retrieve", "return", "create", "add", "update", "delete", "remove", "set", "mark", "cancel", "end", "stop", "start", "rate", "book", "assign", "record", "register", "open", "close", "send", "check", "schedule", "move", "approve", "reject", "submit", "upload", "download", "show", "view", "read", "post", "place", "track", "log", "issue", "refund", "pay", "apply", "change", "edit", "modify", "reserve", "confirm", "complete", "archive", "restore", "generate", "calculate", "compute", "count", "export", "import", "link", "unlink", "transfer", "enroll", "invite", "publish", "pause", "resume", "look", "query", "lookup", "replace", "patch", "reset", "renew", "release", "resolve", "escalate", "flag", "dispatch"})  # fmt: skip
 
 
 def _verb(word: str) -> str | None:
@@ -203,7 +121,7 @@ def _purpose(description: str, tool: str) -> str:
     verb = _verb(head)
     if verb is not None:
         return f"{verb} {rest}".strip()
-    named = _verb(re.split(r"[_\W]|(?<=[a-z])(?=[A-Z])", tool)[0] or "")
+    named = _verb(lead_word(tool))
     return f"{named or 'look up'} {sentence}" if description.strip() else "do the next step"
 
 

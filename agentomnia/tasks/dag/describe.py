@@ -27,6 +27,17 @@ def words(name: str) -> str:
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])(?=[a-z])")
 
 
+def is_state_word(word: str) -> bool:
+    """Whether a yes/no field's word says a state a record is in ("opened", "active"), so it is said
+    as "it is opened" / "mark it opened" rather than as a setting turned on."""
+    return word.endswith("ed") or word in ("open", "due", "active", "enabled", "available")
+
+
+def lead_word(name: str) -> str:
+    """The first word of a name, lower-cased: `list_episodes` and `listEpisodes` -> `list`."""
+    return words(name).partition(" ")[0].lower()
+
+
 # Unit suffixes of field names (`water_temp_c`, `long_edge_px`) and how a person writes the unit.
 UNITS = {
     "c": "°C", "f": "°F", "k": "K", "kmh": "km/h", "kph": "km/h", "mph": "mph", "pct": "%",

@@ -29,7 +29,16 @@ from agentomnia.envs.state import make_value, world_for
 from agentomnia.envs.values import as_declared
 from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
-from agentomnia.tasks.dag.describe import cue, describe_record, field_label, plural, said, say, words
+from agentomnia.tasks.dag.describe import (
+    cue,
+    describe_record,
+    field_label,
+    lead_word,
+    plural,
+    said,
+    say,
+    words,
+)
 from agentomnia.tasks.dag.graph import carries_value, edge_data
 from agentomnia.tasks.dag.phrasing import (
     article,
@@ -102,7 +111,7 @@ def operation_clause(tool: ToolSpec, entity: EntitySpec, phrase: str) -> str | N
     """How a person asks for a domain operation on one record: its description's first clause with the
     record put in ("Pay citation CIT-003", "Approve package review PAC-002 and record when it was
     decided"). None for a plain edit, whose request names the fields instead."""
-    verb = re.split(r"[_\W]|(?<=[a-z])(?=[A-Z])", tool.name)[0].lower()
+    verb = lead_word(tool.name)
     sentence = re.split(r"(?<=[.;:])\s|;", tool.description.strip())[0].strip().rstrip(".;:")
     if verb in _EDIT_VERBS or not sentence or "refused" in sentence.lower():
         return None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from agentomnia.tasks.dag.describe import words
+from agentomnia.tasks.dag.describe import is_state_word, words
 
 _CONTEXT = (
     "This is about {p}.",
@@ -108,7 +108,7 @@ def flag_question(subject: str, flag: str) -> str:
     if " " not in name:
         return f"whether {subject} is {name}"
     head, _, last = name.rpartition(" ")
-    if last.endswith("ed") or last in ("open", "due", "active", "enabled", "available"):
+    if is_state_word(last):
         plural = head.endswith("s") and not head.endswith(("ss", "us", "is"))
         return f"whether {possessive(subject, head)} {'are' if plural else 'is'} {last}"
     return f"whether {subject} has {name} turned on"

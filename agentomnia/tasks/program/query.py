@@ -12,7 +12,7 @@ import random
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.records import content_hash
-from agentomnia.tasks.dag.describe import field_label, words
+from agentomnia.tasks.dag.describe import field_label, is_state_word, words
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.program.plan import Predicate, ProgramPlan
 from agentomnia.tasks.wording import opening
@@ -60,7 +60,7 @@ def _flag_action(attr: str, on: bool, digest: str) -> str:
     """A yes/no field set the way a person says it: "mark it opened", "mark it as not verified", "turn
     its away mode on" (never "set its opened to yes")."""
     name = words(attr).removeprefix("is ")
-    if " " not in name and (name.endswith("ed") or name in ("active", "open", "due", "available", "enabled")):
+    if " " not in name and is_state_word(name):
         return _pick(digest, "action", ("mark it {n}", "mark it as {n}")).format(
             n=name if on else f"not {name}"
         )
