@@ -459,6 +459,17 @@ def cmd_bench_sandbox(args: argparse.Namespace) -> Result:
     return result, format_table(result)
 
 
+def cmd_bench_sessions(args: argparse.Namespace) -> Result:
+    from agentomnia.sandbox.bench import format_sessions, run_sessions_bench
+
+    if args.n < 1 or args.calls < 1:
+        raise CLIError("--n and --calls must be at least 1")
+    result = run_sessions_bench(
+        n=args.n, calls_per_session=args.calls, workers=args.workers, threads=args.threads
+    )
+    return result, format_sessions(result)
+
+
 def cmd_bench_envs(args: argparse.Namespace) -> Result:
     from agentomnia.envs.bench import format_envs_bench, run_envs_bench
 
@@ -977,6 +988,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--sessions", type=int, default=8)
     p.add_argument("--workers", type=int, default=2)
+    p = verb(
+        bench, "sessions", cmd_bench_sessions,
+        "N sessions open at once: open and call latency (p50/p99), calls/s and memory per session",
+    )  # fmt: skip
+    p.add_argument("--n", type=int, default=1024, help="sessions open at the same time")
+    p.add_argument("--calls", type=int, default=20, help="calls each session makes")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--threads", type=int, default=32, help="client threads driving the sessions")
     p = verb(
         bench, "envs", cmd_bench_envs, "environments built and verified per minute on the shipped corpus"
     )
