@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -103,6 +105,7 @@ class WorkerProcess:
         self.log_path = scratch / f"w{slot}-{generation}.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: Connection | None = None
+        self.poller: select.poll | None = None  # made once per connection; a wait per request costs less
         self.containment: dict[str, Any] = {}
         self.pid = 0
 
@@ -150,6 +153,8 @@ class WorkerProcess:
             )
         child_sock.close()
         self.conn = Connection(parent_sock.detach())
+        self.poller = select.poll()
+        self.poller.register(self.conn.fileno(), select.POLLIN)
 
     def wait_ready(self) -> None:
         assert self.conn is not None and self.proc is not None
@@ -175,7 +180,7 @@ class WorkerProcess:
             raise _Dead(None, False, "worker is not running")
         try:
             conn.send_bytes(payload)
-            if not conn.poll(timeout):
+            if not self.reply_within(timeout):
                 self.kill()
                 raise _Dead(proc.returncode, True)
             return conn.recv_bytes(_MAX_REPLY_BYTES)
@@ -185,6 +190,14 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
             raise _Dead(proc.returncode, False, str(exc)) from None
+
+    def reply_within(self, timeout: float) -> bool:
+        """Whether the worker answers (or hangs up) within `timeout` seconds; the same as
+        `Connection.poll` without building a selector for every request."""
+        if self.poller is None:
+            return self.conn is not None and self.conn.poll(timeout)
+        milliseconds = min(max(math.ceil(timeout * 1000), 0), 2**31 - 1)
+        return bool(self.poller.poll(milliseconds))
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -198,6 +211,7 @@ class WorkerProcess:
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+            self.poller = None
 
     def rss_bytes(self) -> int:
         try:

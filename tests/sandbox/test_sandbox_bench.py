@@ -25,6 +25,7 @@ def test_small_benchmark_reports_all_figures() -> None:
     big = result["config"]["tau2_size_state"]
     assert (big["customers"], big["orders"]) == (500, 1000) and big["json_bytes"] > 500_000
     assert result["calls_per_s"]["tau2_size_call_calls_per_s"] > 0
+    assert result["calls_per_s"]["tau2_size_get_order_calls_per_s"] > 0
     assert (
         result["latency_ms"]["tau2_size_reset_ms"] > 0 and result["latency_ms"]["tau2_size_state_hash_ms"] > 0
     )
