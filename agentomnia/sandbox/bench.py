@@ -15,7 +15,9 @@ ids, wrong order state), which exercises rollback.
 from __future__ import annotations
 
 import copy
+import json
 import os
+import random
 import statistics
 import textwrap
 import threading
@@ -24,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentomnia.sandbox.fixtures import FixtureName, fixture_bundle
+from agentomnia.sandbox.fixtures.generate import shop_s0
 from agentomnia.sandbox.local import open_local
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.sandbox.session import Session
@@ -258,13 +261,9 @@ def _unguarded_runner(
 def _tau2_sized(
     sandbox: Sandbox, bundle: Any, repeats: int, seed: int
 ) -> tuple[dict[str, float], dict[str, float], int]:
-    """The shop at tau2-bench retail's size in one isolated session: order look-ups one call per
-    round trip and batched, reset, and a fresh state hash (tau2 hashes on every check)."""
-    import json
-    import random
-
-    from agentomnia.sandbox.fixtures.generate import shop_s0
-
+    """The shop at tau2-bench retail's size in one isolated session: customer and order look-ups
+    one call per round trip, order look-ups batched, reset, and a fresh state hash (tau2 hashes on
+    every check)."""
     state = shop_s0(customers_n=TAU2_CUSTOMERS, orders_n=TAU2_ORDERS)
     orders = sorted(state["orders"])
     rng = random.Random(seed)
@@ -299,12 +298,16 @@ def _tau2_sized(
     return rates, latency, len(json.dumps(state))
 
 
+def _workers_rss(sandbox: Sandbox) -> int:
+    return sum(worker["rss_bytes"] for worker in sandbox.stats()["workers"])
+
+
 def _memory_per_env(sandbox: Sandbox, bundle: Any, count: int) -> float:
-    before = sum(worker["rss_bytes"] for worker in sandbox.stats()["workers"])
+    before = _workers_rss(sandbox)
     extra = [sandbox.open(bundle) for _ in range(count)]
     for session in extra:
         session.call("list_products", {})
-    after = sum(worker["rss_bytes"] for worker in sandbox.stats()["workers"])
+    after = _workers_rss(sandbox)
     for session in extra:
         session.close()
     return max(after - before, 0) / count / (1024 * 1024)
@@ -329,7 +332,7 @@ def run_sessions_bench(
     threads = max(1, min(threads, n))
     with Sandbox(workers=workers, idle_timeout_s=0, max_sessions=n) as sandbox:
         sandbox.open(bundle).close()  # ships the bundle once, so opens below measure sessions only
-        workers_before = sum(worker["rss_bytes"] for worker in sandbox.stats()["workers"])
+        workers_before = _workers_rss(sandbox)
         client_before = _rss_bytes()
         sessions: list[Session] = []
         open_ms: list[float] = []
@@ -372,10 +375,9 @@ def run_sessions_bench(
             for thread in pool:
                 thread.join()
         calls_s = time.perf_counter() - started
-        stats = sandbox.stats()
-        workers_after = sum(worker["rss_bytes"] for worker in stats["workers"])
+        workers_after = _workers_rss(sandbox)
         client_after = _rss_bytes()
-        live = stats["sessions"]
+        live = len(sandbox.sessions())
         started = time.perf_counter()
         for session in sessions:
             session.close()

@@ -105,7 +105,7 @@ class WorkerProcess:
         self.log_path = scratch / f"w{slot}-{generation}.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: Connection | None = None
-        self.poller: select.poll | None = None  # made once per connection; a wait per request costs less
+        self.poller: select.poll | None = None  # waits for the worker's reply on `conn`
         self.containment: dict[str, Any] = {}
         self.pid = 0
 
@@ -175,12 +175,13 @@ class WorkerProcess:
         self.containment = hello.get("containment", {})
 
     def request(self, payload: bytes, timeout: float) -> bytes:
-        conn, proc = self.conn, self.proc
-        if conn is None or proc is None:
+        conn, proc, poller = self.conn, self.proc, self.poller
+        if conn is None or proc is None or poller is None:
             raise _Dead(None, False, "worker is not running")
         try:
             conn.send_bytes(payload)
-            if not self.reply_within(timeout):
+            # One poll object per connection: Connection.poll would build a selector every time.
+            if not poller.poll(_milliseconds(timeout)):
                 self.kill()
                 raise _Dead(proc.returncode, True)
             return conn.recv_bytes(_MAX_REPLY_BYTES)
@@ -190,14 +191,6 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
             raise _Dead(proc.returncode, False, str(exc)) from None
-
-    def reply_within(self, timeout: float) -> bool:
-        """Whether the worker answers (or hangs up) within `timeout` seconds; the same as
-        `Connection.poll` without building a selector for every request."""
-        if self.poller is None:
-            return self.conn is not None and self.conn.poll(timeout)
-        milliseconds = min(max(math.ceil(timeout * 1000), 0), 2**31 - 1)
-        return bool(self.poller.poll(milliseconds))
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -459,3 +452,8 @@ def replay_message(record: SessionRecord) -> dict[str, Any]:
         "configs": {key: dict(value) for key, value in record.configs.items()},
         "cpu_extra": len(record.history) * 0.05,
     }
+
+
+def _milliseconds(timeout: float) -> int:
+    """A timeout in seconds as `poll` takes it: whole milliseconds, rounded up, within an int."""
+    return math.ceil(min(max(timeout, 0.0), 2_000_000.0) * 1000)
