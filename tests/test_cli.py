@@ -70,3 +70,14 @@ def test_scale_options_are_checked_before_anything_runs(home: Path) -> None:
     assert proc.returncode != 0 and "--envs must be at least 1" in proc.stderr
     proc = _cli("run", "--environments", "5", home=home)
     assert proc.returncode != 0 and "use it with --scale paper" in proc.stderr
+
+
+def test_init_leaves_the_knowledge_base_and_domain_vectors_cached(home: Path) -> None:
+    from agentomnia.embeddings import MINILM_DIM, MINILM_NAME, VectorCache
+
+    proc = _cli("init", "--json", home=home, timeout_s=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["caches_s"] > 0
+    # the next command that places a seed on the taxonomy finds all 354 domains already embedded
+    assert len(VectorCache(home / "cache" / "embeddings" / MINILM_NAME, MINILM_DIM)) >= 354
+    assert list((home / "cache").glob("knowledge/*.pickle"))

@@ -69,3 +69,37 @@ def test_nearest_orders_by_cosine_and_breaks_ties_by_position() -> None:
         nearest(np.ones((1, 3)), corpus, k=1)
     with pytest.raises(ValueError, match="k must be at least 1"):
         nearest(corpus, corpus, k=0)
+
+
+def test_the_numpy_forward_pass_gives_the_torch_model_s_vectors() -> None:
+    from agentomnia.embeddings import NumpyMiniLM, _load_sentence_transformer, packaged_model_path
+
+    path = packaged_model_path()
+    texts = [
+        "refund a damaged parcel",
+        "Ok",  # shorter than the others: its padding must not count
+        # past 128 word pieces: both paths cut it at the same place
+        " ".join(f"step {i}: scan the pallet label and confirm the dock door" for i in range(30)),
+    ]
+    torch_vectors = _load_sentence_transformer(path, "cpu").encode(
+        texts, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+    )
+    numpy_vectors = NumpyMiniLM(path).encode(texts)
+    assert numpy_vectors.shape == (3, 384) and numpy_vectors.dtype == np.float32
+    assert np.abs(numpy_vectors - torch_vectors).max() < 1e-5
+
+
+def test_a_few_texts_are_embedded_without_importing_torch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from agentomnia.embeddings import MiniLMEmbedder\n"
+        f"vectors = MiniLMEmbedder(cache_dir={str(tmp_path)!r}).embed(['book a table for two', 'a clock'])\n"
+        "assert vectors.shape == (2, 384), vectors.shape\n"
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
