@@ -279,21 +279,21 @@ def _environment_lineage(
 ) -> StageOutput[BuiltEnv]:  # fmt: skip
     if isinstance(result, Rejection):
         return StageOutput("verification", [], [result.in_round(ctx.round_key)])
-    b, folder = result, storage.env_dir(result.env_id)
-    co = b.spec.coordinate
+    b, env_id = result, result.env_id  # hashes the whole source and s0: once, not once per tool
+    folder, co = storage.env_dir(env_id), b.spec.coordinate
     row = lineage_row(b.spec.in_round(ctx.round_key), kind="environment", run_id=ctx.run_id, location=str(folder),
                       meta={"tools": len(b.spec.tools), "dropped_tools": len(b.dropped_tools), "spec_id": b.spec.id,
                             **({"variations": sorted({v.split(":")[0] for v in b.variations})} if b.variations else {}),
                             **(meta or {})})  # fmt: skip
-    rows = [row.model_copy(update={"id": b.env_id})]
-    edges = [Edge(child=b.env_id, parent=parent, relation="built_from")]
-    edges += [Edge(child=b.env_id, parent=sid, relation="seeded_by") for sid in b.spec.seed_ids]
+    rows = [row.model_copy(update={"id": env_id})]
+    edges = [Edge(child=env_id, parent=parent, relation="built_from")]
+    edges += [Edge(child=env_id, parent=sid, relation="seeded_by") for sid in b.spec.seed_ids]
     for t in b.spec.tools:
-        tid = f"{b.env_id}:{t.name}"
+        tid = f"{env_id}:{t.name}"
         rows.append(LineageRow(id=tid, kind="tool", round=ctx.round_key, split=co.split, taxonomy_id=co.taxonomy_id,
                                l1=co.l1, l2=co.l2, run_id=ctx.run_id, location=str(folder / "tools.json"),
                                meta={"op": t.op, "kind": t.kind, "origin": t.origin}))  # fmt: skip
-        edges.append(Edge(child=tid, parent=b.env_id, relation="tool_of"))
+        edges.append(Edge(child=tid, parent=env_id, relation="tool_of"))
     return StageOutput("verification", [b], [], rows, edges)
 
 
