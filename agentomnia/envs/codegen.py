@@ -14,6 +14,7 @@ read by a handful of private helpers; each tool method is written out with its o
 
 from __future__ import annotations
 
+import json
 import keyword
 import pprint
 import textwrap
@@ -32,6 +33,7 @@ Tools: the public methods; each returns {{"ok": bool, "data": ..., "error": {{"c
 
 import copy
 import datetime
+import json
 import re
 
 '''
@@ -480,6 +482,34 @@ def _literal(value: Any, indent: int = 8) -> str:
     return textwrap.indent(text, " " * indent).lstrip()
 
 
+def _table(value: Any, indent: int) -> str:
+    """A large data table as JSON text the class reads once, where the value is plain JSON.
+
+    Every generated source is parsed, checked against the policy and compiled before it runs; a
+    dict display of a few thousand constants costs those steps about as much as all the methods
+    together, a string costs them nothing. Anything JSON would change (tuples, dates, non-string
+    keys) stays a Python literal. Two levels of keys get a line each, what is below them one line."""
+    try:
+        if json.loads(json.dumps(value, allow_nan=False)) != value:
+            return _literal(value, indent)
+        text = _json_lines(value, indent + 4, levels=2)
+    except (TypeError, ValueError):
+        return _literal(value, indent)
+    # JSON never holds three unescaped quotes in a row, so the raw string cannot end early
+    return f'json.loads(r"""{text}""")'
+
+
+def _json_lines(value: Any, indent: int, levels: int) -> str:
+    if not isinstance(value, dict) or not value or levels == 0:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    pad = " " * indent
+    items = [
+        f"{pad}{json.dumps(k, ensure_ascii=False)}: {_json_lines(value[k], indent + 4, levels - 1)}"
+        for k in sorted(value)
+    ]
+    return "{\n" + ",\n".join(items) + "\n" + " " * (indent - 4) + "}"
+
+
 def _entity_literals(spec: EnvSpec) -> dict[str, Any]:
     entities = {e.name: (e.table, e.key, e.id_prefix) for e in spec.entities}
     attrs = {
@@ -851,11 +881,11 @@ def generate_source(spec: EnvSpec) -> str:
         f"    _RULES = {_literal(lit['rules'], 4)}",
         f"    _TRANSITIONS = {_literal(lit['transitions'], 4)}",
         f"    _PRECONDITIONS = {_literal(_preconditions(spec), 4)}",
-        f"    _PARAMS = {_literal(params, 4)}",
+        f"    _PARAMS = {_table(params, 4)}",
         f"    _CONSTRAINTS = {_literal(constraints, 4)}",
         f"    _KEY_KINDS = {_literal(key_kinds(spec), 4)}",
         f"    _FRESH_KEYS = {_literal(fresh_keys(spec), 4)}",
-        *([f"    _COMPOUND = {_literal(compound, 4)}"] if compound else []),
+        *([f"    _COMPOUND = {_table(compound, 4)}"] if compound else []),
         HELPERS.format(tables=tables).rstrip(),
         COMPOUND_HELPERS.rstrip() if compound else "",
         "",

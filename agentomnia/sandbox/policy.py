@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import ast
 import base64
+import gc
 import hashlib
 import marshal
 import threading
 import types
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -75,7 +77,8 @@ def validate_source(
     source: str, *, allowed_modules: frozenset[str] = rules.ALLOWED_MODULES
 ) -> list[PolicyViolation]:
     """Check source against the static policy without running it; an empty list means it passes."""
-    _, violations = _parse_and_check(source, allowed_modules)
+    with _collector_paused():
+        _, violations = _parse_and_check(source, allowed_modules)
     return violations
 
 
@@ -87,17 +90,19 @@ def prepare(source: str, kind: CodeKind, *, label: str | None = None) -> Prepare
         if cached is not None:
             _CACHE.move_to_end(key)
             return cached
-    # One parse serves the check and the rewrite (the checker only reads the tree).
-    tree, violations = _parse_and_check(source, rules.ALLOWED_MODULES)
-    what = label or f"{kind} code"
-    if violations or tree is None:
-        raise PolicyError(what, violations)
-    filename = f"<{kind}:{key[:12]}>"
-    with AST_LOCK:
-        guarder = _Guarder()
-        tree = guarder.visit(tree)
-        guarder.locate_new_nodes()
-        code = compile(tree, filename, "exec", dont_inherit=True)
+    with _collector_paused():
+        # One parse serves the check and the rewrite (the checker only reads the tree).
+        tree, violations = _parse_and_check(source, rules.ALLOWED_MODULES)
+        what = label or f"{kind} code"
+        if violations or tree is None:
+            raise PolicyError(what, violations)
+        filename = f"<{kind}:{key[:12]}>"
+        with AST_LOCK:
+            guarder = _Guarder()
+            tree = guarder.visit(tree)
+            guarder.locate_new_nodes()
+            code = compile(tree, filename, "exec", dont_inherit=True)
+        del tree
     prepared = PreparedCode(
         key=key, kind=kind, filename=filename, payload=base64.b64encode(marshal.dumps(code)).decode("ascii")
     )
@@ -106,6 +111,23 @@ def prepare(source: str, kind: CodeKind, *, label: str | None = None) -> Prepare
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     return prepared
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a source becomes a tree and then code.
+
+    A 100 KB source is some 200,000 tree nodes, allocated in one go, and the allocations set off
+    collections that walk every live object of the process while the tree holds no garbage at all:
+    about a third of `prepare`'s time (25.5 against 37.7 ms per generated environment, side by side).
+    The tree is dropped before the collector is back; it was on only if it was on before."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 # CPython 3.11 can fail ("AST constructor recursion depth mismatch") when threads parse or compile

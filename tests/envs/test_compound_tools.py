@@ -267,8 +267,8 @@ def test_verification_catches_code_that_departs_from_the_declared_effect(pharmac
     fill = first_key(s0["fills"])
     s0["fills"][fill]["status"] = "ready"
     tampered = re.sub(
-        r"'kind': 'add',(\s+)'path': 'lot_id->quantity_on_hand'",
-        r"'kind': 'subtract',\1'path': 'lot_id->quantity_on_hand'",
+        r'"kind": "add",(\s+)"path": "lot_id->quantity_on_hand"',
+        r'"kind": "subtract",\1"path": "lot_id->quantity_on_hand"',
         generate_source(pharmacy),
     )
     assert tampered != generate_source(pharmacy)
