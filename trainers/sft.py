@@ -30,8 +30,11 @@ class SFTSettings(BaseModel):
     )
     warmup_ratio: float = Field(default=0.1, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
-    batch_size: int = Field(default=4, ge=1)
-    gradient_accumulation_steps: int = Field(default=1, ge=1)
+    # Four rows per step, one at a time: a row alone needs no padding, so attention runs the causal
+    # kernel instead of a masked one over the longest row's length. Same loss to six places, and
+    # 2.9x faster on this project's rows (8 steps: 10.9 s against 31.7 s with four rows per batch).
+    batch_size: int = Field(default=1, ge=1)
+    gradient_accumulation_steps: int = Field(default=4, ge=1)
     max_length: int | None = Field(
         default=None,
         ge=64,
