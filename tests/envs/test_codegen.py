@@ -90,3 +90,27 @@ def test_a_parameter_named_by_a_python_keyword_arrives_through_extra(mock_spec: 
     assert env.list_tasks_since(**{"from": "2026-01-01"})["ok"]
     unknown = env.list_tasks_since(**{"from": "2026-01-01", "class": "x"})
     assert unknown["error"]["code"] == "invalid_arguments" and "`class`" in unknown["error"]["message"]
+
+
+def test_tables_are_json_text_read_back_exactly_and_python_literals_where_json_would_change_them() -> None:
+    import ast
+    import datetime
+    import json
+
+    from agentomnia.envs.codegen import _table
+
+    schemas = {
+        "close_case": {
+            "properties": {"note": {"type": "string", "description": 'says """done""" \\ twice'}},
+            "required": ["case_id"],
+        },
+        "get_case": {"properties": {}, "required": []},
+    }
+    text = _table(schemas, 4)
+    assert text.startswith('json.loads(r"""{\n        "close_case": {\n            "properties": ')
+    tree = ast.parse(text, mode="eval")
+    assert isinstance(tree.body, ast.Call) and isinstance(tree.body.args[0], ast.Constant)
+    assert json.loads(tree.body.args[0].value) == schemas
+    # a tuple, a date or an integer key would come back changed from JSON: they stay literals
+    for value in ({"a": ("x", "y")}, {"a": datetime.date(2026, 1, 2)}, {1: "one"}, {"a": float("nan")}):
+        assert not _table(value, 4).startswith("json.loads")

@@ -170,3 +170,20 @@ attr = getattr(Child(), "_base")()
 def test_module_views_hide_withheld_members_with_a_reason() -> None:
     with pytest.raises(AttributeError, match="evaluates string annotations"):
         _run("import typing\ntyping.get_type_hints")
+
+
+def test_preparing_code_gives_the_collector_back_as_it_found_it() -> None:
+    import gc
+
+    assert gc.isenabled()
+    prepare("x = [1, 2, 3]\n", "env")
+    assert gc.isenabled()
+    with pytest.raises(PolicyError):
+        prepare("import os\n", "env")  # refused half way: the collector is back all the same
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        prepare("y = {'a': 1}\n", "env")
+        assert not gc.isenabled()  # off before, off after: not switched on behind the caller's back
+    finally:
+        gc.enable()
