@@ -20,7 +20,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,12 +49,23 @@ from agentomnia_assets.recovery import (
 )
 
 
-class StageProgress:
-    """Say each stage as it starts and finishes, from the Dagster event log of this process's runs:
-    `  09:12:04  environments  started` ... `  09:13:39  environments  done in 95.2s: environments 138,
-    tools 7272`. A person watching `agentomnia run` sees where it is; `--quiet` turns it off."""
+def headline(metadata: Mapping[str, Any], n: int = 3) -> str:
+    """A stage's first `n` plain figures (`environments 138, discarded 2, kept_share 0.986`): numbers,
+    not yes/no values, not the namespaced `realism/...` kind."""
+    shown = [
+        f"{k} {v}"
+        for k, v in metadata.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and "/" not in k
+    ]
+    return ", ".join(shown[:n])
 
-    HEADLINE = 3  # numeric metadata entries shown on a stage's done line
+
+class StageProgress:
+    """Say each stage as it finishes, and a stage that takes a while also as it starts, from the
+    Dagster event log of this process's runs: `  09:12:04  environments  started` ...
+    `  09:13:39  environments  done in 95.2s: environments 138, tools 7272`. A stage done within
+    `announce_after_s` gets its done line only, so the two rounds of `make run` fit on two screens;
+    a person watching still sees what is running. `--quiet` turns it off."""
 
     def __init__(
         self,
@@ -63,13 +74,17 @@ class StageProgress:
         say: Any = say_stderr,
         poll_s: float = 1.0,
         every_s: float = 10.0,
+        announce_after_s: float = 3.0,
     ):
         import threading
 
         self.instance, self.steps, self.say, self.poll_s = instance, steps, say, poll_s
         self.every_s = every_s  # at most one `37/139 environments, 2.1/s` line per stage this often
+        self.announce_after_s = announce_after_s
         self._cursors: dict[str, str | None] = {}
         self._started: dict[str, float] = {}
+        self._announced: set[str] = set()  # running stages whose start was said
+        self._finished: set[str] = set()
         self._counted: dict[str, tuple[float, int]] = {}  # step -> (when its count was said, the count)
         # only the runs launched while this reporter is open: an earlier run of the same process (the
         # round before a self-evolution round) may still be closing when this one starts
@@ -116,7 +131,20 @@ class StageProgress:
             self._cursors[run_id] = conn.cursor
             for ev in conn.records:
                 said += self._line(ev)
-        return said + self._counts()
+        return said + self._announce() + self._counts()
+
+    def _announce(self) -> list[str]:
+        """The start of each stage that has been running for `announce_after_s` and is not done."""
+        said: list[str] = []
+        now = time.time()
+        for step, began in sorted(self._started.items(), key=lambda kv: kv[1]):
+            if step in self._announced or step in self._finished or now - began < self.announce_after_s:
+                continue
+            self._announced.add(step)
+            line = f"  {time.strftime('%H:%M:%S', time.localtime(began))}  {step:<30} started"
+            self.say(line)
+            said.append(line)
+        return said
 
     def _counts(self) -> list[str]:
         """Items done of total for the stages that report them (`agentomnia.progress`)."""
@@ -147,22 +175,19 @@ class StageProgress:
         kind = event.event_type
         if kind == DagsterEventType.STEP_START:
             self._started[step] = ev.event_log_entry.timestamp
-            line = f"  {clock}  {step:<30} started"
-        elif kind == DagsterEventType.ASSET_MATERIALIZATION:
+            self._announced.discard(step)
+            self._finished.discard(step)
+            return []  # said by `_announce` if it is still running a moment later
+        if kind == DagsterEventType.ASSET_MATERIALIZATION:
             values = event.step_materialization_data.materialization.metadata
-            shown = [
-                f"{k} {v.value}"
-                for k, v in values.items()
-                if isinstance(getattr(v, "value", None), (int, float))
-                and not isinstance(v.value, bool)
-                and "/" not in k
-            ][: self.HEADLINE]
+            shown = headline({k: getattr(v, "value", None) for k, v in values.items()})
             took = ev.event_log_entry.timestamp - self._started.get(step, ev.event_log_entry.timestamp)
-            line = f"  {clock}  {step:<30} done in {took:.1f}s" + (f": {', '.join(shown)}" if shown else "")
+            line = f"  {clock}  {step:<30} done in {took:.1f}s" + (f": {shown}" if shown else "")
         elif kind == DagsterEventType.STEP_FAILURE:
             line = f"  {clock}  {step:<30} FAILED"
         else:
             return []
+        self._finished.add(step)
         self.say(line)
         return [line]
 
@@ -239,6 +264,9 @@ def record_lines(records: Sequence[dict[str, Any]]) -> list[str]:
     ]
 
 
+REJECTION_LINES = 8  # the most common reasons the summary lists; --json has them all
+
+
 class PipelineSummary(BaseModel):
     home: str
     round: str
@@ -251,6 +279,30 @@ class PipelineSummary(BaseModel):
     loop: LoopSummary | None = None
     recovered: list[dict[str, Any]] = Field(default_factory=list)  # dead runs this run cleaned up first
     resumed: list[str] = Field(default_factory=list)  # interrupted runs of the invocation it finished
+
+    def _stage_lines(self, *, live: bool) -> list[str]:
+        """Each stage with its time and headline figures; after a run that said them as it went, the
+        slowest stages only. Every figure of every stage is in `--json` and the Dagster UI."""
+        if live:
+            slowest = sorted((s for s in self.stages if not s.kept_from), key=lambda s: -s.seconds)[:4]
+            lines = [
+                f"{len(self.stages)} stages; the slowest: "
+                + ", ".join(f"{s.asset} {s.round} {s.seconds:.0f}s".replace("  ", " ") for s in slowest)
+                + " (every figure: --json, or the Dagster UI)"
+            ]
+            kept = [s for s in self.stages if s.kept_from]
+            if kept:
+                runs = ", ".join(sorted({short(s.kept_from) for s in kept}))
+                lines.append(
+                    f"{len(kept)} stage{'' if len(kept) == 1 else 's'} kept from {runs}, not run again: {', '.join(s.asset for s in kept)}"
+                )
+            return lines
+        width = max((len(s.asset) for s in self.stages), default=10)
+        lines = []
+        for s in self.stages:
+            took = f"kept from {short(s.kept_from)}" if s.kept_from else f"{s.seconds:7.1f}s"
+            lines.append(f"  {s.round or '':<6} {s.asset:<{width}}  {took:>8}  {headline(s.metadata)}")
+        return lines
 
     def render(self) -> str:
         ran = (
@@ -273,16 +325,18 @@ class PipelineSummary(BaseModel):
             )  # fmt: skip
         if self.recovered or self.resumed:
             lines.append("")
-        width = max((len(s.asset) for s in self.stages), default=10)
-        for s in self.stages:
-            counts = ", ".join(f"{k}={v}" for k, v in s.metadata.items())
-            took = f"kept from {short(s.kept_from)}" if s.kept_from else f"{s.seconds:7.1f}s"
-            lines.append(f"  {s.round or '':<6} {s.asset:<{width}}  {took:>8}  {counts}")
+        lines += self._stage_lines(live=os.environ.get("AGENTOMNIA_QUIET", "0") in ("", "0"))
         lines += ["", "records in the lineage store (per round: count by status)"]
         lines += record_lines(self.records)
         if self.rejections:
             lines += ["", "rejected, by reason"]
-            lines += [f"  {r['kind']:<22} {r['count']:>5}  {r['reason'][:90]}" for r in self.rejections[:15]]
+            shown = self.rejections[:REJECTION_LINES]
+            lines += [f"  {r['kind']:<22} {r['count']:>5}  {r['reason'][:90]}" for r in shown]
+            if len(self.rejections) > len(shown):
+                rest = self.rejections[len(shown) :]
+                lines.append(
+                    f"  ... {sum(r['count'] for r in rest)} more, for {len(rest)} other reasons (--json)"
+                )
         if self.loop is not None:
             lines += self.loop.render()
         lines += ["", "where to look"] + [f"  {k:<9} {v}" for k, v in self.where.items()]

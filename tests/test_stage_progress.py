@@ -1,4 +1,5 @@
-"""`agentomnia run` says each stage as it starts and ends, from the event log of its own runs."""
+"""`agentomnia run` says each stage as it ends, and one that takes a while also as it starts, from the
+event log of its own runs."""
 
 from __future__ import annotations
 
@@ -23,20 +24,31 @@ def second() -> None:
     return None
 
 
-def test_each_stage_is_said_when_it_starts_and_when_it_is_done_with_its_headline_figures() -> None:
+@dg.asset(deps=[second])
+def third() -> dg.MaterializeResult:
+    time.sleep(1.0)
+    return dg.MaterializeResult(metadata={"records": 3})
+
+
+def test_each_stage_is_said_when_it_is_done_and_a_slow_one_also_when_it_starts() -> None:
     lines: list[str] = []
     with dg.instance_for_test() as instance:
-        with StageProgress(instance, {"first", "second"}, say=lines.append, poll_s=0.05):
+        progress_ = StageProgress(
+            instance, {"first", "second", "third"}, say=lines.append, poll_s=0.05, announce_after_s=0.4
+        )
+        with progress_:
             result = dg.materialize(
-                [first, second], instance=instance, tags={PID_TAG: str(os.getpid()), HOST_TAG: host()}
+                [first, second, third], instance=instance, tags={PID_TAG: str(os.getpid()), HOST_TAG: host()}
             )
         assert result.success
     said = [" ".join(line.split()[1:]) for line in lines]  # without the clock
-    assert "first started" in said and "second started" in said
     done = next(line for line in said if line.startswith("first done in"))
     assert "records 12" in done and "share 0.5" in done
     assert "realism/x" not in done and "note" not in done  # only plain figures
-    assert said.index("first started") < said.index(done) < said.index("second started")
+    # the quick stages have their done line only; the slow one is said as it starts, then done
+    assert "first started" not in said and "second started" not in said
+    third_done = next(line for line in said if line.startswith("third done in"))
+    assert said.index(done) < said.index("third started") < said.index(third_done)
     assert len(said) == len(set(said))  # nothing said twice
 
 
@@ -81,7 +93,9 @@ def test_a_run_that_was_launched_before_the_reporter_opened_is_not_replayed(monk
         with StageProgress(instance, {"first", "second"}, say=lines.append, poll_s=0.05):
             dg.materialize([first], instance=instance, tags=tags)
     said = [" ".join(line.split()[1:]) for line in lines]
-    assert said.count("first started") == 1 and not any(s.startswith("second") for s in said)
+    assert sum(s.startswith("first done") for s in said) == 1 and not any(
+        s.startswith("second") for s in said
+    )
 
 
 def test_quiet_says_nothing(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -108,3 +122,31 @@ def test_the_summary_gives_each_kind_of_record_one_line() -> None:
         "  task         r0 138 ok, 225 rejected; r1 119 ok",
         "  environment  r0 162 ok",
     ]
+
+
+def test_the_summary_names_the_slowest_stages_after_a_watched_run_and_lists_them_all_after_a_quiet_one(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    from agentomnia_assets.pipeline import PipelineSummary, StageReport
+
+    stages = [
+        StageReport(asset="environments", group="envs", seconds=42.0, round="r0",
+                    metadata={"environments": 138, "discarded": 2, "kept_share": 0.986, "tools_total": 6922}),
+        StageReport(asset="sft_checkpoint", group="training", seconds=55.6, round="r0", metadata={"steps": 40}),
+        StageReport(asset="taxonomy", group="seeds", seconds=2.0, metadata={"l1_domains": 90}),
+    ]  # fmt: skip
+    rejections = [{"kind": "task", "count": 10 - i, "reason": f"reason {i}"} for i in range(10)]
+    summary = PipelineSummary(home="h", round="r0", scale="default", seconds=99.0, stages=stages, records=[],
+                              rejections=rejections, where={"lineage": "x"})  # fmt: skip
+    monkeypatch.delenv("AGENTOMNIA_QUIET", raising=False)
+    watched = summary.render()
+    assert "3 stages; the slowest: sft_checkpoint r0 56s, environments r0 42s, taxonomy 2s" in watched
+    assert "kept_share" not in watched and "tools_total" not in watched
+    kept = summary.model_copy(update={"stages": [*stages, StageReport(asset="toolsets", group="envs", seconds=0.0,
+                                                                      round="r0", kept_from="run-abc")]})  # fmt: skip
+    assert "1 stage kept from run-abc, not run again: toolsets" in kept.render()
+    assert "reason 7" in watched and "reason 8" not in watched and "3 more, for 2 other reasons" in watched
+    monkeypatch.setenv("AGENTOMNIA_QUIET", "1")
+    quiet = summary.render()
+    line = next(x for x in quiet.splitlines() if " environments " in x)
+    assert line.endswith("42.0s  environments 138, discarded 2, kept_share 0.986")  # three figures, no more
