@@ -133,12 +133,15 @@ class StageProgress:
                 said += self._line(ev)
         return said + self._announce() + self._counts()
 
-    def _announce(self) -> list[str]:
-        """The start of each stage that has been running for `announce_after_s` and is not done."""
+    def _announce(self, only: str | None = None) -> list[str]:
+        """The start of each stage that has been running for `announce_after_s` and is not done (of
+        stage `only`, whatever its time: its first count line is about to be said)."""
         said: list[str] = []
         now = time.time()
         for step, began in sorted(self._started.items(), key=lambda kv: kv[1]):
-            if step in self._announced or step in self._finished or now - began < self.announce_after_s:
+            if step in self._announced or step in self._finished:
+                continue
+            if step != only and (only is not None or now - began < self.announce_after_s):
                 continue
             self._announced.add(step)
             line = f"  {time.strftime('%H:%M:%S', time.localtime(began))}  {step:<30} started"
@@ -159,6 +162,7 @@ class StageProgress:
             if p.done == count or (now - when < self.every_s and p.done < p.total):
                 continue
             self._counted[step] = (now, p.done)
+            said += self._announce(only=step)
             line = f"  {time.strftime('%H:%M:%S')}  {step:<30} {p.line()}"
             self.say(line)
             said.append(line)

@@ -74,6 +74,9 @@ def test_a_stage_that_reports_its_items_shows_how_many_are_done_of_how_many_and_
         m for line in lines if (m := re.search(r"slow_items\s+(\d+)/12 environments, ([\d.]+)/s", line))
     ]
     assert counts, lines
+    # a stage's first count comes after the line that says it started, however soon that is
+    first_count = next(i for i, line in enumerate(lines) if re.search(r"slow_items\s+\d+/12", line))
+    assert lines[first_count - 1].endswith("slow_items                     started"), lines
     done = [int(m[1]) for m in counts]
     assert done == sorted(done) and len(set(done)) == len(done) and all(0 < d <= 12 for d in done)
     assert all(float(m[2]) > 0 for m in counts)
