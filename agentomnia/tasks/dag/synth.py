@@ -293,7 +293,19 @@ def _created_fields(
         if not isinstance(record, dict):
             continue  # created and later removed: the absence is all that remains
         attrs = [c.tool.binding.get("fields", {}).get(p, p) for p in c.args]
-        created.setdefault(e.table, []).append({a: record.get(a) for a in attrs if a in record})
+        # what later steps did to the new record (a dispute's status and note) is asked for too;
+        # dates the clock stamps are left out, as they follow the order of the calls
+        born = c.data.get("record", c.data)
+        attrs += [
+            a.name
+            for a in e.attributes
+            if a.type not in ("date", "datetime")
+            and a.name in born
+            and record.get(a.name) != born.get(a.name)
+        ]
+        created.setdefault(e.table, []).append(
+            {a: record.get(a) for a in dict.fromkeys(attrs) if a in record}
+        )
     return created
 
 

@@ -128,8 +128,19 @@ def test_rubric_grades_outcomes_not_call_order(
     }
     assert not grade(task, Outcome(final_state=final, answer=wrong)).passed
     # changing a record nobody asked about fails the general item
-    table = next(t for t, v in final.items() if isinstance(v, dict) and v)
-    key = sorted(final[table])[-1]
+    initial = task.init_config
+    table, key = next(
+        (t, k)
+        for t, v in sorted(final.items())
+        if isinstance(v, dict)
+        for k in sorted(v, reverse=True)
+        if k in (initial.get(t) or {})
+        and v[k] == initial[t][k]
+        and any(
+            isinstance(x, str) and f.endswith(("name", "note", "description", "city", "title"))
+            for f, x in v[k].items()
+        )
+    )
     field = next(
         f
         for f in final[table][key]
@@ -309,3 +320,17 @@ def test_a_request_never_sets_a_field_of_one_record_twice() -> None:
         assert exc.stage == "redundant" and "status" in exc.reason
     else:
         raise AssertionError("a second status change of CHA-008 was not refused")
+
+
+def test_what_later_steps_do_to_a_new_record_is_graded(standard: Synth) -> None:
+    # create_bill, then dispute_freight_bill on the bill just made: the dispute's note is asked for
+    task = next(t for t in standard[0] if [c.tool for c in t.reference_calls][:1] == ["create_bill"])
+    new_key = task.reference_calls[1].args.get("bill_id")
+    later = [
+        c for c in task.reference_calls[1:] if c.args.get("bill_id") == new_key and set(c.args) - {"bill_id"}
+    ]
+    assert later, [(c.tool, c.args) for c in task.reference_calls]
+    exists = next(i.check for i in task.rubric if i.check is not None and i.check.kind == "record_exists")
+    assert {k: exists.match.get(k) for k in set(later[0].args) - {"bill_id"}} == {
+        k: v for k, v in later[0].args.items() if k != "bill_id"
+    }
