@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import keyword
+import math
 import pprint
 import textwrap
 from typing import Any
@@ -477,8 +478,25 @@ def _compound_literal(spec: EnvSpec) -> dict[str, Any]:
     return out
 
 
+class _NonFinite(float):
+    """A NaN or an infinity, written as the call that makes it (a bare `nan` is a NameError)."""
+
+    def __repr__(self) -> str:
+        return f'float("{float.__repr__(self)}")'
+
+
+def _finite_spelled(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NonFinite(value)
+    if isinstance(value, dict):
+        return {k: _finite_spelled(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_finite_spelled(v) for v in value)
+    return value
+
+
 def _literal(value: Any, indent: int = 8) -> str:
-    text = pprint.pformat(value, width=104 - indent, sort_dicts=True)
+    text = pprint.pformat(_finite_spelled(value), width=104 - indent, sort_dicts=True)
     return textwrap.indent(text, " " * indent).lstrip()
 
 

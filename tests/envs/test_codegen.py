@@ -114,3 +114,15 @@ def test_tables_are_json_text_read_back_exactly_and_python_literals_where_json_w
     # a tuple, a date or an integer key would come back changed from JSON: they stay literals
     for value in ({"a": ("x", "y")}, {"a": datetime.date(2026, 1, 2)}, {1: "one"}, {"a": float("nan")}):
         assert not _table(value, 4).startswith("json.loads")
+
+
+def test_a_nan_or_an_infinity_in_a_table_is_written_as_python_that_runs() -> None:
+    import math
+
+    from agentomnia.envs.codegen import _table
+
+    value = {"price": {"maximum": float("inf"), "minimum": float("-inf")}, "gap": [float("nan"), 1.5]}
+    back = eval(_table(value, 4), {"__builtins__": {"float": float}})  # our own literal
+    assert back["price"] == {"maximum": math.inf, "minimum": -math.inf} and back["gap"][1] == 1.5
+    assert math.isnan(back["gap"][0])
+    validate_source(f"TABLE = {_table(value, 4)}\n")
