@@ -122,6 +122,16 @@ def operation_clause(tool: ToolSpec, entity: EntitySpec, phrase: str) -> str | N
     return sentence[: found.start()] + phrase + sentence[found.end() :]
 
 
+# The sentence before a yes/no check against a level: the level is the person's own rule.
+_WHY_A_LEVEL = (
+    "Our cut-off here is {t}.",
+    "{t} is the line we work to.",
+    "Anything under {t} gets a second look from us.",
+    "We only go ahead at {t} or more.",
+    "The mark we use is {t}.",
+)
+
+
 def round_figure(value: float, near: int) -> int:
     """The level a person would check a figure against: a count or a small number as it is, a larger
     one as a round figure on the side of `value` that `near` lies on (1,586 is checked against 1,500
@@ -563,7 +573,10 @@ class Generator:
             index, how = picked
             value = items[index].get(parts[1])
             if how.startswith("("):
-                chosen = f"the only one of {that}"
+                # one record answers: "the analyst matching 'Timothy'", not "the only one of the analysts ..."
+                many = f"the {plural(host.name)} "
+                one = f"the {words(host.name)} "
+                chosen = one + that.removeprefix(many) if that.startswith(many) else f"the only one of {that}"
             elif self.wording.random() < 0.5:
                 chosen = f"whichever of {that} has {how.removeprefix('with ')}"
             else:
@@ -1208,6 +1221,34 @@ class Generator:
             numeric = isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
             self._ask(Reported(node.id, node.field, node.value, node.text, numeric, unit=unit), noun)
 
+    def _typical(self, reported: Reported) -> int | float | None:
+        """A round level in the middle of what a figure's attribute holds across its table at the
+        start (credit scores around 640 -> 650; ratios around 0.37 -> 0.35), or None for counts,
+        derived figures and attributes with fewer than three numeric values."""
+        if not reported.unit.startswith("attr:") or reported.step is None:
+            return None
+        attr = reported.unit.split(":", 1)[1]
+        table = self.spec.entity(self.out.calls[reported.step].tool.entity).table
+        values = sorted(
+            v[attr]
+            for v in (self.initial.get(table) or {}).values()
+            if isinstance(v, dict)
+            and isinstance(v.get(attr), (int, float))
+            and not isinstance(v.get(attr), bool)
+            and math.isfinite(v[attr])
+        )
+        if len(values) < 3:
+            return None
+        middle = values[len(values) // 2]
+        whole = all(isinstance(v, int) or float(v).is_integer() for v in values)
+        if whole and abs(middle) < 20:
+            return int(round(middle))
+        if middle == 0:
+            return None
+        step = 10 ** math.floor(math.log10(abs(middle))) / 2
+        level = round(middle / step) * step
+        return int(level) if whole or step >= 1 else round(level, 6)
+
     def _virtual(
         self,
         vid: str,
@@ -1262,12 +1303,18 @@ class Generator:
             open_ = [r for r in pool if ("check", r.node) not in used]
             a = open_[-1]
             used.add(("check", a.node))
-            threshold = (
-                round(a.value) if self.rng.random() < 0.5 else round(a.value) + self.rng.choice((-2, 1, 3))
-            )
-            threshold = round_figure(a.value, threshold)
+            typical = self._typical(a)
+            if typical is not None:
+                threshold = typical  # the mark comes from the world (its records' middle), not the answer
+            else:
+                threshold = (
+                    round(a.value)
+                    if self.rng.random() < 0.5
+                    else round(a.value) + self.rng.choice((-2, 1, 3))
+                )
+                threshold = round_figure(a.value, threshold)
             if a.value >= 0:  # nobody asks whether a count or an amount is at least 0 or -2
-                threshold = max(threshold, 1)
+                threshold = max(threshold, 1) if isinstance(threshold, int) else threshold
             text = self.wording.choice(
                 (
                     'whether "{f}" is at least {t} (true or false)',
@@ -1277,9 +1324,11 @@ class Generator:
                 )
             ).format(f=a.field, t=threshold)
             node = VirtualNode(
-                id=vid, type="VALIDATE", inputs=(a.node,), field=self._key(f"{a.field} at least {threshold}"),
+                id=vid, type="VALIDATE", inputs=(a.node,), field=self._key(f"{a.field} at least {str(threshold).replace('.', ' ')}"),
                 value=bool(a.value >= threshold), text=text,
             )  # fmt: skip
+            # a person checking a figure against a level says why the level matters to them
+            self.out.clauses.append(self.wording.choice(_WHY_A_LEVEL).format(t=threshold))
             return node, text, ""
         source = self.rng.choice([r for r in listy if ("list", r.node) not in used])
         items = source.items or []

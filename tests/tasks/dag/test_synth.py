@@ -334,3 +334,17 @@ def test_what_later_steps_do_to_a_new_record_is_graded(standard: Synth) -> None:
     assert {k: exists.match.get(k) for k in set(later[0].args) - {"bill_id"}} == {
         k: v for k, v in later[0].args.items() if k != "bill_id"
     }
+
+
+def test_a_yes_no_check_states_the_level_as_the_persons_rule(standard: Synth, challenge: Synth) -> None:
+    from agentomnia.tasks.dag.generate import _WHY_A_LEVEL
+
+    checked = [t for t in standard[0] + challenge[0] if "VALIDATE" in t.metadata["virtual"]]
+    assert checked
+    for task in checked:
+        (key,) = [k for k in task.expected_answer if "_at_least_" in k]
+        level = key.rpartition("_at_least_")[2].replace("_", ".")
+        rules = [w.format(t=level) for w in _WHY_A_LEVEL]
+        assert any(r in task.query for r in rules), task.query
+        figure = task.expected_answer[key.partition("_at_least_")[0]]
+        assert task.expected_answer[key] is (figure >= float(level))
