@@ -122,6 +122,37 @@ def operation_clause(tool: ToolSpec, entity: EntitySpec, phrase: str) -> str | N
     return sentence[: found.start()] + phrase + sentence[found.end() :]
 
 
+# Words nobody searches by: they match half of any table's text.
+_FILLER_WORDS = frozenset(
+    [
+        "all",
+        "and",
+        "the",
+        "for",
+        "with",
+        "from",
+        "into",
+        "onto",
+        "over",
+        "per",
+        "via",
+        "inc",
+        "llc",
+        "ltd",
+        "plc",
+        "corp",
+        "co",
+        "group",
+        "new",
+        "old",
+        "first",
+        "second",
+        "third",
+        "main",
+        "general",
+    ]
+)
+
 # The sentence before a yes/no check against a level: the level is the person's own rule.
 _WHY_A_LEVEL = (
     "Our cut-off here is {t}.",
@@ -739,7 +770,7 @@ class Generator:
             elif tool.op == "aggregate" and p == "group_by":
                 args[p], sources[p] = self.rng.choice(schema.get("enum") or [entity.key]), "query"
             elif tool.op == "search" and p == "query":
-                args[p], sources[p] = self._search_term(entity), "query"
+                args[p], sources[p] = self._search_term(entity, tool), "query"
             else:
                 value = self._new_value(tool, p, record().get(p))
                 if value is None:
@@ -808,10 +839,24 @@ class Generator:
             extra[:] = [now if part == said else part for part in extra]
             args[p] = fitted[p]
 
-    def _search_term(self, entity: EntitySpec) -> str:
+    def _search_term(self, entity: EntitySpec, tool: ToolSpec) -> str:
+        """A word a person would type to find a few records: one of a label's words (a name, a
+        company), never a filler word that half the table's text contains ("All", "the")."""
         label = entity.label_attribute
-        rows = sorted(self._table(entity, self.initial).items())
-        for _key, r in rows:
+        rows = [r for _k, r in sorted(self._table(entity, self.initial).items())]
+        fields = tuple(tool.binding.get("text_fields", ())) or ((label.name,) if label else ())
+        texts = [" ".join(str(r.get(f) or "") for f in fields).casefold() for r in rows]
+        words_seen: list[str] = []
+        for r in rows:
+            for w in str(r.get(label.name) or "").split() if label else ():
+                w = w.strip(".,;:()'\"")
+                if len(w) >= 3 and w.isalpha() and w.casefold() not in _FILLER_WORDS and w not in words_seen:
+                    words_seen.append(w)
+        if words_seen:
+            hits = {w: sum(w.casefold() in t for t in texts) for w in words_seen}
+            few = [w for w in words_seen if 1 <= hits[w] <= 3]
+            return few[0] if few else min(words_seen, key=lambda w: (hits[w] == 0, hits[w]))
+        for r in rows:
             text = str(r.get(label.name) or "") if label else ""
             if text.split():
                 return text.split()[0]

@@ -348,3 +348,29 @@ def test_a_yes_no_check_states_the_level_as_the_persons_rule(standard: Synth, ch
         assert any(r in task.query for r in rules), task.query
         figure = task.expected_answer[key.partition("_at_least_")[0]]
         assert task.expected_answer[key] is (figure >= float(level))
+
+
+def test_a_search_uses_a_word_that_finds_a_few_records(
+    standard: Synth, challenge: Synth, freight_spec: EnvSpec
+) -> None:
+    from agentomnia.tasks.dag.generate import _FILLER_WORDS
+
+    searches = [
+        (t, c)
+        for t in standard[0] + challenge[0]
+        for c in t.reference_calls
+        if freight_spec.tool(c.tool).op == "search" and "query" in c.args
+    ]
+    assert searches
+    for task, call in searches:
+        word = str(call.args["query"])
+        assert len(word) >= 3 and word.casefold() not in _FILLER_WORDS, word
+        tool = freight_spec.tool(call.tool)
+        table = freight_spec.entity(tool.entity).table
+        fields = tool.binding["text_fields"]
+        found = [
+            r
+            for r in task.init_config[table].values()
+            if any(word.casefold() in str(r.get(f) or "").casefold() for f in fields)
+        ]
+        assert 1 <= len(found) <= 3, (word, len(found))
