@@ -163,6 +163,19 @@ _WHY_A_LEVEL = (
 )
 
 
+def _counted_by(step: Executed) -> str:
+    """What a list's count is of, beside its table: the attributes its filters narrowed it by, a
+    search, or all records. Counts are combined only when they count the same kind of thing (alerts
+    by severity with alerts by severity, never alerts by severity with alerts by status)."""
+    if step.tool.op == "search":
+        return "search"
+    filters = step.tool.binding.get("filters", {})
+    used = sorted(str(filters[p]) for p in step.args if p in filters)
+    if step.tool.op == "range":
+        used.append(str(step.tool.binding.get("attr", "range")))
+    return "+".join(used) or "all"
+
+
 def round_figure(value: float, near: int) -> int:
     """The level a person would check a figure against: a count or a small number as it is, a larger
     one as a round figure on the side of `value` that `near` lies on (1,586 is checked against 1,500
@@ -840,24 +853,25 @@ class Generator:
             args[p] = fitted[p]
 
     def _search_term(self, entity: EntitySpec, tool: ToolSpec) -> str:
-        """A word a person would type to find a few records: one of a label's words (a name, a
-        company), never a filler word that half the table's text contains ("All", "the")."""
+        """A word a person would type to find a few records: a word of the text the search looks
+        in (a surname, a company's distinctive word), never a filler word or a number that half the
+        table's text contains ("All", "the")."""
         label = entity.label_attribute
         rows = [r for _k, r in sorted(self._table(entity, self.initial).items())]
         fields = tuple(tool.binding.get("text_fields", ())) or ((label.name,) if label else ())
-        texts = [" ".join(str(r.get(f) or "") for f in fields).casefold() for r in rows]
+        texts = [" ".join(str(r.get(f) or "") for f in fields) for r in rows]
+        folded = [t.casefold() for t in texts]
         words_seen: list[str] = []
-        for r in rows:
-            for w in str(r.get(label.name) or "").split() if label else ():
+        for text in texts:
+            for w in text.split():
                 w = w.strip(".,;:()'\"")
                 if len(w) >= 3 and w.isalpha() and w.casefold() not in _FILLER_WORDS and w not in words_seen:
                     words_seen.append(w)
         if words_seen:
-            hits = {w: sum(w.casefold() in t for t in texts) for w in words_seen}
+            hits = {w: sum(w.casefold() in t for t in folded) for w in words_seen}
             few = [w for w in words_seen if 1 <= hits[w] <= 3]
-            return few[0] if few else min(words_seen, key=lambda w: (hits[w] == 0, hits[w]))
-        for r in rows:
-            text = str(r.get(label.name) or "") if label else ""
+            return few[0] if few else min(words_seen, key=lambda w: hits[w])
+        for text in texts:
             if text.split():
                 return text.split()[0]
         return "a"
@@ -1153,7 +1167,7 @@ class Generator:
                     f"the number of {words(table)} linked to {phrase}",
                     True,
                     step.index,
-                    unit=f"count:{table}",
+                    unit=f"count:{table}:linked to {entity.name}",
                 ),
                 f"how many {words(table)} are linked to {phrase}",
             )
@@ -1172,7 +1186,7 @@ class Generator:
                     step.index,
                     listed,
                     subject,
-                    unit=f"count:{entity.table}",
+                    unit=f"count:{entity.table}:{_counted_by(step)}",
                 ),
                 count_question(phrase),
             )
@@ -1194,7 +1208,7 @@ class Generator:
                     f"the number of {which}",
                     True,
                     step.index,
-                    unit=f"count:{entity.table}",
+                    unit=f"count:{entity.table}:{by}",
                 ),  # fmt: skip
                 f"how many {which} there are",
             )
@@ -1216,13 +1230,27 @@ class Generator:
             ]
             listy = [r for r in self.out.reports if r.items]
             graph = self.out.dag.graph()
+            inputs = {v.id: v.inputs for v in self.out.dag.virtual}
+
+            def worked_from(node: str, inputs: dict[str, tuple[str, ...]] = inputs) -> set[str]:
+                """A figure and the figures a question over figures was worked out from."""
+                seen, todo = {node}, [node]
+                while todo:
+                    for i in inputs.get(todo.pop(), ()):
+                        if i not in seen:
+                            seen.add(i)
+                            todo.append(i)
+                return seen
 
             def apart(a: Reported, b: Reported, graph: nx.DiGraph = graph) -> bool:
                 """Two figures that count or measure different things: neither is worked out from
-                the other (a count of rejected approvals added to the count of all approvals is not)."""
+                the other (a count of rejected approvals added to the count of all approvals is not),
+                nor are both worked out from one figure (two counts taken over one list)."""
                 if a.node not in graph or b.node not in graph:
                     return a.node != b.node
-                return not (nx.has_path(graph, a.node, b.node) or nx.has_path(graph, b.node, a.node))
+                if nx.has_path(graph, a.node, b.node) or nx.has_path(graph, b.node, a.node):
+                    return False
+                return not worked_from(a.node) & worked_from(b.node)
 
             pairs = [
                 (a, b)
@@ -1312,7 +1340,7 @@ class Generator:
             depth = {n: len(nx.ancestors(graph, n)) for n in graph}
             a, b = max(pairs, key=lambda p: (pool.index(p[0]), depth.get(p[1].node, 0), p[1].node))
             used.add(("pair", a.node, b.node))
-            what = a.unit.split(":", 1)[1]
+            what = a.unit.split(":")[1]
             if kind == "COMPUTE":
                 text = f'the total of "{a.field}" and "{b.field}"'
                 node = VirtualNode(
@@ -1326,7 +1354,8 @@ class Generator:
                     id=vid, type="TRANSFORM", inputs=(a.node, b.node), field=self._key(f"{what} gap"),
                     value=round(a.value - b.value, 2), text=text,
                 )  # fmt: skip
-                return node, f'how far "{a.field}" is above "{b.field}" (negative if below)', a.unit
+                # a gap is not a figure to add to or compare with others ("the gap of a gap")
+                return node, f'how far "{a.field}" is above "{b.field}" (negative if below)', ""
             text = f'whether "{a.field}" is greater than "{b.field}" (true or false)'
             node = VirtualNode(
                 id=vid, type="LOGIC", inputs=(a.node, b.node), field=self._key(f"{a.field} is larger"),
@@ -1340,7 +1369,7 @@ class Generator:
             fields = ", ".join(f'"{r.field}"' for r in counts[:-1]) + f' and "{counts[-1].field}"'
             node = VirtualNode(
                 id=vid, type="AGGREGATE", inputs=tuple(r.node for r in counts),
-                field=self._key(f"all {unit.split(':', 1)[1]}"), value=sum(r.value for r in counts),
+                field=self._key(f"all {unit.split(':')[1]}"), value=sum(r.value for r in counts),
                 text=f"the combined total of {fields}",
             )  # fmt: skip
             return node, f"the combined total of {fields}", unit
@@ -1404,7 +1433,7 @@ class Generator:
                 field=self._key(f"{entity.table} {shown}", f"{entity.table} {split.name} {shown}"),
                 value=len(hits), text=text,
             )  # fmt: skip
-            return node, text, f"count:{entity.table}"
+            return node, text, f"count:{entity.table}:{split.name}"
         label = entity.label_attribute
         picked = self._pick_item(entity, items, by_name=False)  # the name is what it asks for
         if label is None or picked is None or not items or picked[1].startswith("("):

@@ -10,6 +10,7 @@ import networkx as nx
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.tasks.dag.augment import VirtualNode
 from agentomnia.tasks.dag.describe import field_label, words
 from agentomnia.tasks.dag.generate import Generator
 from agentomnia.taxonomy.vocab import vocab_for
@@ -80,5 +81,41 @@ def test_a_list_record_nothing_numbers_apart_is_told_apart_by_its_name(
         assert gen._pick_item(entity, items) == (1, f"with {field_label(label.name)} 'Atlas'")
         assert gen._pick_item(entity, items, by_name=False) is None
         assert gen._pick_item(entity, [items[0], items[2]]) is None  # no name is its own
+    finally:
+        session.close()
+
+
+def test_questions_over_figures_never_combine_a_gap_or_two_counts_of_one_list(
+    freight_spec: EnvSpec, freight_bundle: Bundle, freight_sandbox: Sandbox
+) -> None:
+    from agentomnia.tasks.dag.generate import Reported
+
+    session = freight_sandbox.open(freight_bundle, freight_bundle.s0)
+    try:
+        for seed in range(30):
+            gen = Generator(freight_spec, session, nx.MultiDiGraph(), random.Random(seed), allow_ids=True)
+            for i in range(4):
+                gen.out.dag.add_call(f"c{i}")
+            # three shipments' declared values, and a count with two counts taken over its list
+            gen.out.reports += [
+                Reported("c0", "first_value", 1200.0, "a", True, unit="attr:declared_value"),
+                Reported("c1", "second_value", 800.0, "b", True, unit="attr:declared_value"),
+                Reported("c2", "unit_count", 6, "c", True, unit="count:handling_units:all"),
+                Reported("c3", "third_value", 950.0, "d", True, unit="attr:declared_value"),
+            ]
+            for field, n in (("units_pallet", 4), ("units_hazardous", 1)):
+                node = VirtualNode(
+                    id=f"f{field}", type="FILTER", inputs=("c2",), field=field, value=n, text=""
+                )
+                gen.out.dag.add_virtual(node)
+                gen.out.reports.append(
+                    Reported(node.id, field, n, field, True, unit="count:handling_units:type")
+                )
+            gen.add_virtual(4, stack=True)
+            made = {v.id: v for v in gen.out.dag.virtual}
+            for v in made.values():
+                if v.type in ("COMPUTE", "TRANSFORM", "LOGIC"):
+                    assert not {made[i].type for i in v.inputs if i in made} & {"TRANSFORM"}, v
+                    assert not set(v.inputs) <= {"funits_pallet", "funits_hazardous", "c2"}, v
     finally:
         session.close()

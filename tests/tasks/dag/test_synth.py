@@ -374,3 +374,15 @@ def test_a_search_uses_a_word_that_finds_a_few_records(
             if any(word.casefold() in str(r.get(f) or "").casefold() for f in fields)
         ]
         assert 1 <= len(found) <= 3, (word, len(found))
+
+
+def test_counts_say_what_they_count_so_only_like_counts_are_combined(freight_spec: EnvSpec) -> None:
+    from agentomnia.tasks.dag.generate import Executed, _counted_by
+
+    def step(tool: str, **args: Any) -> Executed:
+        return Executed(0, freight_spec.tool(tool), args, {}, {}, None, None)
+
+    assert _counted_by(step("list_handling_units", type="pallet", hazardous=True)) == "hazardous+type"
+    assert _counted_by(step("list_handling_units", type="crate")) == "type"
+    assert _counted_by(step("list_bills")) == "all"
+    assert _counted_by(step("search_carriers", query="Ridge")) == "search"
