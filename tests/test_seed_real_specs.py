@@ -373,6 +373,41 @@ def test_a_default_its_schema_rejects_is_dropped(tmp_path: Path) -> None:
     ]
 
 
+def test_boolean_exclusive_bounds_become_json_schema_bounds(tmp_path: Path) -> None:
+    import jsonschema
+
+    volume = {
+        "type": "number",
+        "minimum": 0,
+        "exclusiveMinimum": True,
+        "maximum": 50,
+        "exclusiveMaximum": False,
+    }
+    params = [
+        {"name": "volume", "in": "query", "schema": volume},
+        {"name": "ratio", "in": "query", "schema": {"type": "number", "exclusiveMaximum": True}},
+    ]
+    seed = api(
+        tmp_path, oas({"/t": {"get": {"operationId": "listT", "parameters": params, "responses": OK}}})
+    )
+    props = seed.tools[0].input_schema["properties"]
+    # the same numbers are allowed: above 0, up to and with 50
+    assert props["volume"] == {"type": "number", "exclusiveMinimum": 0, "maximum": 50}
+    assert props["ratio"] == {"type": "number"}
+    jsonschema.Draft202012Validator.check_schema(seed.tools[0].input_schema)
+    (repair,) = seed.metadata["repairs"]
+    assert repair["place"] == "#/paths/~1t/get/parameters/1/schema/exclusiveMaximum"
+    # OpenAPI 3.1 is JSON Schema already: a boolean there is the seed's own error, left to verification
+    seed31 = api(
+        tmp_path,
+        oas(
+            {"/t": {"get": {"operationId": "listT", "parameters": params, "responses": OK}}}, version="3.1.0"
+        ),
+        "b.json",
+    )
+    assert seed31.tools[0].input_schema["properties"]["volume"]["exclusiveMinimum"] is True
+
+
 def test_dangling_refs_are_repaired_and_operations_kept(tmp_path: Path) -> None:
     schemas = {"Parcel": {"type": "object", "properties": {"id": {"type": "string"},
                                                            "owner": {"$ref": "#/components/schemas/Nope"}}}}  # fmt: skip

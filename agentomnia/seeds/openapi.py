@@ -18,6 +18,8 @@ Resolution (`Resolver`):
   keywords first, then the first sub-schema that sets a keyword); `anyOf`/`oneOf` stay as declared;
 - OpenAPI 3.0 `nullable: true` is translated to JSON Schema (`"type": [X, "null"]`, `null` added to
   an `enum`, `{"type": "null"}` added to a type-less `anyOf`/`oneOf`) and `nullable` is dropped;
+  OpenAPI 3.0 and Swagger 2.0 boolean `exclusiveMinimum`/`exclusiveMaximum` become the bound they
+  flag (`minimum: 0, exclusiveMinimum: true` is `exclusiveMinimum: 0`), as JSON Schema writes it;
   Swagger 2.0 `type: file` becomes `{"type": "string", "format": "binary"}` (its OpenAPI 3 form);
 - an external `$ref` (another file or URL) is not followed: the whole document is rejected
   (`SpecRejected`) with the JSON pointer where it is written.
@@ -259,6 +261,7 @@ class Resolver:
         self._nodes = 0  # dict nodes in the schema being resolved (see _MAX_NODES)
         self._recursive: set[str] = set()  # references met again inside their own expansion
         self._cut_early_at = ""
+        self.draft4 = draft4
         self._validator: Any = jsonschema.Draft4Validator if draft4 else jsonschema.Draft202012Validator
 
     # repairs
@@ -446,12 +449,33 @@ class Resolver:
                 out[k] = v
         return out
 
+    def _exclusive_bounds(self, d: dict[str, Any], place: str) -> None:
+        """In place: OpenAPI 3.0's and Swagger's boolean `exclusiveMinimum`/`exclusiveMaximum` (a
+        flag on `minimum`/`maximum`) in JSON Schema form, the bound itself (`minimum: 0` with
+        `exclusiveMinimum: true` is `exclusiveMinimum: 0`). The same numbers are allowed."""
+        for flag, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+            value = d.get(flag)
+            if not isinstance(value, bool):
+                continue
+            if value and isinstance(d.get(bound), (int, float)) and not isinstance(d[bound], bool):
+                d[flag] = d.pop(bound)
+            else:
+                del d[flag]
+                if value:
+                    self.repair(
+                        pointer(place, flag),
+                        f"{flag} is true but there is no {bound} for it to make exclusive",
+                        f"dropped {flag}",
+                    )
+
     def _finish(self, d: dict[str, Any], place: str) -> dict[str, Any]:
         """allOf merged, nullable translated, required deduplicated, a bad default dropped."""
         if isinstance(d.get("allOf"), list):
             d = _merge_all_of(d)
         if "nullable" in d:
             nullable_to_json_schema(d)
+        if self.draft4:
+            self._exclusive_bounds(d, place)
         if d.get("type") == "file":  # Swagger 2.0 file upload, as OpenAPI 3 writes it
             d["type"] = "string"
             d.setdefault("format", "binary")
