@@ -27,7 +27,16 @@ from agentomnia.envs.spec import (
     follow,
     requirement_failure,
 )
-from agentomnia.envs.state import CLOCK, CLOCK_START, lookup, make_value, satisfying, state_violations
+from agentomnia.envs.state import (
+    CLOCK,
+    CLOCK_START,
+    _rule_entity,
+    lookup,
+    make_value,
+    repair_rules,
+    satisfying,
+    state_violations,
+)
 from agentomnia.envs.values import (
     check,
     conforms,
@@ -490,6 +499,34 @@ def _transition_fits(spec: EnvSpec, tool: ToolSpec, rec: Mapping[str, Any]) -> b
     return cur != b["value"] and (allowed is None or b["value"] in allowed.get(str(cur), ()))
 
 
+def _keep_record_rules(spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec, args: dict[str, Any]) -> None:
+    """Bend the values a create or an update writes until the record keeps its entity's range and
+    comparison rules (a feeder's load within its rated current): the record is built from the
+    arguments over the one it replaces, mended as s0 is, and each argument it changed is set."""
+    if tool.op not in ("create", "update", "manage"):
+        return
+    e = spec.entity(tool.entity)
+    rules = [r for r in spec.rules if r.kind in ("range", "compare") and _rule_entity(r) == e.name]
+    fields: dict[str, str] = {p: a for p, a in tool.binding.get("fields", {}).items() if p in args}
+    if not rules or not fields:
+        return
+    key_param = tool.binding.get("key") or ""
+    current = next(
+        (
+            r
+            for r in _records(state, spec, e.name)
+            if key_param in args and _same_key(r[e.key], args[key_param])
+        ),
+        {},
+    )
+    record = {**current, **{a: args[p] for p, a in fields.items()}}
+    view = {**state, e.table: {"new": record}}  # only this record is mended; the rest is read
+    repair_rules(spec.model_copy(update={"rules": rules}), view)
+    for p, a in fields.items():
+        if record.get(a) != args[p]:
+            args[p] = record.get(a)
+
+
 def valid_calls(
     spec: EnvSpec,
     state: Mapping[str, Any],
@@ -599,6 +636,7 @@ def valid_calls(
                 args[b["param"]] = _fit_key(rng.choice(others), props.get(b["param"]))
         if meet:
             _meet_requirements(spec, state, tool, args, rng)
+            _keep_record_rules(spec, state, tool, args)
         if tool.op == "manage" and args.get("action") == "create":
             args.pop(key_param, None)
         if tool.op in ("update", "manage") and key_param in args:

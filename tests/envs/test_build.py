@@ -205,3 +205,35 @@ def test_a_seed_tool_whose_domain_behaviour_fails_keeps_the_seed_behaviour(built
     assert kept.parameters == tool.parameters
     assert "open_claim" not in {d.name for d in result.dropped_tools}
     assert any("open_claim runs the seed's plain behaviour" in r for r in result.repairs)
+
+
+def test_a_create_the_verifier_tries_keeps_its_records_comparison_rules(built: BuiltEnv) -> None:
+    """Two numbers of one record under a rule (a load within its rating): the valid calls the
+    verifier tries write a record that keeps it, so the tool is not dropped for the verifier's draw."""
+    from agentomnia.envs.calls import valid_calls
+    from agentomnia.taxonomy.knowledge import Rule
+
+    numbers = ("int", "float", "money")
+    spec = built.spec
+    tool, low, high = next(
+        (t, a, b)
+        for t in spec.tools
+        if t.op == "create"
+        for a in t.binding["fields"]
+        for b in t.binding["fields"]
+        if a < b
+        and (e := spec.entity(t.entity)).attribute(a) is not None
+        and e.attribute(a).type in numbers  # type: ignore[union-attr]
+        and e.attribute(b) is not None
+        and e.attribute(b).type in numbers  # type: ignore[union-attr]
+    )
+    name = spec.entity(tool.entity).name
+    drawn = [a for a in valid_calls(spec, built.s0, tool, random.Random(0)) if low in a and high in a]
+    if sum(a[low] <= a[high] for a in drawn) * 2 > len(drawn):
+        low, high = high, low  # a rule the verifier's plain draws mostly break
+    rule = Rule(
+        id="within", text="within", kind="compare", left=f"{name}.{low}", op="<=", right=f"{name}.{high}"
+    )
+    ruled = spec.model_copy(update={"rules": [*spec.rules, rule]})
+    both = [a for a in valid_calls(ruled, built.s0, tool, random.Random(0)) if low in a and high in a]
+    assert both and all(a[low] <= a[high] for a in both), both

@@ -295,7 +295,7 @@ def _created_fields(
         attrs = [c.tool.binding.get("fields", {}).get(p, p) for p in c.args]
         # what later steps did to the new record (a dispute's status and note) is asked for too;
         # dates the clock stamps are left out, as they follow the order of the calls
-        born = c.data.get("record", c.data)
+        born = c.data  # the record as the create returned it
         attrs += [
             a.name
             for a in e.attributes
