@@ -441,10 +441,10 @@ def number_for(attr: AttributeSpec, rng: random.Random) -> Any:
 
 _BIRTH = re.compile(r"birth|dob|born")
 _PHASES: list[tuple[int, re.Pattern[str]]] = [
-    (4, re.compile(r"due|expir|valid_until|valid_to|deadline|renewal|maturity|next_|expected|target|_by$|until")),
-    (3, re.compile(r"closed|complet|resolved|ended|(^|_)end|finish|deliver|paid|shipped|returned|cancel|approved|decided|settled|dispensed|filled|fulfil|check_?out|arriv|dropoff|published|released|terminated|discharged|merged|done")),
-    (2, re.compile(r"updated|modified|(^|_)last_|changed|reviewed|edited")),
-    (1, re.compile(r"created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|booked|start|begin|(^|_)from|effective|check_?in|depart|pickup|reported|raised|logged|received|detected|occurred|onboarded|launched|(^|_)since")),
+    (4, re.compile(r"due|expir|valid_until|valid_to|deadline|renewal|maturity|next_|expected|target|_by$|until|(^|_)et[ar]($|_)|estimat")),
+    (3, re.compile(r"closed|complet|resolved|ended|(^|_)end|finish|deliver|paid|shipped|returned|cancel|approved|decided|settled|dispensed|filled|fulfil|check_?out|arriv|dropoff|published|released|terminated|discharged|merged|done|restor|repaired|recovered|archived|retired|withdrawn")),
+    (2, re.compile(r"updated|modified|(^|_)last_|changed|reviewed|edited|acknowledged")),
+    (1, re.compile(r"created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|booked|start|begin|(^|_)from|effective|check_?in|depart|pickup|reported|raised|logged|received|detected|occurred|onboarded|launched|(^|_)since|dispatched|assigned|admitted")),
 ]  # fmt: skip
 _PAST = re.compile(
     r"created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|reported|raised|logged|received|detected|occurred|onboarded|(^|_)last_|updated|modified"
@@ -498,26 +498,51 @@ def _as(value: str, moment: datetime) -> str:
 
 def order_lifecycle(entity: EntitySpec, record: dict[str, Any], rng: random.Random) -> None:
     """Dates of one record in lifecycle order: created <= updated <= closed, ends after starts, due
-    and expiry dates after the record was issued or started. Only undeclared dates are moved."""
+    and expiry dates after the record was issued or started. A date a seed declares is moved too
+    (it keeps its form, so its `format` still holds), unless a pattern, enum or const pins it."""
     dated = [
         (phase(a.name), a.name, m)
         for a in entity.attributes
-        if a.type in ("date", "datetime") and a.declared is None and not _BIRTH.search(a.name)
+        if a.type in ("date", "datetime")
+        and (a.declared is None or not {"pattern", "enum", "const"} & set(a.declared))
+        and not _BIRTH.search(a.name)
         if (m := _moment(record.get(a.name))) is not None
     ]
     ordered = sorted([d for d in dated if d[0] in (1, 2, 3)], key=lambda d: (d[0], d[1]))
     moments = sorted(m for p, _, m in ordered)
     previous: datetime | None = None
     for (p, name, _), moment in zip(ordered, moments, strict=True):
-        if previous is not None and p == 3 and moment.date() <= previous.date():
+        timed = "T" in str(record[name])
+        if previous is not None and moment - previous > (_TIMED_STEP if timed else _DATED_STEP):
+            # a step of a record's life follows the one before within hours (a crew arrives the
+            # day it is dispatched) or, for plain dates, weeks; not months later
+            moment = previous + (
+                timedelta(minutes=15 * rng.randint(1, 4 * 72))
+                if timed
+                else timedelta(days=rng.randint(0, 30))
+            )
+        if previous is not None and p == 3 and moment.date() <= previous.date() and not timed:
             moment = previous + timedelta(days=rng.randint(1, 14))  # an end falls after its start
         record[name] = _as(record[name], moment)
         previous = moment
-    starts = [m for p, _, m in ordered if p == 1]
-    start = _moment(record[next(n for p, n, _ in ordered if p == 1)]) if starts else None
+    # due dates count from the latest start (a ticket created, then its work started)
+    starts = [m for p, n, _ in ordered if p == 1 and (m := _moment(record[n])) is not None]
+    start = max(starts) if starts else None
     for p, name, m in dated:
-        if p == 4 and start is not None and m <= start:
-            record[name] = _as(record[name], start + timedelta(days=rng.randint(7, 90)))
+        timed = "T" in str(record[name])
+        if p == 4 and start is not None and (m <= start or m - start > (_TIMED_STEP if timed else _DUE_STEP)):
+            # due after the start, and not out of sight: an ETA within two days, a due date a season
+            ahead = (
+                timedelta(minutes=15 * rng.randint(2, 4 * 48))
+                if timed
+                else timedelta(days=rng.randint(7, 90))
+            )
+            record[name] = _as(record[name], start + ahead)
+
+
+_TIMED_STEP = timedelta(days=3)
+_DATED_STEP = timedelta(days=45)
+_DUE_STEP = timedelta(days=120)
 
 
 # ---------------------------------------------------------------- strings

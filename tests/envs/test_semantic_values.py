@@ -8,7 +8,7 @@ import random
 import re
 import subprocess
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +144,29 @@ def test_dates_follow_the_record_lifecycle() -> None:
         assert rec["end_date"] > rec["start_date"] and rec["due_date"] > rec["start_date"], rec
         born = semantic_value(person.attributes[1], person, rng, 1)
         assert (datetime(2026, 3, 2) - datetime.fromisoformat(born)).days >= 18 * 365
+
+
+def test_a_seeds_declared_dates_follow_the_lifecycle_within_hours() -> None:
+    stamp = {"type": "string", "format": "date-time"}
+    e = _entity(
+        "crew_assignment", _a("dispatched_at", "datetime", declared=stamp), _a("arrived_at", "datetime", declared=stamp),
+        _a("eta", "datetime", declared=stamp), _a("shift_code", "datetime", declared={**stamp, "pattern": "^2025"}),
+    )  # fmt: skip
+    for seed in range(40):
+        rng = random.Random(seed)
+        rec = {
+            "dispatched_at": "2026-05-20T11:30:00",
+            "arrived_at": "2025-07-28T10:00:00",  # months before its dispatch, as independent draws fall
+            "eta": "2027-01-01T08:00:00",
+            "shift_code": "2025-01-01T00:00:00",
+        }
+        order_lifecycle(e, rec, rng)
+        dispatched, arrived, eta = (
+            datetime.fromisoformat(rec[k]) for k in ("dispatched_at", "arrived_at", "eta")
+        )
+        assert dispatched < arrived <= dispatched + timedelta(days=3), rec
+        assert dispatched < eta <= dispatched + timedelta(days=3), rec
+        assert rec["shift_code"] == "2025-01-01T00:00:00"  # a pattern pins it: left as the seed allows
 
 
 def test_free_text_talks_about_its_record() -> None:

@@ -26,7 +26,7 @@ from agentomnia.envs.calls import fit_compared_values, reference_admits, require
 from agentomnia.envs.semantic import World
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec, compound_of
 from agentomnia.envs.state import make_value, world_for
-from agentomnia.envs.values import as_declared
+from agentomnia.envs.values import as_declared, conforms
 from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
 from agentomnia.tasks.dag.describe import (
@@ -544,6 +544,13 @@ class Generator:
     ) -> Executed:
         props = tool.parameters.get("properties") or {}
         args = {p: as_declared(v, props[p]) if p in props else v for p, v in args.items()}
+        for p, v in args.items():
+            if str(sources.get(p, "")).startswith("out:") and p in props and not conforms(v, props[p]):
+                # a record the chain reached that the operation cannot name (a new order's id 11 where
+                # the seed declares `orderId` at most 10): the chain cannot go this way
+                raise Reject(
+                    "grounding", f"{tool.name} cannot take {p}={v!r}, which an earlier step returned"
+                )
         overwritten = self._overwrites(tool, args, focus)
         if overwritten:
             # "mark it rejected ... now set it to approved": nobody asks for a change and then undoes it
