@@ -736,6 +736,12 @@ def _string_kind(name: str, person: bool) -> str:
     for kind, rx in _STRING_KINDS:
         if re.search(rx, name):
             return kind
+    if name == "by":
+        return "other_person"  # a custody step's "by", a change's "by": someone did it
+    if _SLOTS.search(name):
+        return "slot"
+    if re.fullmatch(r"(kind|type|category|class|variant|sort)", name):
+        return "sort"
     return (
         "code"
         if any(re.search(rx, name) for rx, _ in _CODES)
@@ -962,11 +968,33 @@ def string_for(
             return code
     if kind == "name" or naming_attr(attr, entity):
         return name_for(attr, entity, world, rng)
+    if kind == "slot":
+        return slot_label(n, rng)
+    if kind == "sort":
+        return rng.choice(_SORTS)
     return (
         f"{rng.choice(QUALIFIERS)} {rng.choice(THEMES)}"
         if attr.type == "str"
         else f"{n.replace('_', ' ').capitalize()}."
     )
+
+
+# Where a thing sits, as storerooms, labs and warehouses label it: "Rack 4", "Box 112", "Shelf C".
+_SLOTS = re.compile(
+    r"(^|_)(rack|box|shelf|bin|slot|bay|aisle|drawer|cabinet|locker|dock|gate|berth|platform|zone|tier|row"
+    r"|level|floor|room|cage|tray|well|lane|stall|pallet_position)$"
+)
+_SORTS = ("standard", "routine", "special", "general", "custom")
+
+
+def slot_label(name: str, rng: random.Random) -> str:
+    """A storage or place slot named the way people label them: a word and a number or letter."""
+    word = re.split(r"_", name)[-1].replace("_", " ")
+    if word in ("shelf", "row", "tier", "aisle", "zone", "level"):
+        return f"{word.capitalize()} {rng.choice('ABCDEFGH') if rng.random() < 0.5 else rng.randint(1, 12)}"
+    if word in ("box", "tray", "bin", "cage"):
+        return f"{word.capitalize()} {rng.randint(1, 240)}"
+    return f"{word.capitalize()} {rng.randint(1, 24)}"
 
 
 def _entity_string(

@@ -169,6 +169,18 @@ def test_a_seeds_declared_dates_follow_the_lifecycle_within_hours() -> None:
         assert rec["shift_code"] == "2025-01-01T00:00:00"  # a pattern pins it: left as the seed allows
 
 
+def test_storage_slots_a_custody_by_and_a_kind_read_as_people_write_them() -> None:
+    e = _entity("location", _a("rack"), _a("box"), _a("shelf"), _a("by"), _a("kind"))
+    world = World()
+    for seed in range(20):
+        rng = random.Random(seed)
+        rec = {a.name: semantic_value(a, e, rng, 1, world, {}) for a in e.attributes[1:]}
+        assert re.fullmatch(r"Rack \d+", rec["rack"]) and re.fullmatch(r"Box \d+", rec["box"]), rec
+        assert re.fullmatch(r"Shelf ([A-H]|\d+)", rec["shelf"]), rec
+        assert re.fullmatch(r"[A-Z][\w'.-]+( [A-Z][\w'.-]+)+", rec["by"]), rec  # a person's name
+        assert rec["kind"].islower() and " " not in rec["kind"], rec
+
+
 def test_free_text_talks_about_its_record() -> None:
     e = _entity("review", _a("title"), _a("rating", "int"), _a("comment", "text"))
     world = World()
