@@ -144,6 +144,17 @@ def _usable(entity: EntitySpec, attr: str, value: Any) -> bool:
     return not (isinstance(value, str) and (_ID_SHAPE.match(value) or len(value) > 60 or "@" in value))
 
 
+_NAME_FIELD = re.compile(
+    r"^(name|title|full_name|display_name|label|subject|code|headline)$|_(name|title|code)$"
+)
+
+
+def is_name_field(name: str) -> bool:
+    """Whether an attribute is what a record is called ("name", "title", "scac_code"), as against a
+    value that merely tells records apart (a note, a merchant category, who approved it)."""
+    return _NAME_FIELD.search(name) is not None and not name.endswith(("_by_name", "person_name"))
+
+
 def describe_record(
     spec: EnvSpec, state: Mapping[str, Any], entity_name: str, key: str, *, allow_ids: bool
 ) -> str | None:
@@ -154,6 +165,8 @@ def describe_record(
     if record is None:
         return None
     label = entity.label_attribute
+    if label is not None and not is_name_field(label.name):
+        label = None  # a note or an author tells records apart but is no record's name: said as a cue
     if allow_ids:
         shown = record.get(label.name) if label is not None else None
         return f"{words(entity.name)} {key}" + (f" ({shown})" if isinstance(shown, str) and shown else "")

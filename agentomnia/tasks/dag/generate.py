@@ -1151,7 +1151,13 @@ class Generator:
             numeric = [a for a in attrs if a.type in _NUMERIC]
             a: AttributeSpec = self.rng.choice(numeric or attrs)
             noun = (
-                flag_question(phrase, a.name) if a.type == "bool" else possessive(phrase, field_label(a.name))
+                flag_question(phrase, a.name)
+                if a.type == "bool"
+                else f"who {words(a.name.removesuffix('_by'))} {phrase}"
+                if re.fullmatch(
+                    r"[a-z]+ed_by|(written|done|made|run|taken|sent|paid|held|given|led)_by", a.name
+                )
+                else possessive(phrase, field_label(a.name))
             )
             key = self._key(a.name, f"current {a.name}", f"{entity.name} {a.name}")
             self._ask(

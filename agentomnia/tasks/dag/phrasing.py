@@ -45,7 +45,7 @@ _ASK_NOUN = (
     'Read off {n} for "{k}".',
     '"{k}" should be {n}.',
 )
-_QUESTION_WORDS = ("how ", "whether ", "which ", "what ", "if ")
+_QUESTION_WORDS = ("how ", "whether ", "which ", "what ", "if ", "who ")
 _FORMAT = (
     "Answer in JSON with {keys}.",
     "Send the answers back as a JSON object with {keys}.",

@@ -119,3 +119,28 @@ def test_questions_over_figures_never_combine_a_gap_or_two_counts_of_one_list(
                     assert not set(v.inputs) <= {"funits_pallet", "funits_hazardous", "c2"}, v
     finally:
         session.close()
+
+
+def test_who_did_something_is_asked_as_who(
+    freight_spec: EnvSpec, freight_bundle: Bundle, freight_sandbox: Sandbox
+) -> None:
+    from agentomnia.envs.spec import AttributeSpec
+    from agentomnia.tasks.dag.generate import Executed
+
+    tool = next(t for t in freight_spec.tools if t.op == "get")
+    entity = freight_spec.entity(tool.entity)
+    signed = entity.model_copy(
+        update={"attributes": (*entity.attributes, AttributeSpec(name="approved_by", type="str"))}
+    )
+    spec = freight_spec.model_copy(
+        update={"entities": [signed if e.name == entity.name else e for e in freight_spec.entities]}
+    )
+    session = freight_sandbox.open(freight_bundle, freight_bundle.s0)
+    try:
+        gen = Generator(spec, session, nx.MultiDiGraph(), random.Random(0), allow_ids=True)
+        record = {entity.key: "X-001", "approved_by": "Dana Perez"}
+        gen._report(Executed(0, tool, {}, {}, record, None, None), f"{words(entity.name)} X-001")
+    finally:
+        session.close()
+    assert f"who approved {words(entity.name)} X-001" in gen.out.clauses[-1]
+    assert "the approved by" not in gen.out.clauses[-1]
