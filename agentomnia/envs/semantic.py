@@ -55,11 +55,14 @@ _PERSON_WORDS = (
     "|streamer|gamer|lead|prospect|freelancer|employer_contact|adopter|foster|sitter|walker|groomer|nanny"
     "|lessee|preparer|filer|sender|reader|listener|viewer|captain|sailor|seafarer|mariner|attendant|tour_guide"
     "|actor|dancer|singer|composer|hiker|angler|hunter|breeder|rancher|miner|cadet|recruit"
-    "|practitioner|dieter|nutritionist|coachee|new_hire|sales_rep|supporter|fundraiser"
+    "|practitioner|dieter|nutritionist|coachee|new_hire|sales_rep|supporter|fundraiser|fan|proofreader"
+    "|operator|specialist|coordinator|supervisor|planner|scheduler|tester|proofer|annotator"
 )
 PERSON_ENTITY = re.compile(rf"(^|_)({_PERSON_WORDS})(_(account|profile))?$")
 # Compounds whose last word is a person's role but whose records are machines or software
 _NOT_PERSON = re.compile(
+    r"(^|_)(ceiling|exhaust|cooling|desk|case|cpu|box|ventilation|extractor)_fan$"
+    r"|(^|_)(network|mobile|telecom|tour|fleet|grid|system|port|terminal|train|rail|bus|transit|satellite)_operator$|"
     r"(^|_)(build|ci|software|ai|llm|monitoring|deploy(ment)?|user|ssh|proxy|sync|backup|update|install)_agent$"
     r"|(^|_)(media|video|audio|music|game)_player$|(^|_)(device|printer|database|db|jdbc|gpu|software)_driver$"
     r"|(^|_)(background|job|queue|celery|task|cloud|build|thread|render|cron|service)_worker$"

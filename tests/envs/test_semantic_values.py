@@ -386,7 +386,8 @@ def test_generated_categories_stay_in_their_vocabulary_list() -> None:
     "name",
     ["citizen", "dependent", "wearer", "owner_account", "player", "resident", "tenant", "passenger",
      "traveler", "volunteer", "donor", "athlete", "beneficiary", "claimant", "insured", "subscriber",
-     "attendee", "visitor", "learner", "worker", "team_member", "pet_owner", "preparer"],
+     "attendee", "visitor", "learner", "worker", "team_member", "pet_owner", "preparer", "fan", "proofreader",
+     "machine_operator", "specialist"],
 )  # fmt: skip
 def test_people_are_recognised_and_named_as_people(name: str) -> None:
     from agentomnia.envs.semantic import QUALIFIERS, is_person
@@ -403,7 +404,8 @@ def test_people_are_recognised_and_named_as_people(name: str) -> None:
 @pytest.mark.parametrize(
     "name",
     ["vessel", "clinic", "account", "company_account", "corporate_account", "media_player", "build_agent",
-     "device_driver", "background_worker", "api_client", "card_reader", "product"],
+     "device_driver", "background_worker", "api_client", "card_reader", "product", "ceiling_fan",
+     "network_operator"],
 )  # fmt: skip
 def test_things_and_organisations_are_not_people(name: str) -> None:
     from agentomnia.envs.semantic import is_person, person_name

@@ -1414,8 +1414,10 @@ class Generator:
                 id=vid, type="VALIDATE", inputs=(a.node,), field=self._key(f"{a.field} at least {str(threshold).replace('.', ' ')}"),
                 value=bool(a.value >= threshold), text=text,
             )  # fmt: skip
-            # a person checking a figure against a level says why the level matters to them
-            self.out.clauses.append(self.wording.choice(_WHY_A_LEVEL).format(t=threshold))
+            # a person checking a figure against a level says why the level matters to them; "at
+            # least 1" needs no reason (is there any at all?)
+            if threshold != 1:
+                self.out.clauses.append(self.wording.choice(_WHY_A_LEVEL).format(t=threshold))
             return node, text, ""
         source = self.rng.choice([r for r in listy if ("list", r.node) not in used])
         items = source.items or []
