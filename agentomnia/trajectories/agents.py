@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -41,6 +42,8 @@ from agentomnia.trajectories.evidence import (
 from agentomnia.trajectories.guidance import GUIDANCE_KIND, Guidance
 from agentomnia.trajectories.messages import answer_block, assistant_message, parse_arguments, tool_call
 from agentomnia.trajectories.users import words
+
+_REQUEST = "\0request"  # marks the opening question about what the user needs
 
 
 class Agent(Protocol):
@@ -202,6 +205,20 @@ class OfflineTeacher:
 
     # -------------------------------------------------------------- choices
 
+    def _held_back(self, messages: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether the user has so far given only the first line of a longer request (a terse
+        persona), so that no step can be taken on what they said."""
+        persona = self.task.persona
+        if self.task.interaction != "multi" or persona is None or persona.granularity != "terse":
+            return False
+        if _REQUEST in self._asked or self._calls:
+            return False
+        said = " ".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+        return (
+            len(said.strip()) < len(self.task.query.strip())
+            and len([s for s in re.split(r"(?<=[.!?])\s+", self.task.query.strip()) if s]) > 1
+        )
+
     def _ask(self, call: ReferenceCall, missing: list[str], evidence: Evidence) -> str | None:
         persona = self.task.persona
         if self.task.interaction != "multi" or persona is None:
@@ -332,6 +349,10 @@ class OfflineTeacher:
                 "I will carry on with the remaining steps. "
             )
         self._pending = None
+        if self._held_back(messages):
+            # a user who opened with one line has said what kind of help, not what to do: ask first
+            self._asked.add(_REQUEST)
+            return assistant_message("Happy to help. What needs doing?")
         while self._next < len(self.plan):
             call = self.plan[self._next]
             missing = self._missing(call, evidence)

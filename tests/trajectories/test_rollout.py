@@ -276,3 +276,21 @@ def test_training_keeps_dag_standard_runs_and_drops_the_ablations_plain_runs(
     assert {(t.task_id, t.guidance) for t in kept} == expected
     plain_of_guided_kinds = [t for t in unguided if GUIDANCE_KIND[t.task_kind] != "none"]
     assert plain_of_guided_kinds and not {t.id for t in plain_of_guided_kinds} & {t.id for t in kept}
+
+
+def test_a_user_who_opens_with_one_line_is_asked_what_needs_doing_before_any_call(
+    tasks: list[Task], parcel
+) -> None:  # type: ignore[no-untyped-def]
+    from agentomnia.trajectories import generate_trajectories
+
+    task = tasks[3]
+    held = Task.model_validate(
+        {**task.model_dump(exclude={"id"}), "query": "I need a hand with a claim today. " + task.query}
+    )
+    (run,) = generate_trajectories([held], {parcel.env_id: parcel.bundle}, parcel.sandbox, guidance=True)
+    said = [m for m in run.messages if m["role"] in ("user", "assistant")]
+    assert said[0]["content"] == "I need a hand with a claim today."
+    first = said[1]
+    assert not first.get("tool_calls") and first["content"] == "Happy to help. What needs doing?"
+    assert task.query in said[2]["content"]  # the rest of the request comes back in reply
+    assert run.verified
