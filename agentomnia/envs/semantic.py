@@ -140,6 +140,8 @@ _BY_ENTITY: list[tuple[re.Pattern[str], re.Pattern[str], tuple[str, ...]]] = [
 ]  # fmt: skip
 _FOLDERS = ["Contracts", "Invoices", "Reports", "Correspondence", "Archive", "Onboarding", "Legal", "Board Minutes", "Quarterly Reviews", "Receipts", "Drafts", "Shared/Finance"]  # fmt: skip
 _UNITS = ["each", "box", "case", "kg", "litre", "pack", "pallet", "hour", "metre", "dozen"]
+_ALLERGIES = ("Penicillin", "Peanuts", "Latex", "Sulfa drugs", "Shellfish", "No known drug allergies", "Ibuprofen", "Bee stings", "Codeine", "Tree nuts")  # fmt: skip
+_MEDICATIONS = ("Metformin 500 mg twice daily", "Lisinopril 10 mg daily", "Atorvastatin 20 mg at night", "Levothyroxine 50 mcg daily", "Amlodipine 5 mg daily", "Omeprazole 20 mg daily", "Albuterol inhaler as needed", "Sertraline 50 mg daily", "Ibuprofen 400 mg as needed", "Insulin glargine 20 units at night")  # fmt: skip
 _WEATHER = ["Sunny, light wind", "Overcast", "Light rain", "Heavy rain, site paused", "Clear and cold", "Hot and humid", "Fog until mid-morning", "Gusty wind", "Snow showers", "Partly cloudy"]  # fmt: skip
 _CURRENCY = {"en_US": "USD", "en_GB": "GBP", "ja_JP": "JPY", "en_CA": "CAD", "en_AU": "AUD", "de_CH": "CHF", "zh_CN": "CNY", "ko_KR": "KRW", "en_IN": "INR", "pt_BR": "BRL", "es_MX": "MXN"}  # fmt: skip
 _SYMBOL = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$", "INR": "₹", "CNY": "¥"}
@@ -693,6 +695,8 @@ _STRING_KINDS: list[tuple[str, str]] = [
     ("industry", r"industry|sector"),
     ("unit", r"(^|_)unit$|uom"),
     ("weather", r"weather"),
+    ("allergy", r"allerg"),
+    ("medication", r"(^|_)(medications?|meds|current_drugs?)$"),
     ("period", r"^(period|quarter|(fiscal|billing|reporting|pay|accounting)_period)$"),
     ("folder", r"^(folder|directory|parent_folder)(_name)?$"),
     ("chapter", r"^chapter$"),
@@ -783,6 +787,10 @@ def leaf_string(name: str, rng: random.Random, world: World) -> str | None:
     entity = _stub(head or "record")
     kind = _string_kind(name, is_person(entity))
     named_place = kind == "name" and (ORG_ENTITY.search(head or "-") or PLACE_ENTITY.search(head or "-"))
+    if kind == "code":  # an ICD-10 code in a patient's problem list, a SKU in an order line
+        code = _code(AttributeSpec(name=name, type="str"), entity, world, rng)
+        if code is not MISSING:
+            return str(code)
     if kind in ("other", "code", "name") and not named_place:
         return None
     value = string_for(AttributeSpec(name=name, type="str"), entity, world, rng, {})
@@ -941,7 +949,7 @@ def string_for(
         "company": p.companies, "street": p.streets, "secondary": p.secondary, "city": p.cities,
         "state": p.states, "country": p.countries, "place": p.cities, "job": p.jobs,
         "department": tuple(_DEPARTMENTS), "team": tuple(_TEAMS), "industry": tuple(_INDUSTRIES),
-        "unit": tuple(_UNITS), "weather": tuple(_WEATHER),
+        "unit": tuple(_UNITS), "weather": tuple(_WEATHER), "allergy": _ALLERGIES, "medication": _MEDICATIONS,
     }  # fmt: skip
     if kind in simple:
         return rng.choice(simple[kind])

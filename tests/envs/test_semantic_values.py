@@ -181,6 +181,18 @@ def test_storage_slots_a_custody_by_and_a_kind_read_as_people_write_them() -> No
         assert rec["kind"].islower() and " " not in rec["kind"], rec
 
 
+def test_a_patients_problem_codes_allergies_and_medications_read_clinically() -> None:
+    from agentomnia.envs.semantic import QUALIFIERS, leaf_string
+
+    world = World()
+    for seed in range(10):
+        rng = random.Random(seed)
+        assert re.fullmatch(r"[A-TV-Z]\d{2}\.\d", leaf_string("icd10", rng, world) or ""), seed
+        allergy, medication = leaf_string("allergies", rng, world), leaf_string("medications", rng, world)
+        assert allergy and allergy.split()[0] not in QUALIFIERS, allergy
+        assert medication and re.search(r"\d+ (mg|mcg|units)|inhaler", medication), medication
+
+
 def test_free_text_talks_about_its_record() -> None:
     e = _entity("review", _a("title"), _a("rating", "int"), _a("comment", "text"))
     world = World()
