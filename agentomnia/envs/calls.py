@@ -26,6 +26,7 @@ from agentomnia.envs.spec import (
     compound_value,
     follow,
     requirement_failure,
+    select,
 )
 from agentomnia.envs.state import (
     CLOCK,
@@ -578,6 +579,9 @@ def valid_calls(
             return requirement_problem(spec, state, tool, {kp: rec[e.key]}) is None
 
         records = [r for r in records if meets(r)] + [r for r in records if not meets(r)]
+        if any(r.kind == "precondition" and r.operation == tool.name for r in spec.rules):
+            # nor one the operation's precondition refuses (only an encounter in progress is discharged)
+            records.sort(key=lambda r: not _precondition_ok(spec, state, tool, r))
         if tool.op == "transition":  # a record the move does not fit fails whatever it meets
             records.sort(key=lambda r: not fits(r))
     for attempt in range(tries):
@@ -720,21 +724,67 @@ def stage_requirements(
     requirements, the records the first `calls` candidates read are brought into a state the
     requirement names (a status in its allowed set, an amount within its bound, a reference that
     agrees), each change kept only if every invariant still holds. Other records keep their values,
-    so the refusal stays reachable too. Returns the tools so staged, in name order."""
+    so the refusal stays reachable too. Returns the tools so staged, in the order staged."""
     staged: list[str] = []
     claimed: set[int] = set()  # records an earlier tool's staging set up: not bent again for another
-    for tool in sorted(spec.tools, key=lambda t: t.name):
+    # two passes: a tool staged later can set up what an earlier one needs (orders placed on an
+    # encounter in progress give discharge_patient an encounter in progress to discharge)
+    for tool in sorted(spec.tools, key=lambda t: t.name) * 2:
+        if tool.name in staged:
+            continue
         found = compound_of(tool)
-        requires = [r for r in (found or {}).get("requires", []) if r["kind"] in ("in", "compare")]
+        requires = [r for r in (found or {}).get("requires", []) if r["kind"] in ("in", "compare", "none")]
         if not requires:
             continue
         rng = random.Random(f"{spec.id}:{tool.name}")
         candidates = list(valid_calls(spec, state, tool, rng, tries=calls))
+        if tool.op == "transition":
+            # a record the move does not fit, or its precondition refuses, fails whatever it meets
+            table = state.get(spec.entity(tool.entity).table)
+            key = tool.binding.get("key") or ""
+            candidates = [
+                a
+                for a in candidates
+                if isinstance(rec := lookup(table, a.get(key, "")), dict)
+                and _transition_fits(spec, tool, rec)
+                and _precondition_ok(spec, state, tool, rec)
+            ] or candidates
         if any(requirement_problem(spec, state, tool, a) is None for a in candidates):
             continue
         if sum(_stage_call(spec, state, tool, requires, args, claimed) for args in candidates):
             staged.append(tool.name)
     return staged
+
+
+def _stage_none(
+    spec: EnvSpec,
+    state: dict[str, dict[str, dict[str, Any]]],
+    entity: str,
+    record: dict[str, Any],
+    req: dict[str, Any],
+    now: str,
+    undo: list[tuple[dict[str, Any], str, Any]],
+    claimed: set[int],
+) -> bool:
+    sel = req["select"]
+    other = spec.entity(sel["entity"])
+    states = [
+        (attr, want["in"])
+        for attr, want in sel["where"].items()
+        if isinstance(want, dict) and "in" in want and (a := other.attribute(attr)) is not None and a.enum
+    ]
+    if not states:
+        return False
+    attr, blocked = states[0]
+    free = [v for v in other.attribute(attr).enum if v not in blocked]  # type: ignore[union-attr]
+    if not free:
+        return False
+    for _key, rec in select(spec, state, entity, record, sel, now):
+        if id(rec) in claimed:
+            return False
+        undo.append((rec, attr, rec.get(attr)))
+        rec[attr] = free[0]
+    return True
 
 
 def _stage_call(
@@ -755,6 +805,12 @@ def _stage_call(
     undo: list[tuple[dict[str, Any], str, Any]] = []
     for req in requires:
         if requirement_failure(spec, state, e.name, record, req, now) is None:
+            continue
+        if req["kind"] == "none":
+            # records that must not exist (an encounter's pending orders): moved out of the states
+            # the selector names (the orders resulted), where their entity has such a state
+            if not _stage_none(spec, state, e.name, record, req, now, undo, claimed):
+                break
             continue
         owner_entity, owner, attr = follow(spec, state, e.name, record, req["left"])
         if "->" not in req["left"]:
