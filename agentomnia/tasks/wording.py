@@ -1,4 +1,4 @@
-"""How task requests read: the voice they open in, and three numbers that measure them.
+"""How task requests read: the voice they open in, and four numbers that measure them.
 
 A request opens as its user would: a consumer about their own things, a business user about their
 customers and shop, an operations person about the team's queue (`opening`, keyed by the task's
@@ -13,6 +13,9 @@ can solve tasks without understanding them. These metrics make that visible over
 
 - `chained_of_share`: the share of sentences with a clause (a stretch between , ; : ( ) — and
   sentence ends) that holds three or more "of the"; such a clause is a chain of references.
+- `stacked_possessive_share`: the share of sentences with a clause where one possessive is stacked
+  on another within a few words ("that cash count's store's customer returns"), the same chain said
+  the other way round.
 - `mean_sentence_words`: words per sentence (a word is a run of letters or digits; a quoted value
   counts as the words in it).
 - `distinct_trigram_share`: distinct word 3-grams over all word 3-grams of all queries (3-grams
@@ -120,6 +123,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'“(])")
 _CLAUSE_BREAK = re.compile(r"[,;:()\u2014]|\s-\s")
 _WORD = re.compile(r"[A-Za-z0-9]+(?:'[a-z]+)?")
 _OF_THE = re.compile(r"\bof\s+the\b", re.IGNORECASE)
+# a possessive, then at most three words, then another: "X's store's", "X's assigned to's"
+_STACKED = re.compile(r"\w's\s+(?:[\w-]+\s+){0,3}?[\w-]+'s\s")
 
 #: a clause with at least this many "of the" counts as a chain of references
 CHAIN_MIN = 3
@@ -140,6 +145,11 @@ def chained_of(sentence: str) -> int:
     return max((len(_OF_THE.findall(c)) for c in _CLAUSE_BREAK.split(sentence)), default=0)
 
 
+def stacked_possessive(sentence: str) -> bool:
+    """Whether a clause of the sentence stacks one possessive on another."""
+    return any(_STACKED.search(c + " ") for c in _CLAUSE_BREAK.split(sentence))
+
+
 def query_metrics(queries: Iterable[str]) -> dict[str, Any]:
     """Wording metrics over a round's queries (see the module docstring); zeros for no queries."""
     texts = [q for q in queries if q and q.strip()]
@@ -147,6 +157,7 @@ def query_metrics(queries: Iterable[str]) -> dict[str, Any]:
     flat = [s for ss in split for s in ss]
     lengths = [len(sentence_words(s)) for s in flat]
     chained = sum(1 for s in flat if chained_of(s) >= CHAIN_MIN)
+    stacked = sum(1 for s in flat if stacked_possessive(s))
     grams: list[tuple[str, ...]] = []
     for q in texts:
         w = sentence_words(q)
@@ -156,6 +167,8 @@ def query_metrics(queries: Iterable[str]) -> dict[str, Any]:
         "sentences": len(flat),
         "chained_of_sentences": chained,
         "chained_of_share": round(chained / len(flat), 4) if flat else 0.0,
+        "stacked_possessive_sentences": stacked,
+        "stacked_possessive_share": round(stacked / len(flat), 4) if flat else 0.0,
         "mean_sentence_words": round(sum(lengths) / len(lengths), 2) if lengths else 0.0,
         "max_sentence_words": max(lengths, default=0),
         "trigrams": len(grams),

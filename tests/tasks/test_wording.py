@@ -72,3 +72,34 @@ def test_a_job_named_by_its_field_is_not_said_as_a_person() -> None:
         assert "game operations" in field and " a game operations" not in field and " an game" not in field
         cleanup = opening(random.Random(i), "tob", "Property Management", indirect=True)
         assert "property management" in cleanup and " a property management" not in cleanup
+
+
+def test_a_possessive_stacked_on_a_possessive_is_counted_once_per_sentence() -> None:
+    from agentomnia.tasks.wording import stacked_possessive
+
+    assert stacked_possessive("Pull up that cash count's store's customer returns.")
+    assert stacked_possessive("Could you find out that store task's assigned to's hourly wage?")
+    assert not stacked_possessive("Pull up the customer returns with the same store as that cash count.")
+    # a comma ends the clause: two owners side by side are not a chain
+    assert not stacked_possessive("Set the order's status, and the customer's email, as agreed.")
+    m = query_metrics(["Look at that order's customer's invoices. Then close that order's ticket."])
+    assert m["stacked_possessive_sentences"] == 1 and m["stacked_possessive_share"] == 0.5
+
+
+def test_a_list_of_what_a_record_points_at_says_the_same_not_a_chain() -> None:
+    from agentomnia.tasks.dag.generate import _alongside
+
+    # the list filters by the link the phrase names: said as "with the same ... as"
+    assert (
+        _alongside("that cash count's store", "store", "customer returns")
+        == "the customer returns with the same store as that cash count"
+    )
+    # another link (audit events by actor, reached through "approved by"): the chain stays, as it is
+    # true, said with "of" rather than a second possessive
+    assert _alongside("that baseline's approved by", "actor", "audit events") == (
+        "the audit events of that baseline's approved by"
+    )
+    # an owner that is itself a chain or a description is not a handle to compare with
+    assert _alongside("the store of the only cash count", "store", "employees") == (
+        "the employees of the store of the only cash count"
+    )

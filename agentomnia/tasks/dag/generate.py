@@ -187,6 +187,17 @@ def round_figure(value: float, near: int) -> int:
     return int(high if near > value or low == value and near == value else low)
 
 
+def _alongside(owner_phrase: str, link: str, many: str) -> str:
+    """The records of a list filtered by what another record points at, said the way people say
+    it: "the customer returns with the same store as that cash count", where the chain would read
+    "that cash count's store's customer returns". Only when the list's filter is the very link the
+    phrase names (a list of audit events by actor is not "the same approved by")."""
+    owner, sep, noun = owner_phrase.rpartition("'s ")
+    if sep and is_handle(owner) and "'s " not in owner and noun == link:
+        return f"the {many} with the same {link} as {owner}"
+    return possessive(owner_phrase, many)
+
+
 def _is_key(value: Any) -> bool:
     """Whether a value can be a record's key: text, or a whole number (a seed's integer pet id)."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
@@ -732,7 +743,7 @@ class Generator:
                     in_phrase if tool.op == "assign" else f"{words(self._ref_word(param))}: {in_phrase}"
                 )
                 if tool.op in ("list", "search", "range"):
-                    phrase = possessive(in_phrase, plural(entity.name))
+                    phrase = _alongside(in_phrase, words(self._ref_word(param)), plural(entity.name))
         if tool.op == "manage":
             raise Reject(
                 "grounding", f"{tool.name} is a mode-selector tool; DAG chains use single-purpose tools"
@@ -928,7 +939,9 @@ class Generator:
         entity = self.spec.entity(step.tool.entity)
         if step.focus is not None:
             noun, handle = words(entity.name), demonstrative(entity.name)
-        elif step.tool.op in ("list", "search", "range") and (" of " in phrase or "'s " in phrase):
+        elif step.tool.op in ("list", "search", "range") and (
+            " of " in phrase or "'s " in phrase or " the same " in phrase
+        ):
             noun, handle = plural(entity.name), f"those {plural(entity.name)}"
         else:
             return

@@ -94,8 +94,10 @@ def is_handle(phrase: str) -> bool:
 
 
 def possessive(owner: str, noun: str) -> str:
-    """`that order` + `customer` -> "that order's customer"; a long owner keeps "the customer of ..."."""
-    return f"{owner}'s {noun}" if is_handle(owner) else f"the {noun} of {owner}"
+    """`that order` + `customer` -> "that order's customer"; a long owner keeps "the customer of ...",
+    and so does one that is a possessive already ("the hourly wage of that task's assignee", never
+    "that task's assignee's hourly wage")."""
+    return f"{owner}'s {noun}" if is_handle(owner) and "'s " not in owner else f"the {noun} of {owner}"
 
 
 def flag_question(subject: str, flag: str) -> str:
