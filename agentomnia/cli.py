@@ -803,10 +803,20 @@ def cmd_evolution_status(args: argparse.Namespace) -> Result:
     for r in rounds:
         prds = catalog.round(r).prds()
         align = catalog.round(r).alignment() or {}
+        # the mean score (the share of a task's checks met, averaged) moves before pass@1 does: a
+        # policy that meets some checks of every item still passes none of them
+        scores: dict[str, Any] = {}
+        for path in catalog.round(r).evaluation_files():
+            try:
+                report = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            scores[str(report.get("eval_id"))] = (report.get("overall") or {}).get("mean_score")
         evals = [
-            {"eval_id": e.eval_id, "policy": e.policy, "status": e.status, "pass_at_1": e.pass_at_1}
+            {"eval_id": e.eval_id, "policy": e.policy, "status": e.status, "pass_at_1": e.pass_at_1,
+             "mean_score": scores.get(e.eval_id)}
             for e in evaluations.get(r, [])
-        ]
+        ]  # fmt: skip
         prd_rows = [
             {"id": p.prd_id, "priority": p.priority, "status": p.status, "source": p.source, "title": p.title}
             for p in sorted(prds, key=lambda p: (p.priority, p.prd_id))
@@ -838,7 +848,10 @@ def cmd_evolution_status(args: argparse.Namespace) -> Result:
             )
         for ev in evals:
             p1 = f"{ev['pass_at_1']:.3f}" if ev["pass_at_1"] is not None else "n/a"
-            lines.append(f"    eval {ev['eval_id']}  {ev['policy']:<24} {ev['status']:<9} pass@1 {p1}")
+            mean = f"{ev['mean_score']:.3f}" if isinstance(ev["mean_score"], float) else "n/a"
+            lines.append(
+                f"    eval {ev['eval_id']}  {ev['policy']:<24} {ev['status']:<9} pass@1 {p1}  mean score {mean}"
+            )
         for fig in figures:
             shares = "  ".join(
                 f"{name} {fig[key]:.3f}" if isinstance(fig[key], float) else f"{name} n/a"

@@ -9,7 +9,7 @@ Three families of figures, each computed from what a round produced, so a regres
   the number of distinct words across them all;
 - **tools** (`tool_metrics`): per environment, the share of tools that act on two or more entities or
   enforce a rule across entities (median and minimum over environments);
-- **requests** (`agentomnia.tasks.wording.query_metrics`): chained "of the", sentence length and the
+- **requests** (`agentomnia.tasks.wording.query_metrics`): chained "of the", stacked possessives, sentence length and the
   share of distinct word 3-grams across the round's task queries.
 
 `realism_figures` puts them together for a round's folders; the environment and task assets carry them
@@ -33,6 +33,7 @@ TARGETS: dict[str, tuple[str, float]] = {
     "placeholder_share": ("<", 0.02),
     "distinct_words": (">", 5000),
     "chained_of_share": ("<", 0.02),
+    "stacked_possessive_share": ("<", 0.05),
     "mean_sentence_words": ("<", 22.0),
     "distinct_trigram_share": (">", 0.60),
     # a third, as the figure is reported (to four places): 18 of 54 tools meets it

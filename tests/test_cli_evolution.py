@@ -49,14 +49,20 @@ def test_report_and_status_read_the_stored_round(home: Path) -> None:
         {**figures, "policy": "sft", "route": "dag", "action_likelihood": 0.03, "next_tool": 0.5},
     ]
     (store.artifact_dir("agent_learning", "r0") / "report.json").write_text(json.dumps({"rows": rows}))
+    # the evaluation's report file gives its mean score, which moves before pass@1 does
+    (store.artifact_dir("omniabench_eval", "r0") / "baseline_test.report.json").write_text(
+        json.dumps({"eval_id": "ev-1", "overall": {"pass_at_1": 0.5, "mean_score": 0.625}})
+    )
     status = _cli("evolution", "status", "--json", home=home)
     assert status.returncode == 0, status.stderr
     rounds = {r["round"]: r for r in json.loads(status.stdout)["rounds"]}
     assert rounds["r0"]["evaluations"][0]["pass_at_1"] == 0.5
+    assert rounds["r0"]["evaluations"][0]["mean_score"] == 0.625
     assert rounds["r1"]["kl_round"] == 0.4 and rounds["r1"]["prds"][0]["id"] == prd.prd_id  # type: ignore[union-attr]
     # what each checkpoint learned, overall (the per-route rows stay in the report)
     assert [(f["policy"], f["next_tool"]) for f in rounds["r0"]["learning"]] == [("base", 0.1), ("sft", 0.25)]
     text = _cli("evolution", "status", home=home).stdout
+    assert "pass@1 0.500  mean score 0.625" in text
     assert "KL(round||failures) 0.400 vs KL(previous||failures) 1.900" in text
     assert "learning sft    action likelihood 0.020  next tool 0.250" in text
 

@@ -46,6 +46,19 @@ from agentomnia.trajectories.users import words
 _REQUEST = "\0request"  # marks the opening question about what the user needs
 
 
+def detail_question(param: str) -> str:
+    """How the agent asks for a detail the user has not given, by what the argument is: a record it
+    points at ("which customer is it?"), a date or time, named as the field it goes into ("what date
+    should I use for "started at"?"), or a value ("what should the priority be?")."""
+    label = words(param)
+    last = label.split()[-1] if label else ""
+    if last == "id" and len(label.split()) > 1:
+        return f"Before I continue, which {label.rsplit(' ', 1)[0]} is it?"
+    if last in ("at", "on", "date", "time", "until", "from") or label in ("due", "deadline"):
+        return f'Before I continue, what date should I use for "{label}"?'
+    return f"Before I continue, what should the {label} be?"
+
+
 class Agent(Protocol):
     """Any policy: given the conversation so far and the tool schemas, return one assistant message.
     An agent may keep state across the turns of one run, so make one per rollout."""
@@ -231,7 +244,7 @@ class OfflineTeacher:
         for param in missing:
             if param not in self._asked and (param in persona.withheld or call.sources.get(param) == "query"):
                 self._asked.add(param)
-                return f"Before I continue, could you tell me the {words(param)}?"
+                return detail_question(param)
         return None
 
     def _record_of(self, value: Any, source: str) -> tuple[str, str, Mapping[str, Any]] | None:

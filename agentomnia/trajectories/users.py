@@ -35,8 +35,9 @@ def _asks_about(question: str, key: str) -> bool:
     text = question.casefold()
     if key.casefold() in text or words(key).casefold() in text:
         return True
-    stem = key.casefold().removesuffix("_id").removesuffix("_name")
-    return bool(stem) and len(stem) >= 4 and words(stem) in text and ("id" in key or "name" in key)
+    said = words(key).casefold()  # `pet_id` and a seed's `petId` alike: "pet id"
+    stem = said.removesuffix(" id").removesuffix(" name")
+    return stem != said and len(stem) >= 3 and re.search(rf"\b{re.escape(stem)}\b", text) is not None
 
 
 def _last_assistant(messages: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

@@ -67,7 +67,7 @@ def test_multi_turn_user_discloses_withheld_detail_only_when_asked(
     users = [m["content"] for m in assign.messages if m["role"] == "user"]
     assert claim_id not in users[0] and any(claim_id in u for u in users[1:])
     asked = next(m for m in assign.messages if m["role"] == "assistant" and "?" in m["content"])
-    assert "claim id" in asked["content"]
+    assert "which claim is it?" in asked["content"]  # asked as a person asks for a record, not "the claim id"
 
 
 def test_misleading_detail_is_corrected_when_the_agent_asks_to_confirm(
