@@ -159,7 +159,7 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
             (
                 "The deciding detail is on the {p}, not on the {e} itself.",
                 "You will have to check each {p}; the {e} alone doesn't say.",
-                "What decides it is recorded on the {p}.",
+                "Whether it qualifies is recorded on the {p}.",
             ),
         ).format(p=parent, e=words(plan.entity))
         skip = _pick(
