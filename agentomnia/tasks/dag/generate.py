@@ -638,7 +638,17 @@ class Generator:
                 # one record answers: "the analyst matching 'Timothy'", not "the only one of the analysts ..."
                 many = f"the {plural(host.name)} "
                 one = f"the {words(host.name)} "
-                chosen = one + that.removeprefix(many) if that.startswith(many) else f"the only one of {that}"
+                owned = f"'s {plural(host.name)}"
+                if that.startswith(many):
+                    chosen = one + that.removeprefix(many)
+                elif that.endswith(
+                    owned
+                ):  # "that courier's only shift", not "the only one of that courier's shifts"
+                    chosen = f"{that.removesuffix(owned)}'s only {words(host.name)}"
+                elif that == f"those {plural(host.name)}":  # the list the last sentence described
+                    chosen = f"the only such {words(host.name)}"
+                else:
+                    chosen = f"the only one of {that}"
             elif self.wording.random() < 0.5:
                 chosen = f"whichever of {that} has {how.removeprefix('with ')}"
             else:

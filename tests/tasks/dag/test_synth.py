@@ -80,6 +80,10 @@ def test_requests_read_as_a_person_writes_them(standard: Synth, challenge: Synth
     tasks = standard[0] + challenge[0]
     metrics = query_metrics(t.query for t in tasks)
     assert metrics["chained_of_sentences"] == 0, metrics
+    # nor a chain said backwards ("that shipment's carrier's shipments"), nor "the only one of those
+    # X" where the last sentence described them ("the only such X")
+    assert metrics["stacked_possessive_sentences"] == 0, metrics
+    assert not any("the only one of those " in t.query for t in tasks)
     assert metrics["mean_sentence_words"] < 22, metrics
     assert len({t.query.split(".")[0] for t in tasks}) >= 3  # openings vary from task to task
     for task in tasks:
