@@ -74,22 +74,30 @@ def cmd_init(args: argparse.Namespace) -> Result:
         "run_monitoring": monitored,
         "caches_s": warmed,
     }
-    return data, f"platform home {storage.root}\ndagster instance {config}" + (
-        " (run monitoring on: runs whose process died are failed and give their pool slots back)"
-        if monitored
-        else ""
-    ) + f"\ncaches ready in {warmed:.1f} s (the parsed knowledge base and one vector per domain)"
+    return (
+        data,
+        f"platform home {storage.root}\ndagster instance {config}"
+        + (
+            " (run monitoring on: runs whose process died are failed and give their pool slots back)"
+            if monitored
+            else ""
+        )
+        + f"\ncaches ready in {warmed:.1f} s (the parsed knowledge base, vocabularies and one vector per domain)",
+    )
 
 
 def _warm_caches() -> float:
-    """Parse the knowledge base and embed the 354 domains into the home's caches, once: the first
-    command that places a seed on the taxonomy would otherwise pay ~15 s for it."""
+    """Parse the knowledge base and the vocabularies' word lists and embed the 354 domains into the
+    home's caches, once: the first command that places a seed on the taxonomy would otherwise pay
+    ~15 s for it."""
     from agentomnia.embeddings import default_embedder
     from agentomnia.taxonomy.domains import load_taxonomy
     from agentomnia.taxonomy.search import domain_vectors
+    from agentomnia.taxonomy.vocab import name_lists
 
     started = time.perf_counter()
     domain_vectors(load_taxonomy(require_knowledge=False), default_embedder())
+    name_lists()  # the word lists every vocabulary lends (a seed's `project`, a nested `make`)
     return round(time.perf_counter() - started, 2)
 
 

@@ -25,7 +25,17 @@ from typing import Any
 
 from agentomnia.envs.spec import AttributeSpec, EntitySpec
 from agentomnia.envs.values import regex_string
-from agentomnia.taxonomy.vocab import PLACE_FIELD, DomainVocab, LinkedGroup, VocabEntry, free_text, vocab_for
+from agentomnia.taxonomy.vocab import (
+    NAME_ATTRS,
+    PLACE_FIELD,
+    DomainVocab,
+    LinkedGroup,
+    VocabEntry,
+    borrowed_names,
+    borrowed_values,
+    free_text,
+    vocab_for,
+)
 
 MISSING: Any = object()
 NOW = datetime(2026, 3, 2, 9, 0)  # the clock's start (state.CLOCK_START): dates spread around it
@@ -237,6 +247,7 @@ class World:
     # the values the spec's classifying attributes take (a pet's species, a title's genre), by name:
     # what a seed's free-form category or tag is named from
     classes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    domain: int | None = None  # the spec's taxonomy domain: whose vocabularies lend names first
 
     @classmethod
     def for_spec(
@@ -268,11 +279,14 @@ class World:
                     classes[a.name] = tuple(dict.fromkeys((*classes.get(a.name, ()), *named)))
         return cls(
             vocab=vocab, locale=vocab.locale if vocab is not None else "en_US", distinct=distinct,
-            classes=classes,
+            classes=classes, domain=domain_id,
         )  # fmt: skip
 
     def entry(self, entity: str, attr: str) -> VocabEntry | None:
-        return self.vocab.entry(entity, attr) if self.vocab is not None else None
+        """The domain's own entry, else (for what a record is called) the name list a related
+        domain's vocabulary gives an entity so named: a seed's `project` is named as projects are."""
+        own = self.vocab.entry(entity, attr) if self.vocab is not None else None
+        return own if own is not None else borrowed_names(entity, attr, self.domain)
 
 
 def has_proper_name(entity: str) -> bool:
@@ -791,7 +805,16 @@ def leaf_string(name: str, rng: random.Random, world: World) -> str | None:
         code = _code(AttributeSpec(name=name, type="str"), entity, world, rng)
         if code is not MISSING:
             return str(code)
-    if kind in ("other", "code", "name") and not named_place:
+    if kind in ("other", "name") and not named_place:
+        # what a related domain's vocabulary calls such a thing: a vehicle's `make`, a vaccination's
+        # `vaccine`, an exercise's `exercise_name` (the exercise names of a fitness domain)
+        tail = name.rpartition("_")[2]
+        lent = borrowed_names(head, tail, world.domain) if head else None
+        known = lent.values if lent is not None else borrowed_values(name, world.domain)
+        if not known and tail != name and tail not in NAME_ATTRS:
+            known = borrowed_values(tail, world.domain)
+        return str(rng.choice(known)) if known else None
+    if kind == "code" and not named_place:
         return None
     value = string_for(AttributeSpec(name=name, type="str"), entity, world, rng, {})
     return value if isinstance(value, str) else None
@@ -983,6 +1006,11 @@ def string_for(
         return slot_label(n, rng)
     if kind == "sort":
         return rng.choice(_SORTS)
+    if attr.type == "str" and (known := borrowed_values(n.rsplit(".", 1)[-1], world.domain)):
+        return rng.choice(known)  # what a field so named holds in a related domain's system
+    if attr.type == "str" and (place := PLACE_ENTITY.search(n)):  # a driver's `home_depot`: "Riverside Depot"
+        p = pools(world.locale)
+        return f"{rng.choice(p.cities if rng.random() < 0.5 else QUALIFIERS)} {place.group(2).title()}"
     return (
         f"{rng.choice(QUALIFIERS)} {rng.choice(THEMES)}"
         if attr.type == "str"

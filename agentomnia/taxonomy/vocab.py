@@ -631,6 +631,111 @@ def vocab_for(domain_id: int) -> DomainVocab | None:
     return _file_vocab(stem).get(domain_id) if stem is not None else None
 
 
+# the attributes whose list another domain may lend: what a record is called, never a sentence or a
+# number (a name list of `project` reads right in any domain that has projects; a note may not)
+NAME_ATTRS = ("name", "title", "display_name", "label")
+
+
+def _name_lists() -> dict[str, tuple[tuple[int, tuple[str, ...]], ...]]:
+    """Lists of words, by `entity.attr` (what records are called) and by `.attr` (what a field holds
+    in any entity: a `channel`, a `vaccine`, a car's `make`), each with the domain that gives it."""
+    out: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+
+    def add(key: str, did: int, values: Any) -> None:
+        words = tuple(dict.fromkeys(str(v) for v in values if isinstance(v, str) and v.strip()))
+        if words:
+            out.setdefault(key, []).append((did, words))
+
+    for did, vocab in sorted(load_vocab().items()):
+        for entity, attrs in vocab.values.items():
+            for attr, entry in attrs.items():
+                if entry.kind != "list" or free_text("str", attr):
+                    continue
+                if attr in NAME_ATTRS:
+                    add(f"{entity}.{attr}", did, entry.values)
+                else:
+                    add(f".{attr}", did, entry.values)
+        for groups in vocab.linked.values():
+            for group in groups:
+                for i, attr in enumerate(group.attrs):
+                    if attr not in NAME_ATTRS and not free_text("str", attr):
+                        add(f".{attr}", did, (row[i] for row in group.rows))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+@cache
+def name_lists() -> dict[str, tuple[tuple[int, tuple[str, ...]], ...]]:
+    """Every vocabulary's word lists (`_name_lists`): read from the parse cache (loading every
+    vocabulary takes about a second)."""
+    from agentomnia.taxonomy.filecache import cached
+
+    paths = sorted(data_dir().glob("*.yaml"))
+    return cached("vocab-names", [*paths, Path(__file__)], _name_lists)
+
+
+# field names whose values differ from domain to domain (a Slack `channel`, a contact `channel`, a CAN
+# bus `channel`): lent only between related domains
+_DOMAIN_BOUND = frozenset({
+    "channel", "section", "type", "kind", "category", "status", "level", "group", "class", "label", "tag",
+    "tags", "source", "mode", "format", "style", "topic", "subject", "subjects", "role", "stage", "state",
+    "size", "unit", "area", "line", "item", "items", "name", "title", "code", "field", "attribute", "value",
+})  # fmt: skip
+
+
+# words of domain names that relate nothing ("Food Service" and "Customer Service")
+_GENERIC = frozenset({
+    "service", "services", "management", "operations", "operation", "specialist", "manager", "analysis",
+    "engineer", "assistant", "tracking", "handling", "planning", "industry", "sales", "support", "officer",
+    "analyst", "coordinator", "consultant", "technician", "administration", "review", "processing",
+})  # fmt: skip
+
+
+def _nearest(
+    lists: tuple[tuple[int, tuple[str, ...]], ...], domain_id: int | None, *, anywhere: bool
+) -> tuple[str, ...]:
+    """The list of a related domain (the same L1, or a word of their L1 and L2 names in common),
+    the nearest by id; with `anywhere`, else the list of the nearest domain of any kind."""
+    from agentomnia.taxonomy.domains import _csv_domains
+
+    where = {d.id: d for d in _csv_domains()}
+    home = where.get(domain_id) if domain_id is not None else None
+
+    def content(d: Any) -> set[str]:
+        return {w for w in re.findall(r"[a-z]+", f"{d.l1} {d.l2}".lower()) if len(w) > 3} - _GENERIC
+
+    def related(did: int) -> bool:
+        other = where.get(did)
+        return (
+            home is not None
+            and other is not None
+            and (other.l1 == home.l1 or bool(content(other) & content(home)))
+        )
+
+    near = [item for item in lists if related(item[0])] or (list(lists) if anywhere else [])
+    if not near:
+        return ()
+    return min(near, key=lambda item: abs(item[0] - (domain_id or 0)))[1]
+
+
+@cache
+def borrowed_names(entity: str, attr: str, domain_id: int | None) -> VocabEntry | None:
+    """What a related domain's vocabulary calls records of an entity so named, for an entity the
+    domain's own vocabulary does not cover (a seed's `project`). None when no related vocabulary
+    names such records (the engine's own names take over: a kitchen's `item` is never a game's)."""
+    lists = name_lists().get(f"{entity}.{attr}") if attr in NAME_ATTRS else None
+    names = _nearest(lists, domain_id, anywhere=False) if lists else ()
+    return VocabEntry(kind="list", values=names) if names else None
+
+
+@cache
+def borrowed_values(attr: str, domain_id: int | None) -> tuple[str, ...]:
+    """What a field so named holds in a related domain's vocabulary, whatever the entity (a seed's
+    nested `vaccine` or `analyte`), or in any domain's for a name that means one thing everywhere (a
+    car's `make`); for a string the engine has no kind for; () when none does."""
+    lists = name_lists().get(f".{attr}")
+    return _nearest(lists, domain_id, anywhere=attr not in _DOMAIN_BOUND) if lists else ()
+
+
 def _main(argv: list[str]) -> int:
     paths = [Path(a) for a in argv] or sorted(data_dir().glob("*.yaml"))
     status = 0

@@ -726,3 +726,30 @@ def test_a_fan_or_a_risk_profile_is_not_a_person() -> None:
 
     assert person_entity("practitioner") and person_entity("sales_rep")
     assert not person_entity("ceiling_fan") and not person_entity("risk_profile")
+
+
+def test_a_seed_entity_borrows_the_names_a_related_domain_gives_such_records() -> None:
+    """A seed's `project` in the bioinformatics domain is named as that domain's vocabulary names
+    projects, though its own vocabulary applies to knowledge-base entities only; a kitchen's `item`
+    is never named from a game's items (no related domain names items: the engine's names stay); a
+    nested `make` is a car make from any domain, a nested `channel` only from a related one."""
+    from agentomnia.envs.semantic import leaf_string
+    from agentomnia.taxonomy.vocab import borrowed_names, borrowed_values
+
+    bio, kitchen, insurer = 20169, 20118, 20136  # Biotech > Bioinformatics Analyst, Food Service > Purchaser
+    own = vocab_for(bio)
+    assert own is not None and own.entry("project", "name") is not None
+    project = EntitySpec(name="project", table="projects", key="project_id", id_prefix="PRO", source="seed",
+                         description="A sequencing project.",
+                         attributes=(AttributeSpec(name="project_id", type="str"), AttributeSpec(name="name", type="str")))  # fmt: skip
+    world = World.for_spec(bio, (project,))
+    names = {semantic_value(project.attributes[1], project, random.Random(i), i, world) for i in range(6)}
+    assert names <= set(own.entry("project", "name").values), names  # type: ignore[union-attr]
+    assert borrowed_names("item", "name", kitchen) is None  # only a game's and a stock room's items
+    assert borrowed_names("title", "description", bio) is None  # a sentence is never lent
+    assert "Ford" in borrowed_values("make", insurer) or "Toyota" in borrowed_values("make", insurer)
+    assert borrowed_values("channel", kitchen) == ()
+    # a seed's nested `analyte` in a LIMS reads as an analyte ("TSH"), not as "Greenfield Discovery"
+    lab = World.for_spec(20157, ())
+    value = leaf_string("analyte", random.Random(0), lab)
+    assert value is not None and value in borrowed_values("analyte", 20157), value
