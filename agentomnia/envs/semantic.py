@@ -653,10 +653,53 @@ def _code(attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Ran
     return MISSING
 
 
+# Transit stops are named after the streets they stand on and the places beside them.
+_STOP_STREETS = ("Main Street", "Oak Avenue", "Park Road", "Church Street", "High Street", "Market Street",
+                 "Station Road", "Elm Street", "3rd Avenue", "Washington Boulevard", "King Street", "Mill Lane",
+                 "River Road", "Bridge Street", "Victoria Road", "Lincoln Avenue", "5th Street", "Harbor Drive",
+                 "College Avenue", "Broadway", "Maple Street", "Cedar Lane", "Franklin Street", "Grand Avenue")  # fmt: skip
+_STOP_PLACES = ("City Hall", "Central Library", "General Hospital", "Union Station", "Civic Center",
+                "Riverside Park", "University", "Stadium", "Airport Terminal 2", "Market Square", "Ferry Terminal",
+                "Museum", "High School", "Shopping Centre", "Bus Depot", "Town Square")  # fmt: skip
+_STOP_ENTITY = re.compile(r"(^|_)(stop|bus_stop|stop_point|halt|tram_stop)$")
+
+
+def stop_name(rng: random.Random) -> str:
+    """A transit stop's name: "Main Street & 3rd Avenue", "Union Station", "Oak Avenue / University"."""
+    a, b = rng.sample(_STOP_STREETS, 2)
+    roll = rng.random()
+    if roll < 0.55:
+        return f"{a} & {b}"
+    return rng.choice(_STOP_PLACES) if roll < 0.8 else f"{a} / {rng.choice(_STOP_PLACES)}"
+
+
 def name_for(attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random) -> str:
     """The name or title of a record that is not a person."""
     p = pools(world.locale)
     label = entity.name.replace("_", " ").title()
+    if _STOP_ENTITY.search(entity.name):
+        return stop_name(rng)
+    kind = entity.name.rsplit("_", 1)[-1]
+    if kind == "freezer":  # "-80 °C Freezer B3", "LN2 Dewar 2"
+        cold = rng.choice(("-80 °C", "-80 °C", "-20 °C", "LN2"))
+        return (
+            f"LN2 Dewar {rng.randint(1, 6)}"
+            if cold == "LN2"
+            else f"{cold} Freezer {rng.choice('ABCDE')}{rng.randint(1, 9)}"
+        )
+    if kind == "farm":  # "Miller Family Farm", "Hillcrest Acres"
+        return rng.choice(
+            (
+                f"{rng.choice(p.last)} Farm",
+                f"{rng.choice(p.last)} Family Farm",
+                f"{rng.choice(QUALIFIERS)} Acres",
+            )
+        )
+    if kind == "album":  # a person's photo album: a trip, a birthday, a season
+        year = NOW.year - rng.randint(0, 4)
+        return rng.choice((f"Summer in {rng.choice(p.cities)} {year}", f"{rng.choice(p.first)}'s Birthday {year}",
+                           f"Family Christmas {year}", f"{rng.choice(p.cities)} Trip", f"Garden {year}",
+                           f"Wedding of {rng.choice(p.first)} & {rng.choice(p.first)}"))  # fmt: skip
     if ORG_ENTITY.search(entity.name) and attr.name != "title":
         return rng.choice(p.companies) if rng.random() < 0.6 else f"{rng.choice(p.last)} {label}"
     if PLACE_ENTITY.search(entity.name):

@@ -753,3 +753,39 @@ def test_a_seed_entity_borrows_the_names_a_related_domain_gives_such_records() -
     lab = World.for_spec(20157, ())
     value = leaf_string("analyte", random.Random(0), lab)
     assert value is not None and value in borrowed_values("analyte", 20157), value
+
+
+def test_a_transit_stop_is_named_after_its_streets_or_the_place_beside_it() -> None:
+    """Never "Sterling Quality Stop": a qualifier and a theme say nothing about where a stop is."""
+    from agentomnia.envs.semantic import _STOP_PLACES, _STOP_STREETS
+
+    stop = EntitySpec(name="stop", table="stops", key="stop_id", id_prefix="STO", source="seed",
+                      description="A bus stop.",
+                      attributes=(AttributeSpec(name="stop_id", type="str"), AttributeSpec(name="name", type="str")))  # fmt: skip
+    world = World.for_spec(None, (stop,))
+    names = [semantic_value(stop.attributes[1], stop, random.Random(i), i, world) for i in range(12)]
+    assert len(set(names)) == len(names)
+    for name in names:
+        parts = [p for p in re.split(r" & | / ", str(name)) if p]
+        assert all(p in _STOP_STREETS or p in _STOP_PLACES for p in parts), name
+
+
+@pytest.mark.parametrize(
+    ("entity", "shape"),
+    [
+        ("freezer", r"^(-80 °C|-20 °C) Freezer [A-E][1-9]$|^LN2 Dewar [1-6]$"),
+        ("farm", r"^[\w' -]+ (Family )?Farm$|^\w+ Acres$"),
+        (
+            "album",
+            r"(Summer in .+ \d{4}|'s Birthday \d{4}|Family Christmas \d{4}|.+ Trip|Garden \d{4}|Wedding of )",
+        ),
+    ],
+)
+def test_freezers_farms_and_albums_are_named_as_people_name_them(entity: str, shape: str) -> None:
+    record = EntitySpec(name=entity, table=f"{entity}s", key=f"{entity}_id", id_prefix=entity[:3].upper(),
+                        source="seed", description=f"A {entity}.",
+                        attributes=(AttributeSpec(name=f"{entity}_id", type="str"), AttributeSpec(name="name", type="str")))  # fmt: skip
+    world = World.for_spec(None, (record,))
+    for i in range(8):
+        name = str(semantic_value(record.attributes[1], record, random.Random(i), i, world))
+        assert re.search(shape, name), name
