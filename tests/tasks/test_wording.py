@@ -103,3 +103,16 @@ def test_a_list_of_what_a_record_points_at_says_the_same_not_a_chain() -> None:
     assert _alongside("the store of the only cash count", "store", "employees") == (
         "the employees of the store of the only cash count"
     )
+
+
+def test_a_noun_with_no_plural_is_counted_in_records() -> None:
+    from agentomnia.tasks.dag.describe import plural
+
+    assert plural("playback_progress") == "playback progress records"  # not "playback progresses"
+    assert plural("equipment") == "equipment records"
+    assert [plural(n) for n in ("order", "category", "sales", "stock")] == [
+        "orders",
+        "categories",
+        "sales",
+        "stocks",
+    ]

@@ -97,10 +97,21 @@ def field_label(name: str) -> str:
     return words(name)
 
 
+# nouns with no plural: several of them are "records" ("the playback progress records", never
+# "playback progresses")
+_UNCOUNTABLE = frozenset({
+    "progress", "feedback", "equipment", "information", "software", "staff", "research", "evidence",
+    "furniture", "luggage", "baggage", "advice", "knowledge", "metadata", "analytics", "weather",
+    "traffic", "mail", "inventory", "clothing", "livestock", "seating",
+})  # fmt: skip
+
+
 def plural(name: str) -> str:
     w = words(name)
     if w.endswith(("sales", "series", "news", "data")):
         return w  # already plural, or the same in both
+    if w.rsplit(" ", 1)[-1] in _UNCOUNTABLE:
+        return f"{w} records"
     if w.endswith("y") and not w.endswith(("ay", "ey", "oy")):
         return w[:-1] + "ies"
     return w + ("es" if w.endswith(("s", "x", "ch", "sh")) else "s")

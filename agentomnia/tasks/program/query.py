@@ -12,19 +12,12 @@ import random
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.records import content_hash
-from agentomnia.tasks.dag.describe import field_label, is_state_word, words
+from agentomnia.tasks.dag.describe import field_label, is_state_word, plural, words
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.program.plan import Predicate, ProgramPlan
 from agentomnia.tasks.wording import opening
 
 _OP_WORDS = {">": "above", ">=": "at least", "<": "below", "<=": "at most", "==": "equal to"}
-
-
-def plural(name: str) -> str:
-    text = words(name)
-    if text.endswith("y") and not text.endswith(("ay", "ey", "oy")):
-        return text[:-1] + "ies"
-    return text + ("es" if text.endswith(("s", "x", "ch", "sh")) else "s")
 
 
 def spoken(value: object) -> str:
