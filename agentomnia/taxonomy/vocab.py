@@ -695,21 +695,19 @@ def _nearest(
 ) -> tuple[str, ...]:
     """The list of a related domain (the same L1, or a word of their L1 and L2 names in common),
     the nearest by id; with `anywhere`, else the list of the nearest domain of any kind."""
-    from agentomnia.taxonomy.domains import _csv_domains
+    from agentomnia.taxonomy.domains import taxonomy_index
 
-    where = {d.id: d for d in _csv_domains()}
-    home = where.get(domain_id) if domain_id is not None else None
+    tree = taxonomy_index()
+    home = tree.by_id(domain_id) if domain_id is not None and domain_id in tree else None
 
     def content(d: Any) -> set[str]:
         return {w for w in re.findall(r"[a-z]+", f"{d.l1} {d.l2}".lower()) if len(w) > 3} - _GENERIC
 
     def related(did: int) -> bool:
-        other = where.get(did)
-        return (
-            home is not None
-            and other is not None
-            and (other.l1 == home.l1 or bool(content(other) & content(home)))
-        )
+        if home is None or did not in tree:
+            return False
+        other = tree.by_id(did)
+        return other.l1 == home.l1 or bool(content(other) & content(home))
 
     near = [item for item in lists if related(item[0])] or (list(lists) if anywhere else [])
     if not near:

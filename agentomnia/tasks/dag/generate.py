@@ -641,9 +641,8 @@ class Generator:
                 owned = f"'s {plural(host.name)}"
                 if that.startswith(many):
                     chosen = one + that.removeprefix(many)
-                elif that.endswith(
-                    owned
-                ):  # "that courier's only shift", not "the only one of that courier's shifts"
+                elif that.endswith(owned):
+                    # "that courier's only shift", not "the only one of that courier's shifts"
                     chosen = f"{that.removesuffix(owned)}'s only {words(host.name)}"
                 elif that == f"those {plural(host.name)}":  # the list the last sentence described
                     chosen = f"the only such {words(host.name)}"
