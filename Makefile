@@ -20,16 +20,20 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 .PHONY: install run ui test lint typecheck pytest init clean
 
 
+# The install's own output (pip's resolver, build backends, a from-source build of llama.cpp's server)
+# goes to $(VENV)/install.log; the terminal gets one line, or the log's tail when it fails.
+# torch goes first: the CPU wheel on this machine's disk; a plain requirement would pull a CUDA build.
+# llama.cpp's server builds from source (once; pip caches the wheel). Portable CPU flags: the native
+# build picks up AVX-512/AMX and crashes on its first decode on these machines.
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=... to another 3.11)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	# torch first: the CPU wheel on this machine's disk; a plain requirement would pull a CUDA build
-	$(BIN)/python -m pip install -q torch==2.13.0
-	# llama.cpp's server builds from source (once; pip caches the wheel). Portable CPU flags: the native
-	# build picks up AVX-512/AMX and crashes on its first decode on these machines.
-	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
-		$(BIN)/python -m pip install -q -e ".[dev,test,distributed,llm-server]"
+	@echo "installing into $(VENV) (the first time takes a few minutes; log: $(VENV)/install.log)"
+	@{ $(BIN)/python -m pip install -q --upgrade pip \
+	  && $(BIN)/python -m pip install -q torch==2.13.0 \
+	  && CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
+	     $(BIN)/python -m pip install -q -e ".[dev,test,distributed,llm-server]"; } > $(VENV)/install.log 2>&1 \
+	  || { tail -n 30 $(VENV)/install.log; echo "install failed; the whole log is $(VENV)/install.log"; exit 1; }
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 

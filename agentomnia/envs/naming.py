@@ -59,6 +59,10 @@ TRANSITION_VERBS: dict[str, tuple[str, ...]] = {
     "fail": ("failed",), "pause": ("paused",), "resume": ("active", "in_progress"), "lock": ("locked",), "unlock": ("active",),
     "mark": (), "flag": ("flagged",), "dismiss": ("dismissed",), "freeze": ("frozen",), "unfreeze": ("active",),
     "deny": ("denied", "rejected"), "sign": ("signed",), "fulfil": ("fulfilled",), "fulfill": ("fulfilled",), "settle": ("settled",), "schedule": ("scheduled",),
+    "finalize": ("finalized", "final"), "finalise": ("finalised", "final"), "renew": ("renewed", "active"), "return": ("returned",),
+    "retire": ("retired",), "revoke": ("revoked",), "terminate": ("terminated",), "withdraw": ("withdrawn",),
+    "decommission": ("decommissioned",), "redeem": ("redeemed",), "reverse": ("reversed",), "reinstate": ("active", "reinstated"),
+    "enable": ("enabled", "active"), "disable": ("disabled", "inactive"),
 }  # fmt: skip
 CREATE_VERBS = frozenset(
     [

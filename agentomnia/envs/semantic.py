@@ -25,6 +25,7 @@ from typing import Any
 
 from agentomnia.envs.spec import AttributeSpec, EntitySpec
 from agentomnia.envs.values import regex_string
+from agentomnia.taxonomy.kinds import kind_values
 from agentomnia.taxonomy.vocab import (
     NAME_ATTRS,
     PLACE_FIELD,
@@ -463,7 +464,7 @@ _PHASES: list[tuple[int, re.Pattern[str]]] = [
     (4, re.compile(r"due|expir|valid_until|valid_to|deadline|renewal|maturity|next_|expected|target|_by$|until|(^|_)et[ar]($|_)|estimat")),
     (3, re.compile(r"closed|complet|resolved|ended|(^|_)end|finish|deliver|paid|shipped|returned|cancel|approved|decided|settled|dispensed|filled|fulfil|check_?out|arriv|dropoff|published|released|terminated|discharged|merged|done|restor|repaired|recovered|archived|retired|withdrawn")),
     (2, re.compile(r"updated|modified|(^|_)last_|changed|reviewed|edited|acknowledged")),
-    (1, re.compile(r"created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|booked|start|begin|(^|_)from|effective|check_?in|depart|pickup|reported|raised|logged|received|detected|occurred|onboarded|launched|(^|_)since|dispatched|assigned|admitted")),
+    (1, re.compile(r"(^|_)(invoice|bill|order|statement|posting|transaction|issue)_date$|created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|booked|start|begin|(^|_)from|effective|check_?in|depart|pickup|reported|raised|logged|received|detected|occurred|onboarded|launched|(^|_)since|dispatched|assigned|admitted")),
 ]  # fmt: skip
 _PAST = re.compile(
     r"created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|reported|raised|logged|received|detected|occurred|onboarded|(^|_)last_|updated|modified"
@@ -673,33 +674,33 @@ def stop_name(rng: random.Random) -> str:
     return rng.choice(_STOP_PLACES) if roll < 0.8 else f"{a} / {rng.choice(_STOP_PLACES)}"
 
 
+def kind_value(field_name: str, owner: str, world: World, rng: random.Random) -> str | None:
+    """A value of the kinds vocabulary (`taxonomy.kinds`) for a field of `owner` in the world's domain,
+    its slots filled from the locale ("{last} Family Farm" -> "Miller Family Farm"); None where no
+    kind fits."""
+    values = kind_values(field_name, owner, world.domain)
+    if not values:
+        return None
+    p = pools(world.locale)
+    fill = {
+        "first": lambda: rng.choice(p.first), "last": lambda: rng.choice(p.last),
+        "city": lambda: rng.choice(p.cities), "street": lambda: rng.choice(p.streets),
+        "company": lambda: rng.choice(p.companies), "year": lambda: str(NOW.year - rng.randint(0, 4)),
+        "n": lambda: str(rng.randint(1, 9)), "nn": lambda: str(rng.randint(10, 99)),
+        "letter": lambda: rng.choice("ABCDEFGH"),
+    }  # fmt: skip
+    return re.sub(r"\{([a-z]+)\}", lambda m: fill[m.group(1)](), rng.choice(values))
+
+
 def name_for(attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random) -> str:
     """The name or title of a record that is not a person."""
     p = pools(world.locale)
     label = entity.name.replace("_", " ").title()
     if _STOP_ENTITY.search(entity.name):
         return stop_name(rng)
-    kind = entity.name.rsplit("_", 1)[-1]
-    if kind == "freezer":  # "-80 °C Freezer B3", "LN2 Dewar 2"
-        cold = rng.choice(("-80 °C", "-80 °C", "-20 °C", "LN2"))
-        return (
-            f"LN2 Dewar {rng.randint(1, 6)}"
-            if cold == "LN2"
-            else f"{cold} Freezer {rng.choice('ABCDE')}{rng.randint(1, 9)}"
-        )
-    if kind == "farm":  # "Miller Family Farm", "Hillcrest Acres"
-        return rng.choice(
-            (
-                f"{rng.choice(p.last)} Farm",
-                f"{rng.choice(p.last)} Family Farm",
-                f"{rng.choice(QUALIFIERS)} Acres",
-            )
-        )
-    if kind == "album":  # a person's photo album: a trip, a birthday, a season
-        year = NOW.year - rng.randint(0, 4)
-        return rng.choice((f"Summer in {rng.choice(p.cities)} {year}", f"{rng.choice(p.first)}'s Birthday {year}",
-                           f"Family Christmas {year}", f"{rng.choice(p.cities)} Trip", f"Garden {year}",
-                           f"Wedding of {rng.choice(p.first)} & {rng.choice(p.first)}"))  # fmt: skip
+    named = kind_value(attr.name, entity.name, world, rng)
+    if named is not None:  # a freezer, a farm, an album, a deck: named as such things are everywhere
+        return named
     if ORG_ENTITY.search(entity.name) and attr.name != "title":
         return rng.choice(p.companies) if rng.random() < 0.6 else f"{rng.choice(p.last)} {label}"
     if PLACE_ENTITY.search(entity.name):
@@ -821,7 +822,7 @@ def _string_kind(name: str, person: bool) -> str:
     )
 
 
-def leaf_string(name: str, rng: random.Random, world: World) -> str | None:
+def leaf_string(name: str, rng: random.Random, world: World, where: str = "") -> str | None:
     """A string inside a seed's list or object, named by the schema generator (`values.hint_string`):
     an item of `supporting_acts` is `supporting_act`, a venue's name `venue_name`. The domain's
     vocabulary where one of its entities lists values so named (`exercise_name` is the fitness
@@ -837,8 +838,15 @@ def leaf_string(name: str, rng: random.Random, world: World) -> str | None:
                 value = from_vocab(entry, AttributeSpec(name=attr, type="str"), _stub(owner), world, rng)
                 if value is not MISSING:
                     return str(value)
-    head = name.rpartition("_")[0]
+    head, _, tail = name.rpartition("_")
     named = _class_name(head or name, world, rng)
+    if named is not None:
+        return named
+    # what such a field holds in any domain (a follow-up's `channel`, a split's `memo`); `where` is
+    # the record's attribute the value sits in ("statement.open_invoices")
+    named = kind_value(name, where, world, rng)
+    if named is None and head:
+        named = kind_value(tail, f"{where}.{head}", world, rng)
     if named is not None:
         return named
     entity = _stub(head or "record")
@@ -851,7 +859,6 @@ def leaf_string(name: str, rng: random.Random, world: World) -> str | None:
     if kind in ("other", "name") and not named_place:
         # what a related domain's vocabulary calls such a thing: a vehicle's `make`, a vaccination's
         # `vaccine`, an exercise's `exercise_name` (the exercise names of a fitness domain)
-        tail = name.rpartition("_")[2]
         lent = borrowed_names(head, tail, world.domain) if head else None
         known = lent.values if lent is not None else borrowed_values(name, world.domain)
         if not known and tail != name and tail not in NAME_ATTRS:
@@ -954,6 +961,9 @@ def string_for(
     domain_kind = _entity_string(n, entity, record, rng)
     if domain_kind is not None:
         return domain_kind
+    named = kind_value(n, entity.name, world, rng)
+    if named is not None:
+        return named
     if kind == "email":
         return email_for(world, rng, record)
     if kind == "token":

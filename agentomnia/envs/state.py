@@ -99,7 +99,8 @@ def make_value(
         return hinted
     # strings inside the seed's lists and objects read like the domain's (see semantic.leaf_string)
     here = world if world is not None else World()
-    token = LEAF_STRINGS.set(lambda name, r: leaf_string(name, r, here))
+    owner = f"{entity.name}.{attr.name}"
+    token = LEAF_STRINGS.set(lambda name, r: leaf_string(name, r, here, owner))
     try:
         return schema_value(attr.declared, rng, name=attr.name, index=index)
     finally:
@@ -241,6 +242,7 @@ def generate_state(
                     taken.add(str(record[entity.key]))
                     break
         state[entity.table] = table
+    _settle_nested(spec, state, random.Random(rng.random()))
     _spread_lifecycles(spec, state)
     _free_deletable(spec, state)
     repair_rules(spec, state)
@@ -273,6 +275,106 @@ def _own_handle(
         if isinstance(value, str) and value not in taken and (declared is None or conforms(value, declared)):
             return value
     return None
+
+
+def _settle_nested(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
+    """What sits inside a list or object a seed declares (an automation's conditions, a statement's
+    open invoices) agrees with the world around it:
+
+    - a `device_id` or `invoice_id` names a record of the environment's own `device` or `invoice`
+      where it has one, not a made-up id, and the one an enclosing object already names where it
+      names one (the statement of vendor VEN-006 lists VEN-006's invoices);
+    - the dates of each object follow its lifecycle (`semantic.order_lifecycle`: an invoice is due
+      after it was issued);
+    - amounts are in one currency, the record's own where it has one (a budget's planned and spent
+      amounts are not in yen and euros).
+
+    A record's value changes only where the declared schema takes the settled one."""
+    targets: dict[str, list[Any]] = {}
+    for e in spec.entities:
+        keys = [
+            r[e.key]
+            for _, r in sorted(state.get(e.table, {}).items())
+            if isinstance(r.get(e.key), (str, int))
+        ]
+        for name in (f"{e.name}_id", e.key if e.key.endswith("_id") else ""):
+            if keys and name:
+                targets.setdefault(name, keys)
+    for e in spec.entities:
+        nested = [a for a in e.attributes if a.declared is not None and a.type in ("list", "object")]
+        for record in state.get(e.table, {}).values():
+            for a in nested:
+                value = record.get(a.name)
+                if isinstance(value, (dict, list)):
+                    named = {k: v for k, v in record.items() if k in targets}
+                    settled = _dated(_linked(value, targets, rng, named), rng)
+                    own = record.get("currency")
+                    _one_currency(settled, own if isinstance(own, str) else _first_currency(settled))
+                    if settled != value and conforms(settled, a.declared):
+                        record[a.name] = settled
+
+
+def _first_currency(value: Any) -> str | None:
+    if isinstance(value, list):
+        return next((c for v in value if (c := _first_currency(v)) is not None), None)
+    if isinstance(value, dict):
+        if isinstance(value.get("currency"), str):
+            return str(value["currency"])
+        return next((c for v in value.values() if (c := _first_currency(v)) is not None), None)
+    return None
+
+
+def _one_currency(value: Any, currency: str | None) -> None:
+    """Every `currency` inside `value` set to `currency`, in place."""
+    if currency is None:
+        return
+    for item in value if isinstance(value, list) else value.values() if isinstance(value, dict) else ():
+        _one_currency(item, currency)
+    if isinstance(value, dict) and isinstance(value.get("currency"), str):
+        value["currency"] = currency
+
+
+def _dated(value: Any, rng: random.Random) -> Any:
+    """`value` (a fresh copy) with each object's dates in lifecycle order."""
+    if isinstance(value, list):
+        return [_dated(v, rng) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _dated(v, rng) for k, v in value.items()}
+    dates = tuple(
+        AttributeSpec(name=k, type="date" if len(v) == 10 else "datetime")
+        for k, v in out.items()
+        if isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2})?)?", v)
+    )
+    if len(dates) > 1:
+        order_lifecycle(_dates_of(dates), out, rng)
+    return out
+
+
+def _dates_of(dates: tuple[AttributeSpec, ...]) -> EntitySpec:
+    return EntitySpec(name="nested", table="nested", description="", key="id", id_prefix="NES",
+                      attributes=(AttributeSpec(name="id", type="str"), *dates))  # fmt: skip
+
+
+def _linked(
+    value: Any, targets: Mapping[str, list[Any]], rng: random.Random, above: Mapping[str, Any]
+) -> Any:
+    """`value` with each id so named pointing at a record: the one an enclosing object already names
+    (a statement's invoices are its own vendor's; an invoice's match is of that invoice), else any."""
+    if isinstance(value, list):
+        return [_linked(v, targets, rng, above) for v in value]
+    if not isinstance(value, dict):
+        return value
+    here = dict(above)
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if isinstance(v, bool) or k not in targets:
+            continue
+        if k in above and type(above[k]) is type(v):
+            out[k] = above[k]
+        elif keys := [t for t in targets[k] if type(t) is type(v)]:
+            out[k] = here[k] = rng.choice(keys)
+    return {k: out[k] if k in out else _linked(v, targets, rng, here) for k, v in value.items()}
 
 
 def _spread_lifecycles(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:

@@ -444,6 +444,18 @@ def build_state_space(
         elif target not in status.enum and not any(t in status.enum for t in naming.TRANSITION_VERBS[verb]):
             table[status.name] = status.model_copy(update={"enum": (*status.enum, target)})
             implied.append((acted, status.name, target))
+        else:
+            # a stage the seed names (its `final`) that the domain's lifecycle never moves into is
+            # reached the way the seed's verb says (finalizeEvaluation), from every non-terminal stage
+            named = next(t for t in (target, *naming.TRANSITION_VERBS[verb]) if t in status.enum)
+            reached = any(
+                named in moves
+                for r in (kb.rules if kb else ())
+                if r.kind == "transition" and r.entity == acted and r.attr == status.name
+                for moves in r.allowed.values()
+            )
+            if not reached:
+                implied.append((acted, status.name, named))
 
     # implausible components: a seed-only entity with nothing but its key that no tool acts on
     acted_on = set(report.tool_entities.values())

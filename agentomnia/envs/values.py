@@ -276,8 +276,10 @@ def hint_string(name: str, rng: random.Random, index: int = 1) -> str:
         return f"https://example.com/{rng.choice(WORDS)}/{index}"
     if re.search("code|sku|number|reference|serial|plate", n):
         return f"{(re.sub('[^a-z]', '', n)[:3] or 'ref').upper()}-{rng.randint(10000, 99999)}"
-    if re.search(r"(^|_)(id|sid|uid|key)$", n):
-        return f"{rng.choice(WORDS)}-{index:03d}"
+    if re.search(r"(^|_)(id|sid|uid|key)$", n):  # a follow-up's `follow_up_id`: "FU-48213"
+        words = [w for w in re.split(r"[^a-z]+", re.sub(r"(^|_)(id|sid|uid|key)$", "", n)) if w]
+        stem = "".join(w[0] for w in words) if len(words) > 1 else (words[0][:3] if words else "id")
+        return f"{stem.upper()}-{rng.randint(10000, 99999)}"
     if re.search("note|description|comment|reason|summary|details|body|message|text|content", n):
         return rng.choice(NOTES)
     hook = LEAF_STRINGS.get()
@@ -639,6 +641,25 @@ def _fit_length(s: str, low: int, high: int | None, rng: random.Random) -> str:
     return s
 
 
+_TIMELY = re.compile(r"month|period|date|year|(^|_)day|_at$|time|week|quarter|(^|_)as_of$")
+
+
+def _dated_texts(name: str, rng: random.Random) -> list[str]:
+    """A day near the clock written the ways patterns pin dates ("2026-01", "2026-01-14", "2026-W03",
+    "Q1 2026"), for a string whose name says it is a time; [] for other names."""
+    if not _TIMELY.search(name.lower()):
+        return []
+    day = BASE_DAY + timedelta(days=rng.randint(-240, 60))
+    at = datetime.combine(day, datetime.min.time()) + timedelta(minutes=15 * rng.randint(32, 72))
+    week = day.isocalendar()
+    return [
+        day.strftime("%Y-%m"), day.isoformat(), at.isoformat(), f"{at.isoformat()}Z", str(day.year),
+        f"{week.year}-W{week.week:02d}", f"{day.year}-Q{(day.month - 1) // 3 + 1}",
+        f"Q{(day.month - 1) // 3 + 1} {day.year}", day.strftime("%Y%m%d"), day.strftime("%m/%d/%Y"),
+        day.strftime("%Y/%m"), day.strftime("%d.%m.%Y"),
+    ]  # fmt: skip
+
+
 def _string(schema: Mapping[str, Any], rng: random.Random, name: str, index: int) -> str:
     low = int(schema.get("minLength") or 0)
     high = int(schema["maxLength"]) if _num(schema.get("maxLength")) else None
@@ -673,6 +694,10 @@ def _string(schema: Mapping[str, Any], rng: random.Random, name: str, index: int
             if isinstance(again, str) and good(again):
                 return again
     else:
+        # a `month` pinned to "^[0-9]{4}-[0-9]{2}$" is a month near the clock, not the year 4983
+        for text in _dated_texts(name, rng):
+            if good(text):
+                return text
         made = regex_string(pattern, rng, min_len=low, max_len=high, accept=fits_format)
         if made is not None:
             return made

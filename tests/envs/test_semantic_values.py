@@ -770,22 +770,97 @@ def test_a_transit_stop_is_named_after_its_streets_or_the_place_beside_it() -> N
         assert all(p in _STOP_STREETS or p in _STOP_PLACES for p in parts), name
 
 
-@pytest.mark.parametrize(
-    ("entity", "shape"),
-    [
-        ("freezer", r"^(-80 °C|-20 °C) Freezer [A-E][1-9]$|^LN2 Dewar [1-6]$"),
-        ("farm", r"^[\w' -]+ (Family )?Farm$|^\w+ Acres$"),
-        (
-            "album",
-            r"(Summer in .+ \d{4}|'s Birthday \d{4}|Family Christmas \d{4}|.+ Trip|Garden \d{4}|Wedding of )",
-        ),
-    ],
-)
-def test_freezers_farms_and_albums_are_named_as_people_name_them(entity: str, shape: str) -> None:
+@pytest.mark.parametrize("entity", ["freezer", "farm", "album", "deck", "fleet", "household"])
+def test_records_of_a_kind_are_named_as_people_name_them(entity: str) -> None:
+    """A seed's freezer, farm, album or deck, which no domain's vocabulary lists, takes a name of the
+    kinds vocabulary with its slots filled ("Miller Family Farm", "-80 °C Freezer B3"), never a
+    qualifier and a theme ("Sterling Quality Farm")."""
+    from agentomnia.realism import is_stock_phrase
+    from agentomnia.taxonomy.kinds import kind_values
+
+    templates = kind_values("name", entity, None)
+    assert templates, entity
+    shapes = [re.sub(r"\\\{[a-z]+\\\}", ".+", re.escape(t)) for t in templates]
     record = EntitySpec(name=entity, table=f"{entity}s", key=f"{entity}_id", id_prefix=entity[:3].upper(),
                         source="seed", description=f"A {entity}.",
                         attributes=(AttributeSpec(name=f"{entity}_id", type="str"), AttributeSpec(name="name", type="str")))  # fmt: skip
     world = World.for_spec(None, (record,))
     for i in range(8):
         name = str(semantic_value(record.attributes[1], record, random.Random(i), i, world))
-        assert re.search(shape, name), name
+        assert "{" not in name and any(re.fullmatch(shape, name) for shape in shapes), name
+        assert not is_stock_phrase(name.lower().split()), name
+
+
+def test_ids_inside_a_seeds_objects_name_records_of_the_environment() -> None:
+    """A statement's `open_invoices[].invoice_id` names one of the environment's invoices and its
+    `vendor_id` the statement's own vendor; an invoice's `match.invoice_id` is that same invoice; a
+    follow-up's own id with no entity behind it reads as a code ("FU-48213"), not "atlas-001"; a
+    follow-up's `channel` is a channel, not a qualifier and a theme."""
+    from agentomnia.realism import is_stock_phrase
+
+    follow_up = {
+        "type": "object",
+        "required": ["follow_up_id", "invoice_id", "channel"],
+        "properties": {
+            "follow_up_id": {"type": "string"},
+            "invoice_id": {"type": "string"},
+            "channel": {"type": "string"},
+        },
+    }
+    line = {
+        "type": "object",
+        "required": ["invoice_id", "vendor_id", "follow_ups", "match"],
+        "properties": {
+            "invoice_id": {"type": "string"},
+            "vendor_id": {"type": "string"},
+            "match": {
+                "type": "object",
+                "required": ["invoice_id"],
+                "properties": {"invoice_id": {"type": "string"}},
+            },
+            "follow_ups": {"type": "array", "minItems": 1, "items": follow_up},
+        },
+    }
+    vendor = _entity("vendor", _a("name"))
+    invoice = _entity("invoice", _a("vendor_id", "ref", ref="vendor"))
+    statement = _entity("statement", _a("vendor_id", "ref", ref="vendor"),
+                        _a("open_invoices", "list", declared={"type": "array", "minItems": 1, "items": line}))  # fmt: skip
+    spec = EnvSpec(name="payables", class_name="Payables", description="Vendor statements.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="payables", seed_ids=(), entities=(vendor, invoice, statement), relations=(),
+                   rules=(), tools=())  # fmt: skip
+    state = generate_state(spec, seed=3)
+    assert not state_violations(spec, state)
+    checked = 0
+    for record in state["statements"].values():
+        for item in record["open_invoices"]:
+            assert item["invoice_id"] in state["invoices"], item
+            assert item["vendor_id"] == record["vendor_id"], (item, record["vendor_id"])
+            assert item["match"]["invoice_id"] == item["invoice_id"], item
+            for fu in item["follow_ups"]:
+                checked += 1
+                assert fu["invoice_id"] == item["invoice_id"], fu
+                assert re.fullmatch(r"FU-\d{5}", fu["follow_up_id"]), fu
+                assert not is_stock_phrase(fu["channel"].lower().split()), fu
+    assert checked
+
+
+def test_the_kinds_vocabulary_fills_nested_fields_by_where_they_sit() -> None:
+    """A nested `vaccine` in a veterinary domain is an animal vaccine and a person's elsewhere; a
+    `cause` of a repair order's line reads as a fault; a `subject` is an e-mail subject only inside
+    mail, and nothing the kinds file lists leaks into an unrelated place."""
+    from agentomnia.envs.semantic import leaf_string
+    from agentomnia.taxonomy.kinds import kind_values
+
+    vet, insurer = 20146, 20136  # Pet Services > Veterinarian; an insurer
+    rng = random.Random(2)
+    animal = {leaf_string("vaccine", rng, World.for_spec(vet, ()), "pet.vaccinations") for _ in range(12)}
+    person = {
+        leaf_string("vaccine", rng, World.for_spec(insurer, ()), "member.vaccinations") for _ in range(12)
+    }
+    for_pets = kind_values("vaccine", "pet", vet)
+    assert animal <= set(for_pets) and "Rabies" in for_pets
+    assert "Rabies" not in person and person <= set(kind_values("vaccine", "member", insurer)), person
+    cause = leaf_string("cause", rng, World(), "repair_order.lines")
+    assert cause in kind_values("cause", "repair_order.lines", None), cause
+    assert kind_values("subject", "email_thread", None) and not kind_values("subject", "course", None)
