@@ -144,3 +144,13 @@ def method_names(tool_names: list[str]) -> dict[str, str]:
         taken.add(method)
         out[name] = method
     return out
+
+
+_SOUNDS_CONSONANT = re.compile(r"^(uni|use|usu|uti|ure|eu|one|once)", re.IGNORECASE)
+_SOUNDS_VOWEL = re.compile(r"^(hour|honest|honou?r|heir)", re.IGNORECASE)
+
+
+def article(noun: str) -> str:
+    """The noun with its indefinite article as it sounds: "an invoice", "an hour", "a user", "a record"."""
+    vowel = noun[:1].lower() in "aeiou" and not _SOUNDS_CONSONANT.match(noun)
+    return ("an " if vowel or _SOUNDS_VOWEL.match(noun) else "a ") + noun

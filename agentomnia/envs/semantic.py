@@ -461,7 +461,7 @@ def number_for(attr: AttributeSpec, rng: random.Random) -> Any:
 
 _BIRTH = re.compile(r"birth|dob|born")
 _PHASES: list[tuple[int, re.Pattern[str]]] = [
-    (4, re.compile(r"due|expir|valid_until|valid_to|deadline|renewal|maturity|next_|expected|target|_by$|until|(^|_)et[ar]($|_)|estimat")),
+    (4, re.compile(r"due|expir|valid_until|valid_to|_after$|deadline|renewal|maturity|next_|expected|target|_by$|until|(^|_)et[ar]($|_)|estimat")),
     (3, re.compile(r"closed|complet|resolved|ended|(^|_)end|finish|deliver|paid|shipped|returned|cancel|approved|decided|settled|dispensed|filled|fulfil|check_?out|arriv|dropoff|published|released|terminated|discharged|merged|done|restor|repaired|recovered|archived|retired|withdrawn")),
     (2, re.compile(r"updated|modified|(^|_)last_|changed|reviewed|edited|acknowledged")),
     (1, re.compile(r"(^|_)(invoice|bill|order|statement|posting|transaction|issue)_date$|created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|booked|start|begin|(^|_)from|effective|check_?in|depart|pickup|reported|raised|logged|received|detected|occurred|onboarded|launched|(^|_)since|dispatched|assigned|admitted")),
@@ -496,6 +496,35 @@ def date_for(attr: AttributeSpec, entity: EntitySpec, rng: random.Random) -> str
     lo, hi = _date_span(n)
     moment = NOW + timedelta(days=rng.randint(lo, hi), minutes=15 * rng.randint(-12, 36))
     return moment.date().isoformat() if attr.type == "date" else moment.isoformat(timespec="seconds")
+
+
+_PLANNED = re.compile(
+    r"schedul|planned|appointment|(^|_)(event|visit|travel|departure|arrival|delivery)_(date|on|at)$|_for$"
+)
+
+
+def timely_date(attr: AttributeSpec, rng: random.Random) -> str:
+    """A date a person gives for a record made or changed now, at the clock (`NOW`): when it was
+    issued or logged is today or just before, when it starts is soon, when it ends after that, when it
+    is due or expires later still; a birth date is as `date_for` makes it."""
+    n = attr.name
+    if _is_birth(n):
+        return date_for(attr, _stub("person"), rng)
+    p = phase(n)
+    if _PAST.search(n):
+        low, high = -3 * 24 * 4, 0  # in quarter hours
+    elif p == 1 or _PLANNED.search(n):
+        low, high = 4, 14 * 24 * 4
+    elif p == 3:
+        low, high = 15 * 24 * 4, 45 * 24 * 4
+    elif p == 4:
+        low, high = 30 * 24 * 4, 120 * 24 * 4
+    else:
+        low, high = -30 * 24 * 4, 0
+    moment = NOW + timedelta(minutes=15 * rng.randint(low, high))
+    if attr.type == "date":
+        return moment.date().isoformat()
+    return moment.replace(second=0).isoformat(timespec="seconds")
 
 
 def _moment(value: Any) -> datetime | None:

@@ -333,7 +333,7 @@ def build_state_space(
             )
             attrs[entity] = {key: _key_attribute(key, declared[0][1] if declared else None)}
             meta[entity] = {
-                "description": f"A {entity.replace('_', ' ')} as the seed's tools use it.",
+                "description": f"{naming.article(entity.replace('_', ' ')).capitalize()} as the seed's tools use it.",
                 "key": key,
                 "source": source,
             }

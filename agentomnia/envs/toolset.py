@@ -287,7 +287,7 @@ def gen_overview(spec: EnvSpec, e: EntitySpec) -> ToolSpec | None:
         return None
     return ToolSpec(
         name=f"get_{e.name}_overview",
-        description=f"A {_human(e)} with the ids and counts of the records that refer to it ({', '.join(t for t, _ in children[:4])}).",
+        description=f"{naming.article(_human(e)).capitalize()} with the ids and counts of the records that refer to it ({', '.join(t for t, _ in children[:4])}).",
         kind="read", op="overview", entity=e.name, parameters=_obj({e.key: _key_schema(e)}, [e.key]),
         result={"type": "object", "properties": {"record": _record_schema(e), "related": {"type": "object"}, "counts": {"type": "object"}}},
         binding={"key": e.key, "children": [list(c) for c in children]}, origin="diversified",

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentomnia.envs.naming import article
 from agentomnia.evolution.revise import DEFAULT_ATTEMPTS, ask_validated, attempts_summary
 from agentomnia.llm import LLM
 from agentomnia.omniabench.models import FAILURE_TAGS, EvalResult, Failure, Route
@@ -538,7 +539,7 @@ def _shared_cause(tag: str, gap: CapabilityGap, members: Sequence[TaskDiagnosis]
     missing = Counter(s for m in members for s in m.execution.missing_steps)
     text = (
         f"In {frequency} failure(s) over {len(members)} task(s) ({where}), the agent {TAG_RULES[tag].cause}: "
-        f"a {capability(gap.capability).name} gap under {atom(gap.atoms[0]).name}."
+        f"{article(capability(gap.capability).name)} gap under {atom(gap.atoms[0]).name}."
     )
     if missing:
         text += f" Most often never called: {', '.join(t for t, _ in missing.most_common(3))}."

@@ -23,7 +23,8 @@ import networkx as nx
 
 from agentomnia.envs.calls import _precondition_ok as precondition_ok
 from agentomnia.envs.calls import fit_compared_values, reference_admits, requirement_problem
-from agentomnia.envs.semantic import World
+from agentomnia.envs.naming import article
+from agentomnia.envs.semantic import World, timely_date
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec, compound_of
 from agentomnia.envs.state import make_value, world_for
 from agentomnia.envs.values import as_declared, conforms
@@ -41,7 +42,6 @@ from agentomnia.tasks.dag.describe import (
 )
 from agentomnia.tasks.dag.graph import carries_value, edge_data
 from agentomnia.tasks.dag.phrasing import (
-    article,
     ask,
     context,
     count_question,
@@ -507,6 +507,12 @@ class Generator:
                 if value != current:
                     return value
             return None
+        if attr.type in ("date", "datetime") and not {"pattern", "enum", "const"} & set(schema):
+            # a date given now reads from the clock: a notice issued today, disconnecting next month
+            for _ in range(6):
+                value = timely_date(attr, self.rng)
+                if value != current and conforms(as_declared(value, schema), schema):
+                    return value
         if attr.type in ("str", "text", "date", "datetime", "enum"):
             for _ in range(6):
                 if self._world is None:  # the domain's vocabulary, the state's names taken

@@ -129,11 +129,6 @@ def count_question(subject: str) -> str:
     return f"how many {subject} there are"
 
 
-def article(noun: str) -> str:
-    """The noun with its indefinite article: "an invoice", "a record"."""
-    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
-
-
 def key_words(*parts: str) -> str:
     """An answer field name from words: `work order`, `count` -> `work_order_count`."""
     return "_".join(w for p in parts for w in words(p).lower().replace("-", " ").split() if w.isalnum())

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
+from agentomnia.envs.naming import article
 from agentomnia.tasks.dag.phrasing import (
     answer_format,
-    article,
     ask,
     count_question,
     flag_question,
@@ -62,6 +62,12 @@ def test_field_names_and_articles() -> None:
     assert key_words("work order", "count") == "work_order_count"
     assert key_words("K-12 class") == "k_12_class"
     assert article("invoice") == "an invoice" and article("budget") == "a budget"
+    assert (
+        article("alarm panel") == "an alarm panel"
+        and article("user") == "a user"
+        and article("hour") == "an hour"
+    )
+    assert article("information gathering") == "an information gathering" and article("unit") == "a unit"
 
 
 def test_a_chain_that_comes_back_to_a_named_record_calls_it_by_its_handle() -> None:

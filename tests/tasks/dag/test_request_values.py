@@ -4,6 +4,7 @@ value vocabulary's ranges), and a field with a unit suffix said with its unit.""
 from __future__ import annotations
 
 import random
+from datetime import date, datetime
 
 import networkx as nx
 
@@ -144,3 +145,42 @@ def test_who_did_something_is_asked_as_who(
         session.close()
     assert f"who approved {words(entity.name)} X-001" in gen.out.clauses[-1]
     assert "the approved by" not in gen.out.clauses[-1]
+
+
+def test_dates_a_request_gives_read_from_the_clock(
+    freight_spec: EnvSpec, freight_bundle: Bundle, freight_sandbox: Sandbox
+) -> None:
+    """A date written now is near the environment's clock: when something was logged is today or just
+    before, what is scheduled or starts lies ahead, what is due lies further ahead; never the half
+    year back that s0's spread of past records would give."""
+    from datetime import timedelta
+
+    from agentomnia.envs.semantic import NOW, timely_date
+    from agentomnia.envs.spec import AttributeSpec
+
+    rng = random.Random(3)
+    for _ in range(20):
+        logged = datetime.fromisoformat(timely_date(AttributeSpec(name="logged_at", type="datetime"), rng))
+        starts = date.fromisoformat(timely_date(AttributeSpec(name="valid_from", type="date"), rng))
+        planned = date.fromisoformat(timely_date(AttributeSpec(name="scheduled_on", type="date"), rng))
+        ends = date.fromisoformat(timely_date(AttributeSpec(name="valid_to", type="date"), rng))
+        assert NOW - timedelta(days=3) <= logged <= NOW, logged
+        assert NOW.date() <= starts < ends and planned >= NOW.date(), (starts, planned, ends)
+    dated = [
+        (tool, param)
+        for tool in freight_spec.tools
+        if tool.kind == "write"
+        for param, attr in tool.binding.get("fields", {}).items()
+        if (a := freight_spec.entity(tool.entity).attribute(attr)) is not None
+        and a.type in ("date", "datetime")
+    ]
+    assert dated
+    session = freight_sandbox.open(freight_bundle, freight_bundle.s0)
+    try:
+        gen = Generator(freight_spec, session, nx.MultiDiGraph(), random.Random(5), allow_ids=True)
+        for tool, param in dated:
+            value = gen._new_value(tool, param, None)
+            moment = datetime.fromisoformat(str(value).rstrip("Z"))
+            assert abs(moment - NOW) < timedelta(days=121), (tool.name, param, value)
+    finally:
+        session.close()
