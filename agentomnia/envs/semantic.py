@@ -1419,6 +1419,9 @@ def text_for(
             said = _render(str(sentence), fields)
             if said is not None:
                 return said
+    named = kind_value(attr.name, entity.name, world, rng)
+    if named is not None:  # what such a field says in any domain: a transaction's memo "Groceries"
+        return named
     values = slots(entity, record, world, look)
     kind = _kind(attr.name, entity.name)
     if kind == "review":

@@ -52,7 +52,7 @@ def detail_question(param: str) -> str:
     should I use for "started at"?"), or a value ("what should the priority be?")."""
     label = words(param)
     last = label.split()[-1] if label else ""
-    if last == "id" and len(label.split()) > 1:
+    if last.lower() == "id" and len(label.split()) > 1:
         return f"Before I continue, which {label.rsplit(' ', 1)[0]} is it?"
     if last in ("at", "on", "date", "time", "until", "from") or label in ("due", "deadline"):
         return f'Before I continue, what date should I use for "{label}"?'

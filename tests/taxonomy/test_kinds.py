@@ -48,5 +48,7 @@ def test_a_kind_bound_to_a_domain_or_entity_wins_and_stays_at_home() -> None:
     assert "Email" in kind_values("channel", "follow_up", chat)
     assert "Rabies" in kind_values("vaccine", "pet", vet)
     assert "Rabies" not in kind_values("vaccine", "pet", None)
-    assert kind_values("cause", "repair_order.lines", None) and not kind_values("cause", "incident", None)
+    garage = 20134  # Automotive > After-sales Service
+    assert kind_values("cause", "repair_order.lines", garage) and not kind_values("cause", "incident", garage)
+    assert not kind_values("cause", "repair_order.lines", chat)  # a fault of a car, not of a mail server
     assert not kind_values("no_such_field", "anything", None)

@@ -20,11 +20,19 @@ _ID_SHAPE = re.compile(r"^[A-Z0-9]{2,4}-\d+$")
 
 def words(name: str) -> str:
     """`monthly_fee` -> `monthly fee`, a seed's `userStatus` -> `user status`: how a field is said in
-    prose (never as its key). An acronym stays as written (`SKUCode` is left alone)."""
-    return _CAMEL.sub(lambda m: " " + m.group(1).lower(), name).replace("_", " ").strip()
+    prose (never as its key). An acronym stays as written (`SKUCode` is left alone), and one written
+    in lower case is said in capitals (`po_line` -> `PO line`, `sla_hours` -> `SLA hours`)."""
+    said = _CAMEL.sub(lambda m: " " + m.group(1).lower(), name).replace("_", " ").strip()
+    return _ACRONYM.sub(lambda m: m.group(0).upper(), said)
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])(?=[a-z])")
+# abbreviations people write in capitals, as whole words of a name
+_ACRONYM = re.compile(
+    r"\b(po|sku|sla|eta|etd|vat|gst|kyc|aml|api|url|vin|imei|iban|pdf|csv|hr|qa|ehr|icd|cpt|npi|ndc|mrn|rma"
+    r"|asn|bol|nda|sow|mel|apu|mfa|sms|ssl|dns|vpn|cve|cvss|ssn|ein|tin|ein|pos|atm|otp|faq|kpi|roi|sku|upc"
+    r"|ean|gtin|isbn|ip|uom|moq|eoq|rfq|rfp|ppe|hvac|ev|gps|rsvp|ssd|cpu|gpu|ram|os|ui|ux|sdk|id)\b"
+)
 
 
 def is_state_word(word: str) -> bool:

@@ -57,6 +57,15 @@ _SCALAR = ("str", "int", "float", "money", "enum", "bool", "date")
 _NUMERIC = ("int", "float", "money")
 
 
+def _stated(value: Any, phrase: str) -> bool:
+    """Whether a record's value is already said in the words that name the record ("the category
+    named 'Savings'" says its name; asking for it back would give the answer away)."""
+    if isinstance(value, bool) or value is None:
+        return False
+    forms = {str(value), words(str(value))} - {""}
+    return any(re.search(rf"(?<![\w.]){re.escape(f)}(?!\w)", phrase, re.IGNORECASE) for f in forms)
+
+
 class Reject(Exception):
     """The candidate cannot become a task; `stage` and the message say where and why."""
 
@@ -1173,6 +1182,7 @@ class Generator:
                 and a.name != entity.key
                 and a.type != "ref"
                 and record.get(a.name) is not None
+                and not _stated(record[a.name], phrase)  # never "the name of the stop named 'Depot'"
             ]
             if not attrs:
                 raise Reject("grounding", f"{tool.name} returns nothing reportable for {phrase}")

@@ -21,6 +21,7 @@ halfway; states derived from a valid s0 are re-checked only where they changed.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -368,6 +369,16 @@ def build_task(
     if leaks:
         raise Reject("leakage", leaks[0])
     answer = {r.field: r.value for r in out.reports}
+    # a value said in the request (a name quoted to find its record) is no answer to work out
+    given = [
+        f
+        for f, v in answer.items()
+        if isinstance(v, str)
+        and len(v) >= 3
+        and re.search(rf"(?<!\w){re.escape(v)}(?!\w)", query, re.IGNORECASE)
+    ]
+    if given:
+        raise Reject("leakage", f"the request states the answer to {given[0]!r} ({answer[given[0]]!r})")
     texts = {r.field: r.text for r in out.reports}
     rubric = build_rubric(spec, state, final, answer, texts, created_fields=_created_fields(spec, out, final))
     touched = {key for c in out.calls if c.focus for key in [c.focus[1]]}

@@ -71,8 +71,13 @@ def test_descriptions_leak_no_tools_or_keys_and_challenge_quotes_no_ids(
     names = {t.name for t in freight_spec.tools}
     for task in standard[0] + challenge[0]:
         assert not any(n in task.query for n in names), task.query
-        for field in task.expected_answer:
+        for field, value in task.expected_answer.items():
             assert f'"{field}"' in task.query  # the description says what to report
+            # and never says the answer itself ("the name of the stop named 'Depot'")
+            assert not (isinstance(value, str) and len(value) >= 3 and f"'{value}'" in task.query), (
+                field,
+                task.query,
+            )
     assert all(id_literals(t.query, freight_spec) == [] for t in challenge[0])
 
 
