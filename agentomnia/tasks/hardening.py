@@ -296,9 +296,12 @@ def boundary_tie(
     entity: str | None = None,
     attr: str | None = None,
     keys: Sequence[str] | None = None,
+    rounded: bool = False,
 ) -> HardeningResult:
     """Put one record's number exactly on its rule boundary (when a range rule exists) and make two
-    records tie on it, so precise comparisons and tie-breaks decide the answer."""
+    records tie on it, so precise comparisons and tie-breaks decide the answer. Without a rule, the
+    tie is on the first record's value; `rounded` makes it that value to two significant figures
+    (10 for 10.4239), the kind of figure a person states as a threshold."""
     name = "boundary_tie"
 
     def numeric(x: EntitySpec) -> bool:
@@ -323,6 +326,8 @@ def boundary_tie(
     value: Any = high if high is not None else low if low is not None else table[chosen[0]].get(a.name)
     if value is None:
         return _unchanged(name, state, f"{e.name} {chosen[0]} has no {a.name}")
+    if rounded and (low, high) == (None, None) and isinstance(value, (int, float)) and value:
+        value = float(f"{value:.2g}")
     if a.type == "int":
         value = int(value)
     for k in chosen:

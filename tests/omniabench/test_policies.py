@@ -289,10 +289,11 @@ def test_heuristic_fails_hard_tasks_for_visible_reasons(
     assert _failed(score) == {"G1"}  # it reports the amount right, after approving the claim
     assert [s.tool for s in constrained.steps if s.ok] == ["approve_claim"]
 
-    # Chain: one read answers a question; the adjuster's name is a second lookup away.
+    # Chain: the adjuster's name is a second lookup away, which the heuristic never makes (at most one
+    # read, which of the two reads ranks first depends on the tools' wording).
     chained, score = run_graded(factory, policy_tasks["chain"], parcel)
     assert "T1" in _failed(score)
-    assert len(chained.steps) == 1 and "adjuster_name" not in chained.answer
+    assert len(chained.steps) <= 1 and "adjuster_name" not in chained.answer
 
 
 def test_heuristic_never_sees_ground_truth_nor_repeats_a_call(

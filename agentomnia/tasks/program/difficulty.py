@@ -41,7 +41,13 @@ def harden(spec: EnvSpec, state: Mapping[str, Any], plan: ProgramPlan, rng: rand
         movable = sorted(k for k, r in table.items() if r.get(plan.write.attr) != plan.write.value)
         if len(movable) >= 2:
             tie = boundary_tie(
-                spec, current, rng, entity=plan.entity, attr=pred.attr, keys=rng.sample(movable, 2)
+                spec,
+                current,
+                rng,
+                entity=plan.entity,
+                attr=pred.attr,
+                keys=rng.sample(movable, 2),
+                rounded=True,
             )
             notes += tie.notes
             value = tie.facts.get("value")

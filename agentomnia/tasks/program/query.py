@@ -31,7 +31,14 @@ def _rule(pred: Predicate, subject: str) -> str:
         return f"whose {subject}{words(pred.attr)} is {'before' if pred.op == '<' else 'on or after'} {pred.value}"
     if pred.kind in ("enum", "bool"):
         return f"whose {subject}{words(pred.attr)} is {spoken(pred.value)}"
-    return f"whose {subject}{field_label(pred.attr)} is {_OP_WORDS[pred.op]} {pred.value:g}"
+    return f"whose {subject}{field_label(pred.attr)} is {_OP_WORDS[pred.op]} {figure(pred.value)}"
+
+
+def figure(value: float) -> str:
+    """A number as a person writes it: 42,000, 10.42, 2,500,000 (never 4.2e+04 or 10.0)."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.4f}".rstrip("0").rstrip(".")
 
 
 def _action(plan: ProgramPlan, digest: str = "") -> str:

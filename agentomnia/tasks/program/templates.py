@@ -11,9 +11,10 @@ Thresholds come from the state's own values, so every rule splits the records it
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec
 from agentomnia.tasks.program.plan import Join, Predicate, ProgramPlan, Write
@@ -92,11 +93,38 @@ def _writes(spec: EnvSpec, e: EntitySpec) -> list[Write]:
 
 
 def _threshold(values: list[Any], rng: random.Random, kind: str) -> tuple[str, Any]:
+    """A comparison that splits the records at their middle value, with the roundest number that
+    splits them the same way: "at least 10" where the values are 9.87 and 10.4239, not "at least
+    10.4239"."""
     ordered = sorted(values)
     pivot = ordered[len(ordered) // 2] if len(ordered) > 2 else ordered[0]
     if kind == "date":
         return rng.choice(("<", ">=")), str(pivot)[:10]
-    return rng.choice((">", ">=")), pivot
+    op = rng.choice((">", ">="))
+    below = [v for v in ordered if v < pivot]
+    above = [v for v in ordered if v > pivot]
+    if op == ">=":  # any t in (the next value down, pivot] keeps the same records
+        return op, roundest(below[-1] if below else pivot - abs(pivot) * 0.1 - 1, pivot, closed="high")
+    return op, roundest(pivot, above[0] if above else pivot + abs(pivot) * 0.1 + 1, closed="low")
+
+
+def roundest(low: float, high: float, *, closed: Literal["low", "high"]) -> Any:
+    """The number with the fewest significant digits in (low, high] (`closed="high"`) or [low, high)
+    (`closed="low"`): 42000 between 41877.2 and 42267.7; an int where both ends are ints."""
+    integral = isinstance(low, int) and isinstance(high, int)
+    span = max(abs(low), abs(high), 1e-9)
+    for exponent in range(int(math.floor(math.log10(span))) + 1, -5, -1):
+        step = 10.0**exponent
+        if closed == "high":
+            x = math.floor(high / step) * step
+            ok = x > low
+        else:
+            x = math.ceil(low / step) * step
+            ok = x < high
+        if ok:
+            x = round(x, max(0, -exponent))
+            return int(x) if integral or float(x).is_integer() and exponent >= 0 else x
+    return high if closed == "high" else low
 
 
 def _numeric_attrs(e: EntitySpec, exclude: set[str]) -> list[AttributeSpec]:
