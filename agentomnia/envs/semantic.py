@@ -1037,7 +1037,14 @@ def string_for(
         return f"https://www.{base or 'example'}.com"
     if kind == "phone":
         # a record's phone is a line to reach, not a switchboard extension ("290.691.9963x12303")
-        return re.split(r"\s*(?:x|ext\.?)\s*\d+$", str(faker(world.locale, rng).phone_number()))[0]
+        # nor dialled from abroad ("001-386-648-5760"): a US number as people write it at home
+        number = re.split(r"\s*(?:x|ext\.?)\s*\d+$", str(faker(world.locale, rng).phone_number()))[0]
+        digits = re.sub(r"\D", "", number)[-10:]
+        if world.locale == "en_US" and len(digits) == 10:
+            return rng.choice(
+                (f"({digits[:3]}) {digits[3:6]}-{digits[6:]}", f"{digits[:3]}-{digits[3:6]}-{digits[6:]}")
+            )
+        return number
     if kind in ("first_name", "last_name", "own_name"):
         world.person = world.person or person_name(world, rng)
         first, last = world.person

@@ -213,9 +213,9 @@ def describe_record(
     head = f"the {words(entity.name)}"
     parts = []
     for attr in chosen:
-        if label is not None and attr == label.name:
+        if label is not None and attr == label.name and not re.search(r"(^|_)code$", attr):
             head = f"the {words(entity.name)} {'named' if 'name' in attr else 'called'} {say(record[attr])}"
-        else:
+        else:  # a code is a cue, not a name: "the claim with claim code 76", never "called '76'"
             parts.append(cue(entity, attr, record[attr]))
     if not parts:
         return head

@@ -168,7 +168,7 @@ _WHY_A_LEVEL = (
     "{t} is the line we work to.",
     "Anything under {t} gets a second look from us.",
     "We only go ahead at {t} or more.",
-    "The mark we use is {t}.",
+    "Our target is {t} or more.",
 )
 
 
