@@ -243,6 +243,7 @@ def generate_state(
                     break
         state[entity.table] = table
     _settle_nested(spec, state, random.Random(rng.random()))
+    _apart(spec, state, random.Random(rng.random()))
     _spread_lifecycles(spec, state)
     _free_deletable(spec, state)
     repair_rules(spec, state)
@@ -275,6 +276,41 @@ def _own_handle(
         if isinstance(value, str) and value not in taken and (declared is None or conforms(value, declared)):
             return value
     return None
+
+
+# Two references of one record that name the two ends of something (a tier change's from and to tier,
+# a transfer's source and target account) and so never name the same record.
+_ENDS = (("from", "to"), ("source", "target"), ("origin", "destination"), ("old", "new"),
+         ("previous", "next"), ("sender", "recipient"), ("sender", "receiver"), ("home", "away"),
+         ("debit", "credit"), ("pickup", "dropoff"), ("outbound", "inbound"), ("primary", "secondary"))  # fmt: skip
+
+
+def _apart(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
+    """A record's two ends (`from_tier_id` and `to_tier_id`) point at different records where the
+    referenced table has two: a tier change from Gold to Gold changes nothing."""
+    for e in spec.entities:
+        refs = [a for a in e.attributes if a.type == "ref" and a.ref]
+        pairs = [
+            (a, b)
+            for a in refs
+            for b in refs
+            if a.ref == b.ref
+            and any(
+                re.sub(rf"(^|_){x}(_|$)", r"\1@\2", a.name) == re.sub(rf"(^|_){y}(_|$)", r"\1@\2", b.name)
+                and x in a.name.split("_")
+                and y in b.name.split("_")
+                for x, y in _ENDS
+            )
+        ]
+        for a, b in pairs:
+            target = spec.entity(a.ref or "")
+            keys = sorted(state.get(target.table, {}))
+            if len(keys) < 2:
+                continue
+            for record in state.get(e.table, {}).values():
+                if record.get(a.name) is not None and record.get(a.name) == record.get(b.name):
+                    other = rng.choice([k for k in keys if k != str(record[a.name])])
+                    record[b.name] = _ref_value(spec, b, state[target.table][other])
 
 
 def _settle_nested(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:

@@ -865,3 +865,19 @@ def test_the_kinds_vocabulary_fills_nested_fields_by_where_they_sit() -> None:
     cause = leaf_string("cause", rng, World.for_spec(garage, ()), "repair_order.lines")
     assert cause in kind_values("cause", "repair_order.lines", garage), cause
     assert kind_values("subject", "email_thread", None) and not kind_values("subject", "course", None)
+
+
+def test_the_two_ends_of_a_record_name_different_records() -> None:
+    """A transfer from an account to the same account, or a tier change from Gold to Gold, changes
+    nothing: a record's from/to (source/target, sender/recipient) references differ."""
+    account = _entity("account", _a("name"))
+    transfer = _entity("transfer", _a("from_account_id", "ref", ref="account"), _a("to_account_id", "ref", ref="account"),
+                       _a("amount", "money"))  # fmt: skip
+    spec = EnvSpec(name="bank", class_name="Bank", description="Transfers between accounts.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="bank", seed_ids=(), entities=(account, transfer), relations=(), rules=(),
+                   tools=())  # fmt: skip
+    for seed in range(4):
+        state = generate_state(spec, seed=seed, sizes={"account": 2, "transfer": 14})
+        assert all(t["from_account_id"] != t["to_account_id"] for t in state["transfers"].values()), seed
+        assert not state_violations(spec, state)
