@@ -9,6 +9,7 @@ call sequence, no record ids. Attribute names are spoken as words ("declared val
 from __future__ import annotations
 
 import random
+import re
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.records import content_hash
@@ -27,8 +28,15 @@ def spoken(value: object) -> str:
 
 
 def _rule(pred: Predicate, subject: str) -> str:
+    """Which records a rule picks, said after their noun: "whose total is at least 42,000", and for a
+    date a verb names ("issued on"), "issued before 2025-11-13"."""
     if pred.kind == "date":
-        return f"whose {subject}{words(pred.attr)} is {'before' if pred.op == '<' else 'on or after'} {pred.value}"
+        when = "before" if pred.op == "<" else "on or after"
+        label = words(pred.attr)
+        stem = re.sub(r" (on|at|date)$", "", label)
+        if not subject and stem != label and stem.endswith("ed"):
+            return f"{stem} {when} {pred.value}"
+        return f"whose {subject}{label} is {when} {pred.value}"
     if pred.kind in ("enum", "bool"):
         return f"whose {subject}{words(pred.attr)} is {spoken(pred.value)}"
     return f"whose {subject}{field_label(pred.attr)} is {_OP_WORDS[pred.op]} {figure(pred.value)}"
@@ -109,6 +117,7 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
         m="latest" if pred.kind == "date" else "highest", a=field_label(pred.attr)
     )
     if plan.template == "filter_write":
+        rule = _rule(pred, "")
         goal = _pick(
             digest,
             "goal",
@@ -116,11 +125,17 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
                 "Please go through all {t}{s} and, for every one {r}, {a}.",
                 "Every one of our {t}{s} {r} needs the same fix: {a}.",
                 "I want all {t}{s} {r} handled; for each of them, {a}.",
-                "Can you check our {t}{s}? Wherever one's {q}, {a}.",
+                "Can you check our {t}{s}? Wherever {q}, {a}.",
                 "Some of our {t}{s} need changing: for each one {r}, {a}.",
                 "Go over the {t}{s} for me; every one {r} needs the same change: {a}.",
             ),
-        ).format(t=things, s=scope, r=_rule(pred, ""), q=_rule(pred, "").removeprefix("whose "), a=action)
+        ).format(
+            t=things,
+            s=scope,
+            r=_rule(pred, ""),
+            q=f"one's {rule[6:]}" if rule.startswith("whose ") else f"one was {rule}",
+            a=action,
+        )
         skip = _pick(
             digest,
             "skip",
