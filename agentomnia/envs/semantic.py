@@ -524,7 +524,11 @@ def timely_date(attr: AttributeSpec, rng: random.Random) -> str:
     moment = NOW + timedelta(minutes=15 * rng.randint(low, high))
     if attr.type == "date":
         return moment.date().isoformat()
-    return moment.replace(second=0).isoformat(timespec="seconds")
+    # a time of the working day (registered at 10:15, not 04:15), never after the clock for the past
+    moment = moment.replace(hour=rng.randint(8, 17), minute=15 * rng.randint(0, 3), second=0)
+    if high <= 0 and moment > NOW:
+        moment -= timedelta(days=1)
+    return moment.isoformat(timespec="seconds")
 
 
 def _moment(value: Any) -> datetime | None:

@@ -116,6 +116,13 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
     top = _pick(digest, "top", ("the {m} {a}", "the {m} {a} of all", "the very {m} {a}")).format(
         m="latest" if pred.kind == "date" else "highest", a=field_label(pred.attr)
     )
+    stem = re.sub(r" (on|at|date)$", "", words(pred.attr))
+    # the record a fallback picks: "the one with the highest price", "the one submitted most recently"
+    one = (
+        f"the one {stem} most recently"
+        if pred.kind == "date" and stem != words(pred.attr) and stem.endswith("ed")
+        else f"the one with {top}"
+    )
     if plan.template == "filter_write":
         rule = _rule(pred, "")
         goal = _pick(
@@ -149,11 +156,11 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
             digest,
             "fallback",
             (
-                "If none of them qualifies, do it only for the one with {top} instead and tell me that you had to fall back.",
-                "Should nothing qualify, apply it to the one with {top} and let me know you fell back.",
-                "If no record fits, fall back to the one with {top}, and say that you did.",
+                "If none of them qualifies, do it only for {one} instead and tell me that you had to fall back.",
+                "Should nothing qualify, apply it to {one} and let me know you fell back.",
+                "If no record fits, fall back to {one}, and say that you did.",
             ),
-        ).format(top=top)
+        ).format(one=one)
         parts = [goal, skip, fallback]
     elif plan.template == "join_write":
         parent = words(plan.join.parent) if plan.join else "related record"

@@ -164,7 +164,7 @@ def test_dates_a_request_gives_read_from_the_clock(
         starts = date.fromisoformat(timely_date(AttributeSpec(name="valid_from", type="date"), rng))
         planned = date.fromisoformat(timely_date(AttributeSpec(name="scheduled_on", type="date"), rng))
         ends = date.fromisoformat(timely_date(AttributeSpec(name="valid_to", type="date"), rng))
-        assert NOW - timedelta(days=3) <= logged <= NOW, logged
+        assert NOW - timedelta(days=4) <= logged <= NOW and 8 <= logged.hour <= 17, logged
         assert NOW.date() <= starts < ends and planned >= NOW.date(), (starts, planned, ends)
     dated = [
         (tool, param)

@@ -223,3 +223,25 @@ def test_yes_no_writes_and_sums_are_said_as_a_person_would() -> None:
         assert "yes" not in _flag_action("auto_renew", False, digest)
     assert _summed("total") == "their combined total"
     assert _summed("precip_mm") == "their total precip (mm)"
+
+
+def test_thresholds_and_dates_are_said_as_a_person_would() -> None:
+    """'at least 10', never 'at least 10.4239'; 42,000, never 4.2e+04; 'issued before 2025-11-13',
+    never 'whose issued on is before'; the fallback is 'the one submitted most recently'."""
+    import random
+
+    from agentomnia.tasks.program.query import _rule, figure
+    from agentomnia.tasks.program.templates import Predicate, _threshold, roundest
+
+    assert roundest(9.87, 10.4239, closed="high") == 10 and roundest(41877.2, 42267.7, closed="high") == 42000
+    assert roundest(42267.7, 43000.5, closed="low") == 43000 and roundest(0.31, 0.34, closed="high") == 0.34
+    values = [8.5, 9.87, 10.4239, 11.2, 30.1]
+    for seed in range(6):
+        op, level = _threshold(values, random.Random(seed), "number")
+        picked = [v for v in values if (v > level if op == ">" else v >= level)]
+        assert picked in ([10.4239, 11.2, 30.1], [11.2, 30.1]) and level in (10, 11), (op, level)
+    assert [figure(v) for v in (42000.0, 2500000, 10.4239, 7)] == ["42,000", "2,500,000", "10.4239", "7"]
+    issued = Predicate(attr="issued_on", op="<", value="2025-11-13", kind="date")
+    assert _rule(issued, "") == "issued before 2025-11-13"
+    due = Predicate(attr="due_date", op=">=", value="2025-11-13", kind="date")
+    assert _rule(due, "") == "whose due date is on or after 2025-11-13"
