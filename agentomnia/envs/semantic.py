@@ -531,6 +531,15 @@ def timely_date(attr: AttributeSpec, rng: random.Random) -> str:
     return moment.isoformat(timespec="seconds")
 
 
+def before_clock(name: str, value: str, rng: random.Random) -> str:
+    """A date of something that has happened (`logged_at`, `created_on`) moved before the clock when
+    it lies after it, in the form it was written; any other value as it is."""
+    moment = _moment(value)
+    if moment is None or not _PAST.search(name) or moment <= NOW:
+        return value
+    return _as(value, NOW - timedelta(days=rng.randint(1, 60), minutes=15 * rng.randint(0, 40)))
+
+
 def _moment(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None

@@ -18,6 +18,7 @@ from typing import Any
 from agentomnia.envs.semantic import (
     MISSING,
     World,
+    before_clock,
     is_derived,
     is_handle,
     leaf_string,
@@ -371,12 +372,13 @@ def _one_currency(value: Any, currency: str | None) -> None:
 
 
 def _dated(value: Any, rng: random.Random) -> Any:
-    """`value` (a fresh copy) with each object's dates in lifecycle order."""
+    """`value` (a fresh copy) with each object's dates in lifecycle order, what has happened before
+    the clock."""
     if isinstance(value, list):
         return [_dated(v, rng) for v in value]
     if not isinstance(value, dict):
         return value
-    out = {k: _dated(v, rng) for k, v in value.items()}
+    out = {k: before_clock(k, v, rng) if isinstance(v, str) else _dated(v, rng) for k, v in value.items()}
     dates = tuple(
         AttributeSpec(name=k, type="date" if len(v) == 10 else "datetime")
         for k, v in out.items()

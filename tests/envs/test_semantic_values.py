@@ -795,16 +795,19 @@ def test_ids_inside_a_seeds_objects_name_records_of_the_environment() -> None:
     """A statement's `open_invoices[].invoice_id` names one of the environment's invoices and its
     `vendor_id` the statement's own vendor; an invoice's `match.invoice_id` is that same invoice; a
     follow-up's own id with no entity behind it reads as a code ("FU-48213"), not "atlas-001"; a
-    follow-up's `channel` is a channel, not a qualifier and a theme."""
+    follow-up's `channel` is a channel, not a qualifier and a theme; when it was logged lies before
+    the clock."""
+    from agentomnia.envs.semantic import NOW
     from agentomnia.realism import is_stock_phrase
 
     follow_up = {
         "type": "object",
-        "required": ["follow_up_id", "invoice_id", "channel"],
+        "required": ["follow_up_id", "invoice_id", "channel", "logged_at"],
         "properties": {
             "follow_up_id": {"type": "string"},
             "invoice_id": {"type": "string"},
             "channel": {"type": "string"},
+            "logged_at": {"type": "string", "format": "date-time"},
         },
     }
     line = {
@@ -842,6 +845,7 @@ def test_ids_inside_a_seeds_objects_name_records_of_the_environment() -> None:
                 assert fu["invoice_id"] == item["invoice_id"], fu
                 assert re.fullmatch(r"FU-\d{5}", fu["follow_up_id"]), fu
                 assert not is_stock_phrase(fu["channel"].lower().split()), fu
+                assert fu["logged_at"].rstrip("Z") <= NOW.isoformat(), fu  # what was logged has happened
     assert checked
 
 
