@@ -53,7 +53,7 @@ UNITS = {
     "cm": "cm", "mm": "mm", "ft": "ft", "px": "px", "kwh": "kWh", "kw": "kW", "mw": "MW", "mb": "MB",
     "gb": "GB", "tb": "TB", "ml": "ml", "usd": "USD", "eur": "EUR", "gbp": "GBP", "bps": "bps",
     "days": "days", "hours": "hours", "hrs": "hours", "minutes": "minutes", "mins": "minutes",
-    "sec": "seconds", "secs": "seconds", "seconds": "seconds", "ms": "ms", "min": "minutes",
+    "sec": "seconds", "secs": "seconds", "seconds": "seconds", "s": "seconds", "ms": "ms", "min": "minutes",
     "m2": "m²", "m3": "m³", "sqft": "sq ft", "kwh_m2": "kWh/m²", "m3_h": "m³/h", "m3_s": "m³/s",
     "l_min": "L/min", "l_h": "L/h", "mg_l": "mg/L", "ug_m3": "µg/m³", "mg_kg": "mg/kg", "kg_m2": "kg/m²",
     "kg_h": "kg/h", "t_h": "t/h", "km_h": "km/h", "m_s": "m/s", "ml_min": "mL/min", "mmol_l": "mmol/L",

@@ -57,6 +57,20 @@ _SCALAR = ("str", "int", "float", "money", "enum", "bool", "date")
 _NUMERIC = ("int", "float", "money")
 
 
+# Who did something, by the deed: `approved_by` is the approver (see `Generator._ref_word`).
+_AGENT = {
+    "approved": "approver", "reviewed": "reviewer", "created": "creator", "requested": "requester",
+    "reported": "reporter", "submitted": "submitter", "owned": "owner", "managed": "manager",
+    "signed": "signatory", "authored": "author", "written": "author", "verified": "verifier",
+    "decided": "decision maker", "handled": "handler", "prepared": "preparer", "inspected": "inspector",
+    "audited": "auditor", "supervised": "supervisor", "led": "lead", "sponsored": "sponsor",
+    "referred": "referrer", "issued": "issuer", "performed": "performer", "resolved": "resolver",
+    "dispatched": "dispatcher", "checked": "checker", "collected": "collector", "funded": "funder",
+    "hosted": "host", "taught": "teacher", "coached": "coach", "examined": "examiner", "trained": "trainer",
+    "assessed": "assessor", "booked": "booker", "ordered": "orderer", "recorded": "recorder",
+}  # fmt: skip
+
+
 def _stated(value: Any, phrase: str) -> bool:
     """Whether a record's value is already said in the words that name the record ("the category
     named 'Savings'" says its name; asking for it back would give the answer away)."""
@@ -698,10 +712,17 @@ class Generator:
 
     @staticmethod
     def _ref_word(attr: str) -> str:
-        """The record a reference names: `pet_id` and a seed's `petId` are the pet."""
+        """The record a reference names: `pet_id` and a seed's `petId` are the pet; whoever did
+        something is named by what they did (`approved_by` is the approver, never "the approved by
+        of that draw")."""
         if attr.endswith("_id"):
-            return attr[:-3]
-        return attr[:-2] if len(attr) > 2 and attr.endswith("Id") and attr[-3].islower() else attr
+            attr = attr[:-3]
+        elif len(attr) > 2 and attr.endswith("Id") and attr[-3].islower():
+            attr = attr[:-2]
+        did = re.fullmatch(r"(?:(.+)_)?([a-z]+)_by", attr)
+        if did is not None and did.group(2) in _AGENT:
+            return f"{did.group(1)}_{_AGENT[did.group(2)]}" if did.group(1) else _AGENT[did.group(2)]
+        return attr
 
     def _pick_item(
         self, entity: EntitySpec, items: list[dict[str, Any]], *, by_name: bool = True

@@ -184,3 +184,12 @@ def test_dates_a_request_gives_read_from_the_clock(
             assert abs(moment - NOW) < timedelta(days=121), (tool.name, param, value)
     finally:
         session.close()
+
+
+def test_whoever_did_something_is_named_by_the_deed() -> None:
+    """A reference `approved_by` is "the approver of that draw", never "the approved by of that draw";
+    a seconds suffix reads as seconds."""
+    assert Generator._ref_word("approved_by") == "approver"
+    assert Generator._ref_word("final_reviewed_by_id") == "final_reviewer"
+    assert Generator._ref_word("petId") == "pet" and Generator._ref_word("assigned_to") == "assigned_to"
+    assert field_label("duration_s") == "duration (seconds)"
