@@ -129,8 +129,12 @@ def say(value: Any) -> str:
     """A value as it reads in a sentence."""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:g}"
+    if isinstance(value, float):  # 1433463.86 as written, never 1.43346e+06
+        short = f"{value:g}"
+        if "e" in short and abs(value) >= 1:
+            written = repr(value)
+            return written.removesuffix(".0")
+        return short
     if isinstance(value, str):
         return f"'{value}'"
     if isinstance(value, list):

@@ -193,3 +193,11 @@ def test_whoever_did_something_is_named_by_the_deed() -> None:
     assert Generator._ref_word("final_reviewed_by_id") == "final_reviewer"
     assert Generator._ref_word("petId") == "pet" and Generator._ref_word("assigned_to") == "assigned_to"
     assert field_label("duration_s") == "duration (seconds)"
+
+
+def test_a_large_figure_is_written_out() -> None:
+    """1433463.86 reads as written, never 1.43346e+06 (which no one could type back)."""
+    from agentomnia.tasks.dag.describe import say
+
+    assert say(1433463.86) == "1433463.86" and say(2500000.0) == "2500000"
+    assert say(2398.61) == "2398.61" and say(12.0) == "12" and say(0.5) == "0.5"
