@@ -55,6 +55,11 @@ _NOT_FREE_TEXT = re.compile(r"(^|_)(id|email|e_mail|url|uri|link|phone|fax|code|
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
 
+def is_free_text_field(name: str) -> bool:
+    """Whether an attribute so named holds free text, not an id, e-mail, URL, phone, code or number."""
+    return not _NOT_FREE_TEXT.search(name)
+
+
 def _words(name: str) -> set[str]:
     return {w for w in re.split(r"[\s_\-]+", name.lower()) if len(w) > 2}
 
@@ -92,7 +97,7 @@ def free_text_values(spec: EnvSpec, state: Mapping[str, Any]) -> list[tuple[Enti
             for a in entity.attributes
             if a.type in ("str", "text", "list", "object")
             and a.name != entity.key
-            and not _NOT_FREE_TEXT.search(a.name)
+            and is_free_text_field(a.name)
         ]
         if not names:
             continue

@@ -163,9 +163,14 @@ def selection_stage(
 
 # -- environments ------------------------------------------------------------------------------------
 def state_space_stage(
-    ctx: StageContext, candidates: Sequence[EnvCandidate], seeds: Mapping[str, Seed], taxonomy: Taxonomy
+    ctx: StageContext,
+    candidates: Sequence[EnvCandidate],
+    seeds: Mapping[str, Seed],
+    taxonomy: Taxonomy,
+    *,
+    llm: LLM | None = None,
 ) -> StageOutput[StagedSpec]:
-    return _each("state_space", candidates, lambda c: _state_one(ctx, c, seeds, taxonomy))
+    return _each("state_space", candidates, lambda c: _state_one(ctx, c, seeds, taxonomy, llm))
 
 
 def _each(stage: str, items: Iterable[Any], one: Callable[[Any], StageOutput[T]]) -> StageOutput[T]:
@@ -177,10 +182,10 @@ def _each(stage: str, items: Iterable[Any], one: Callable[[Any], StageOutput[T]]
 
 
 def _state_one(
-    ctx: StageContext, c: EnvCandidate, seeds: Mapping[str, Seed], taxonomy: Taxonomy
+    ctx: StageContext, c: EnvCandidate, seeds: Mapping[str, Seed], taxonomy: Taxonomy, llm: LLM | None = None
 ) -> StageOutput[StagedSpec]:
     own = [seeds[i] for i in c.seed_ids if i in seeds]
-    return _state_output(ctx, state_stage(c, own, taxonomy.by_id(c.coordinate.taxonomy_id)))
+    return _state_output(ctx, state_stage(c, own, taxonomy.by_id(c.coordinate.taxonomy_id), llm=llm))
 
 
 def _state_output(
@@ -203,16 +208,21 @@ def _spec_output(
 
 
 def toolsets_stage(
-    ctx: StageContext, staged: Sequence[StagedSpec], seeds: Mapping[str, Seed], cfg: ToolsetConfig
+    ctx: StageContext,
+    staged: Sequence[StagedSpec],
+    seeds: Mapping[str, Seed],
+    cfg: ToolsetConfig,
+    *,
+    llm: LLM | None = None,
 ) -> StageOutput[StagedSpec]:
-    return _each("toolset", staged, lambda s: _toolset_one(ctx, s, seeds, cfg))
+    return _each("toolset", staged, lambda s: _toolset_one(ctx, s, seeds, cfg, llm))
 
 
 def _toolset_one(
-    ctx: StageContext, s: StagedSpec, seeds: Mapping[str, Seed], cfg: ToolsetConfig
+    ctx: StageContext, s: StagedSpec, seeds: Mapping[str, Seed], cfg: ToolsetConfig, llm: LLM | None = None
 ) -> StageOutput[StagedSpec]:
     own = [seeds[i] for i in s.spec.seed_ids if i in seeds]
-    return _toolset_output(ctx, s, toolset_stage(s.spec, own, s.space, cfg))
+    return _toolset_output(ctx, s, toolset_stage(s.spec, own, s.space, cfg, llm=llm))
 
 
 def _toolset_output(

@@ -60,7 +60,9 @@ def _failures(out: Any) -> dg.MetadataValue:
     description=(
         "State-space construction: per selected candidate an EnvSpec of entities (typed attributes, keys, "
         "enums, references), relations, invariants and business rules — the L2 domain's knowledge base merged "
-        "with what the seed's schemas imply (id parameters become entities, properties attributes, enums stay enums)."
+        "with what the seed's schemas imply (id parameters become entities, properties attributes, enums stay enums). "
+        "In llm mode the model adds attributes the domain's records carry (knowledge augmentation), each checked "
+        "and named in the report as added or refused."
     ),
 )
 def state_specs(
@@ -68,24 +70,29 @@ def state_specs(
     config: EnvironmentsConfig,
     storage: StorageResource,
     lineage: LineageResource,
+    llm: LLMResource,
 ) -> dg.MaterializeResult:
-    artifacts = storage.get().round(context.partition_key)
+    store = storage.get()
+    artifacts = store.round(context.partition_key)
     candidates = artifacts.selected()
     if config.max_environments:
         candidates = candidates[: config.max_environments]
     seeds = {s.id: s for s in artifacts.seeds()}
     ctx = StageContext(context.partition_key, context.run.run_id)
-    out = state_space_stage(ctx, candidates, seeds, load_taxonomy())
+    model = llm.get()
+    out = state_space_stage(ctx, candidates, seeds, load_taxonomy(), llm=model)
     publish(out, ctx, artifacts, STATE_SPECS, lineage.get(), write=write_staged)
     staged = out.kept
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "specs": len(staged),
             "failed": len(out.rejected),
             "entities_mean": round(sum(len(s.spec.entities) for s in staged) / max(1, len(staged)), 2),
             "attributes_mean": round(sum(s.spec.attribute_count for s in staged) / max(1, len(staged)), 2),
             "seed_entities_added": sum(len(s.space.seed_entities_added) for s in staged),
             "seed_entities_merged": sum(len(s.space.seed_entities_merged) for s in staged),
+            "model_attributes": sum(len(s.space.model_attributes) for s in staged),
             "failures": _failures(out),
         }
     )
@@ -98,7 +105,8 @@ def state_specs(
         "Tool-set synthesis: candidate operations from the seed (names and parameter names kept), the knowledge "
         "base and generated coverage, refined (grounding, redundancy, chain support), normalised (kept / merged / "
         "split / rewritten / removed) and diversified (mode selectors, cross-parameter constraints, structured "
-        "outputs, confusable near-twins). Tools in OpenAI function format."
+        "outputs, confusable near-twins). In llm mode the model proposes further operations, judged by the same "
+        "refinement; the refused go back to it once with their reasons. Tools in OpenAI function format."
     ),
 )
 def toolsets(
@@ -106,12 +114,15 @@ def toolsets(
     config: EnvironmentsConfig,
     storage: StorageResource,
     lineage: LineageResource,
+    llm: LLMResource,
 ) -> dg.MaterializeResult:
-    artifacts = storage.get().round(context.partition_key)
+    store = storage.get()
+    artifacts = store.round(context.partition_key)
     seeds = {s.id: s for s in artifacts.seeds()}
     cfg = ToolsetConfig(min_tools=config.min_tools, max_tools=config.max_tools)
     ctx = StageContext(context.partition_key, context.run.run_id)
-    result = toolsets_stage(ctx, _staged(artifacts, STATE_SPECS), seeds, cfg)
+    model = llm.get()
+    result = toolsets_stage(ctx, _staged(artifacts, STATE_SPECS), seeds, cfg, llm=model)
     publish(result, ctx, artifacts, TOOLSETS, lineage.get(), write=write_staged)
     out = result.kept
     table: list[dict[str, Any]] = [
@@ -122,6 +133,7 @@ def toolsets(
     tools = [len(s.spec.tools) for s in out]
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "toolsets": len(out),
             "failed": len(result.rejected),
             "tools_total": sum(tools),
@@ -144,7 +156,8 @@ def toolsets(
     description=(
         "Executable environments: per toolset, the generated Python class, a valid s0 and three-level "
         "verification in the sandbox (initialization, tool unit checks, random rollouts with replay "
-        "determinism) inside a bounded repair loop. Bundles land in $AGENTOMNIA_HOME/envs/<env_id>/ "
+        "determinism) inside a bounded repair loop; in llm mode the model writes some records' descriptive values "
+        "(kept only where they fit and every invariant holds) and rewrites failing methods. Bundles land in $AGENTOMNIA_HOME/envs/<env_id>/ "
         "(spec.json, env.py, tools.json, s0.json, verification.json)."
     ),
 )
@@ -186,6 +199,7 @@ def environments(
             "tools_total": sum(len(b.spec.tools) for b in built),
             "dropped_tools": sum(len(b.dropped_tools) for b in built),
             "varied_by_prd": sum(1 for b in built if b.variations),
+            "model_values": sum(1 for b in built for v in b.model_values if v.startswith("model wrote")),
             "prd_variations": md_table(
                 [{"env": b.spec.name, "change": v} for b in built for v in b.variations], limit=40
             ),

@@ -17,12 +17,21 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.envs.codegen import generate_source
+from agentomnia.envs.proposals import (
+    ProposedOperation,
+    augment_state_space,
+    judge_operations,
+    propose_operations,
+    realistic_records,
+    refine_operations,
+)
 from agentomnia.envs.repair import llm_patch, rule_based_patch
 from agentomnia.envs.spec import EnvSpec, SpecInvalid
 from agentomnia.envs.state import generate_state
 from agentomnia.envs.state_space import StateSpaceReport, build_state_space
 from agentomnia.envs.toolset import (
     Normalization,
+    Toolset,
     ToolsetConfig,
     bounded,
     mirrors_seed,
@@ -67,6 +76,9 @@ class BuiltEnv(BaseModel):
     state_space: StateSpaceReport
     repairs: list[str] = Field(default_factory=list)
     variations: list[str] = Field(default_factory=list)  # what a PRD round built into s0 ("operator: note")
+    model_values: list[str] = Field(
+        default_factory=list
+    )  # llm mode: s0 values the model wrote, or had refused
 
     @property
     def env_id(self) -> str:
@@ -87,10 +99,16 @@ def build_failure(candidate_id: str, name: str, stage: BuildStage, reason: str) 
 
 
 def state_stage(
-    candidate: EnvCandidate, seeds: Sequence[Seed], domain: Domain
+    candidate: EnvCandidate, seeds: Sequence[Seed], domain: Domain, *, llm: LLM | None = None
 ) -> tuple[EnvSpec, StateSpaceReport] | Rejection:
+    """The state space from the seed and the domain's knowledge; in llm mode with the attributes the
+    model adds (`augment_state_space`), each named in the report as added or refused."""
     try:
-        return build_state_space(candidate, seeds, domain)
+        spec, report = build_state_space(candidate, seeds, domain)
+        if llm is not None:
+            spec, added, refused = augment_state_space(llm, spec)
+            report = report.model_copy(update={"model_attributes": added, "model_refused": refused})
+        return spec, report
     except SpecInvalid as exc:
         return build_failure(
             candidate.id, candidate.name, "state_space", f"the state space cannot be made consistent: {exc}"
@@ -98,15 +116,68 @@ def state_stage(
 
 
 def toolset_stage(
-    spec: EnvSpec, seeds: Sequence[Seed], space: StateSpaceReport, cfg: ToolsetConfig
+    spec: EnvSpec,
+    seeds: Sequence[Seed],
+    space: StateSpaceReport,
+    cfg: ToolsetConfig,
+    *,
+    llm: LLM | None = None,
 ) -> tuple[EnvSpec, list[Normalization]] | Rejection:
+    """The toolset; in llm mode with the operations the model proposes, judged by the same refinement,
+    and once more with replacements for those it refused (its reasons sent back to the model)."""
     toolset = synthesize_toolset(spec, seeds, space.tool_entities, cfg, kb_used=space.kb_used)
+    mirrored = not space.kb_used and sum(len(s.tools) for s in seeds) >= cfg.min_tools
+    if llm is not None and not mirrored:  # a mirrored service's toolset is the seed's, not embellished
+        toolset = _with_model_operations(llm, spec, seeds, space, cfg, toolset)
     if len(toolset.tools) < cfg.min_tools:
         return build_failure(
             spec.candidate_id, spec.name, "toolset",
             f"only {len(toolset.tools)} tools survive refinement (minimum {cfg.min_tools})",
         )  # fmt: skip
     return with_tools(spec, toolset.tools), toolset.table
+
+
+def _with_model_operations(
+    llm: LLM,
+    spec: EnvSpec,
+    seeds: Sequence[Seed],
+    space: StateSpaceReport,
+    cfg: ToolsetConfig,
+    toolset: Toolset,
+) -> Toolset:
+    """`toolset` rebuilt with the model's operations: proposed, judged by the refinement, the refused
+    ones sent back with their reasons for replacements, judged again. Every proposal ends up in the
+    normalization table (kept, merged or removed, with why) and on the ledger as kept or refused."""
+
+    def build(offered: Sequence[ProposedOperation]) -> tuple[Toolset, dict[str, str]]:
+        made = synthesize_toolset(
+            spec, seeds, space.tool_entities, cfg, kb_used=space.kb_used, proposed=offered
+        )
+        kept = {t.name for t in made.tools}
+        why = {n.candidate: n.reason for n in made.table if n.origin == "model" and n.candidate not in kept}
+        return made, {
+            p.name: why.get(p.name, "left out by the refinement") for p in offered if p.name not in kept
+        }
+
+    proposed, refused, history = propose_operations(llm, spec, [t.name for t in toolset.tools])
+    offered: list[ProposedOperation] = []
+    if proposed:
+        toolset, judged = build(proposed)
+        offered = [p for p in proposed if p.name not in judged]
+        refused.update(judged)
+    # what replacements could mend: a replacement would meet the tool bound just the same
+    mendable = {name: why for name, why in refused.items() if "-tool bound" not in why}
+    if mendable:
+        again, malformed = refine_operations(llm, spec, mendable, history)
+        refused.update(malformed)
+        if again := [p for p in again if p.name not in {o.name for o in offered}]:
+            toolset, judged = build(offered + again)
+            refused.update(judged)
+            offered = [p for p in offered + again if p.name not in judged]
+    notes = [Normalization(candidate=name, origin="model", fate="removed", reason=why)
+             for name, why in refused.items() if not any(n.origin == "model" and n.candidate == name for n in toolset.table)]  # fmt: skip
+    judge_operations(llm, offered, {t.name for t in toolset.tools}, refused)
+    return toolset.model_copy(update={"table": [*toolset.table, *notes]})
 
 
 def verify_stage(
@@ -136,6 +207,9 @@ def verify_stage(
             problems = str(exc)
     if s0 is None:
         return fail("initial_state", f"no valid s0 in {cfg.state_seeds} attempts: {problems}")
+    model_values: list[str] = []
+    if llm is not None:  # the model writes some records' descriptive values; invariants still hold
+        s0, model_values = realistic_records(llm, spec, s0)
     varied: list[str] = []
     if vary is not None:
         s0, varied = vary(spec, s0)
@@ -233,6 +307,7 @@ def verify_stage(
     return BuiltEnv(
         spec=spec, source=source, s0=s0, report=report, dropped_tools=dropped,
         normalization=normalization, state_space=space, repairs=repairs, variations=varied,
+        model_values=model_values,
     )  # fmt: skip
 
 
@@ -261,11 +336,11 @@ def build_environment(
     """All stages for one candidate, one after another (the scale shards, `agentomnia env build`, the
     environment bench); the assets run the same stage functions one asset each."""
     cfg = config or BuildConfig()
-    state = state_stage(candidate, seeds, domain)
+    state = state_stage(candidate, seeds, domain, llm=llm)
     if isinstance(state, Rejection):
         return BuildOutcome(result=state)
     spec, space = state
-    tooled = toolset_stage(spec, seeds, space, cfg.toolset)
+    tooled = toolset_stage(spec, seeds, space, cfg.toolset, llm=llm)
     if isinstance(tooled, Rejection):
         return BuildOutcome(state=state, result=tooled)
     spec, table = tooled
@@ -285,6 +360,7 @@ def verification_record(built: BuiltEnv) -> dict[str, Any]:
         "dropped_tools": [d.model_dump() for d in built.dropped_tools],
         "repairs": built.repairs,
         "variations": built.variations,
+        "model_values": built.model_values,
         "normalization": [n.model_dump() for n in built.normalization],
         "state_space": built.state_space.model_dump(),
         "seconds": r.seconds,

@@ -63,7 +63,7 @@ class AttributeSpec(BaseModel):
     nullable: bool = False
     default: Any = None
     description: str = ""
-    source: Literal["kb", "seed", "derived"] = "kb"
+    source: Literal["kb", "seed", "derived", "model"] = "kb"  # model: knowledge augmentation in llm mode
     # The JSON schema the seed declares for this value (resolved, as written: type, format, pattern,
     # length and range bounds, enum, nullable). Values the platform makes for it satisfy it, and a tool
     # parameter bound to it shows it unchanged.
@@ -169,7 +169,7 @@ class ToolSpec(BaseModel):
     # How parameters bind to state: {param: attribute}; op-specific extras (target value, filters...)
     binding: dict[str, Any] = Field(default_factory=dict)
     constraints: tuple[ParamConstraint, ...] = ()
-    origin: Literal["seed", "kb", "generated", "diversified"] = "generated"
+    origin: Literal["seed", "kb", "generated", "diversified", "model"] = "generated"
     seed_tool: str | None = None
     # False for a seed tool whose behaviour could not be read from its method, path, name or schema:
     # it is kept with a generic behaviour on its entity (a filtered read, or a create) and flagged.

@@ -106,6 +106,9 @@ class StateSpaceReport(BaseModel):
     tool_entities: dict[str, str] = Field(default_factory=dict)  # seed tool -> the entity it acts on
     removed: dict[str, str] = Field(default_factory=dict)
     seed_attributes_added: int = 0
+    # llm mode: attributes the model added ("entity.name"), and those it proposed that were refused, with why
+    model_attributes: list[str] = Field(default_factory=list)
+    model_refused: dict[str, str] = Field(default_factory=dict)
 
 
 def schema_type(schema: Any) -> tuple[str | None, bool]:

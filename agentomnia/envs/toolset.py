@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.envs import naming
 from agentomnia.envs.naming import plural, snake
+from agentomnia.envs.proposals import ProposedOperation
 from agentomnia.envs.resources import http_resource
 from agentomnia.envs.spec import (
     JSON_TYPES,
@@ -503,12 +504,20 @@ def _seed_parameters(t: SeedTool) -> dict[str, Any]:
 
 
 def from_kb_operation(
-    name: str, entity: str, kind: str, description: str, spec: EnvSpec
+    name: str,
+    entity: str,
+    kind: str,
+    description: str,
+    spec: EnvSpec,
+    *,
+    origin: Literal["kb", "model"] = "kb",
 ) -> tuple[ToolSpec | None, Normalization]:
+    """A knowledge-base operation (or one the model proposed, `origin="model"`) compiled onto the op
+    its name and kind imply, over its entity."""
     e = next((x for x in spec.entities if x.name == entity), None)
     if e is None:
         return None, Normalization(
-            candidate=name, origin="kb", fate="removed", reason=f"entity {entity!r} not in this environment"
+            candidate=name, origin=origin, fate="removed", reason=f"entity {entity!r} not in this environment"
         )
     others = [a for a in e.attributes if a.type == "ref"]
     op, target = _op_for(
@@ -539,11 +548,11 @@ def from_kb_operation(
         base = gen_update(e)
     if base is None:
         return None, Normalization(
-            candidate=name, origin="kb", fate="removed", reason=f"nothing of {e.name} for a {op} to change"
+            candidate=name, origin=origin, fate="removed", reason=f"nothing of {e.name} for a {op} to change"
         )
-    tool = base.model_copy(update={"name": name[:64], "description": description, "origin": "kb"})
+    tool = base.model_copy(update={"name": name[:64], "description": description, "origin": origin})
     return tool, Normalization(
-        candidate=name, origin="kb", fate="kept", tool=tool.name, reason=f"{tool.op} on {e.name}"
+        candidate=name, origin=origin, fate="kept", tool=tool.name, reason=f"{tool.op} on {e.name}"
     )
 
 
@@ -1318,7 +1327,7 @@ def bounded(
             return 0
         if t.name in compound:
             return 1
-        if t.origin == "kb":
+        if t.origin in ("kb", "model"):  # the domain's operations, known or proposed by the model
             return 2
         # a delete is an entity's only way to remove a record, an overview its one structured
         # multi-field read
@@ -1392,9 +1401,12 @@ def synthesize_toolset(
     cfg: ToolsetConfig | None = None,
     *,
     kb_used: bool = True,
+    proposed: Sequence[ProposedOperation] = (),
 ) -> Toolset:
     """`tool_entities` is the state-space stage's decision of which entity each seed tool acts on.
-    Every seed tool is kept; the tool bound and diversification apply only to the tools added here."""
+    Every seed tool is kept; the tool bound and diversification apply only to the tools added here.
+    `proposed`: operations the model proposed (llm mode), offered after the knowledge base's and
+    judged by the same refinement."""
     cfg = cfg or ToolsetConfig()
     table: list[Normalization] = []
     chosen: dict[str, ToolSpec] = {}
@@ -1449,6 +1461,9 @@ def synthesize_toolset(
         else:
             tool, note = from_kb_operation(op.name, op.entity, op.kind, op.description, spec)
             offer(guarded(spec, tool) if tool is not None else None, note)
+    for p in proposed:
+        tool, note = from_kb_operation(p.name, p.entity, p.kind, p.description, spec, origin="model")
+        offer(guarded(spec, tool) if tool is not None else None, note)
 
     # A seed of a service the knowledge base does not know (a real API outside its domains) that
     # brings a service's worth of operations is mirrored, not embellished: the platform adds only the
