@@ -24,6 +24,7 @@ from agentomnia.trajectories import (
     generate_trajectories,
     guidance_ablation_png,
     leaked_trajectories,
+    llm_policy,
     partition_tasks,
     pass_rates,
     sft_format_problems,
@@ -274,11 +275,13 @@ def sft_rows_valid(context, storage: StorageResource) -> dg.AssetCheckResult:  #
 class RLDatasetConfig(dg.Config):
     k: int = 4
     # Whose pass@K sorts the candidates into difficulty levels (paper §5.2.1): "sft" samples the round's
-    # SFT checkpoint; "teacher" replays the reference with a 25% slip per step. The default is the teacher:
-    # on two CPU cores "sft" took 207 s for r0's 33 candidates (the teacher 13 s) and put every one in
-    # "hard", since the tiny model passes nothing. With a real model, use "sft", and materialize rl_dataset
-    # after sft_checkpoint (it does not wait for it): without a checkpoint it uses the teacher and says so.
-    difficulty_from: Literal["teacher", "sft"] = "teacher"
+    # SFT checkpoint; "model" samples the served model (llm mode), one sampling seed per attempt;
+    # "teacher" replays the reference with a 25% slip per step; "auto" is "model" in llm mode and
+    # "teacher" offline. Offline the default is the teacher: on two CPU cores "sft" took 207 s for r0's
+    # 33 candidates (the teacher 13 s) and put every one in "hard", since the tiny model passes nothing.
+    # With a real checkpoint, use "sft", and materialize rl_dataset after sft_checkpoint (it does not wait
+    # for it): without a checkpoint it uses the teacher and says so.
+    difficulty_from: Literal["auto", "teacher", "sft", "model"] = "auto"
     temperature: float = 0.7  # sampling temperature of the SFT checkpoint's pass@K runs
     max_new_tokens: int = 64  # per assistant turn of those runs
     max_steps: int = 8  # assistant turns per pass@K run
@@ -301,6 +304,7 @@ def rl_dataset(
     config: RLDatasetConfig,
     storage: StorageResource,
     sandbox: SandboxResource,
+    llm: LLMResource,
 ) -> dg.MaterializeResult:
     store = storage.get()
     artifacts = store.round(context.partition_key)
@@ -309,8 +313,19 @@ def rl_dataset(
     tasks = [t for t in artifacts.tasks() if t.id in set(rl_ids)]
     dirs: dict[str, str | Path] = {env: Catalog(store).bundle_dir(env) for env in {t.env_id for t in tasks}}
     out = artifacts.dataset_dir(RL)
-    policy, why = None, "teacher (configured)"
-    if config.difficulty_from == "sft":
+    model = llm.get()
+    source = config.difficulty_from
+    if source == "auto":
+        source = "model" if model is not None else "teacher"
+    policy = None
+    why = "teacher (configured)" if config.difficulty_from == "teacher" else "teacher (offline mode)"
+    if source == "model":
+        if model is None:
+            why = "teacher: no served model (offline mode)"
+        else:
+            policy = llm_policy(model, temperature=config.temperature)
+            why = f"the served model {model.model}, sampled at temperature {config.temperature}"
+    if source == "sft":
         folder = artifacts.trained_checkpoint(CHECKPOINT_SFT)
         if folder is None:
             why = "teacher: the round has no trained SFT checkpoint yet (materialize sft_checkpoint first)"
@@ -327,6 +342,7 @@ def rl_dataset(
     )  # fmt: skip
     return dg.MaterializeResult(
         metadata={
+            **llm_usage(context, store, model),
             "rows": report.rows,
             "candidates": report.candidates,
             "overlap_with_sft": report.overlap,

@@ -72,6 +72,7 @@ class OpenAICompatibleLLM:
         temperature: float = 0.0,
         max_tokens: int | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | None = None,
     ) -> LLMResponse:
         request: dict[str, Any] = {
             "model": self.model,
@@ -84,6 +85,8 @@ class OpenAICompatibleLLM:
             request["max_tokens"] = max_tokens
         if tools:
             request["tools"] = [dict(t) for t in tools]
+        if seed is not None:  # a sampled answer that repeats: attempt i of a pass@K always draws the same
+            request["seed"] = seed
         if schema is not None:
             request["response_format"] = {
                 "type": "json_schema",

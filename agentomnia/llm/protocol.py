@@ -64,6 +64,7 @@ class LLM(Protocol):
         temperature: float = 0.0,
         max_tokens: int | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | None = None,
     ) -> LLMResponse: ...
 
     @property

@@ -72,12 +72,13 @@ class RoutedLLM:
         temperature: float = 0.0,
         max_tokens: int | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | None = None,
     ) -> LLMResponse:
         index = self._acquire(messages)
         try:
             return self.endpoints[index].complete(
                 messages, schema=schema, schema_name=schema_name, temperature=temperature,
-                max_tokens=max_tokens, tools=tools,
+                max_tokens=max_tokens, tools=tools, seed=seed,
             )  # fmt: skip
         finally:
             with self._lock:

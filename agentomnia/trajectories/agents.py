@@ -78,12 +78,19 @@ class LLMAgent:
     never to the messages the rollout keeps."""
 
     def __init__(
-        self, llm: LLM, *, guidance_text: str = "", temperature: float = 0.0, max_tokens: int | None = None
+        self,
+        llm: LLM,
+        *,
+        guidance_text: str = "",
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        seed: int | None = None,
     ) -> None:
         self.llm = llm
         self.guidance_text = guidance_text
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.seed = seed  # the sampling seed sent with each turn (pass@K: one per attempt)
         self.name = f"llm:{llm.model}"
 
     def act(
@@ -103,6 +110,7 @@ class LLMAgent:
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             schema_name="teacher_turn",
+            seed=self.seed,
         )
         calls = [
             {**c, "id": c.get("id") or f"call_{len(messages)}_{i}", "type": "function"}

@@ -48,11 +48,14 @@ _VAGUE = re.compile(
 )
 
 
-def llm_policy(llm: LLM, temperature: float = 0.7) -> PolicyFactory:
-    """pass@K with a model: sampled at `temperature`, no guidance."""
+def llm_policy(llm: LLM, temperature: float = 0.7, max_tokens: int | None = None) -> PolicyFactory:
+    """pass@K with a served model: sampled at `temperature`, no guidance. Attempt i of a task sends
+    its own sampling seed, so the K attempts are K samples (and not one cached answer K times), and a
+    rerun replays each from the cache."""
 
     def make(task: Task, plan: Sequence[ReferenceCall], bundle: Bundle, attempt: int) -> Agent:
-        return LLMAgent(llm, temperature=temperature)
+        seed = int(content_hash([task.id, attempt], 8), 16) % 2**31
+        return LLMAgent(llm, temperature=temperature, max_tokens=max_tokens, seed=seed)
 
     return make
 
