@@ -284,6 +284,7 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
     seed = result.accepted[0]
     taxonomy = load_taxonomy()
     ctx = StageContext(seed.round)
+    model = _configured_llm()  # None offline; in llm mode every stage asks the configured model
     if args.domain:
         from agentomnia.seeds.inference import propose_offline, seed_text, words
 
@@ -291,7 +292,7 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
         candidates = [propose_offline(seed, domain, 1.0, 0.0, [1.0])]
         del seed_text, words
     else:
-        inferred = candidates_stage(ctx, [seed], DomainMatcher(taxonomy, default_embedder()))
+        inferred = candidates_stage(ctx, [seed], DomainMatcher(taxonomy, default_embedder()), model)
         if not inferred.kept:
             raise CLIError(f"environment inference failed: {inferred.rejected[0].reason}")
         candidates = inferred.kept
@@ -299,7 +300,7 @@ def cmd_env_build(args: argparse.Namespace) -> Result:
     clock["infer"] = time.perf_counter()
     box = _sandbox()
     try:
-        made = build_candidate(ctx, candidate, {seed.id: seed}, taxonomy, box, Storage())
+        made = build_candidate(ctx, candidate, {seed.id: seed}, taxonomy, box, Storage(), llm=model)
     finally:
         box.close()
     if not made.kept:
@@ -611,8 +612,9 @@ def cmd_tasks_synth(args: argparse.Namespace) -> Result:
     box = _sandbox()
     try:
         made = family.synthesize(
-            box, kind=kind, n=args.n, seed=args.seed, env=Path(args.env) if args.env else None, out=out
-        )
+            box, kind=kind, n=args.n, seed=args.seed, env=Path(args.env) if args.env else None, out=out,
+            llm=_configured_llm(),
+        )  # fmt: skip
     finally:
         box.close()
     tasks, rejected = made.tasks, made.rejected

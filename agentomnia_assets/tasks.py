@@ -318,7 +318,7 @@ def solver_tasks(
     rejected: list[Rejection] = []
     for family, n in quotas.items():
         made, made_dirs, refused = synthesize_solver_tasks(
-            box, families=[family], per_family=n, seed=seed, out_dir=out_dir
+            box, families=[family], per_family=n, seed=seed, out_dir=out_dir, llm=model
         )
         tasks, dirs, rejected = tasks + made, dirs + made_dirs, rejected + refused
     guided, gdirs, grejected, notes = synthesize_guided_tasks(

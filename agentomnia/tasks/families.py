@@ -269,7 +269,7 @@ class SolverFamily(TaskFamily):
             )
         else:
             tasks, dirs, rejected = synthesize_solver_tasks(
-                sandbox, per_family=per_family, seed=seed, out_dir=out / "envs"
+                sandbox, per_family=per_family, seed=seed, out_dir=out / "envs", llm=llm
             )
         return Synthesis(
             tasks, rejected, {t.env_id: d for t, d in zip(tasks, dirs, strict=True)}, tuple(notes)

@@ -175,3 +175,52 @@ def query_metrics(queries: Iterable[str]) -> dict[str, Any]:
         "distinct_trigrams": len(set(grams)),
         "distinct_trigram_share": round(len(set(grams)) / len(grams), 4) if grams else 0.0,
     }
+
+
+# -- the model's rewording (llm mode) ---------------------------------------------------------------
+
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+_QUOTED = re.compile(r'"([^"]{1,40})"')  # a quoted value or JSON field name, not a quoted passage
+_TOKEN = re.compile(r"[^\W_][\w'’-]*")
+
+
+def _bare(number: str) -> str:
+    return number.replace(",", "").rstrip(".")
+
+
+def missing_values(original: str, rewrite: str) -> list[str]:
+    """What a rewording dropped of what the request's task rests on: a number, a quoted value or a
+    name (a capitalised word inside a sentence) of `original` that `rewrite` no longer says. Numbers
+    match with or without thousands separators ("1,200" is "1200")."""
+    numbers = {_bare(n) for n in _NUMBER.findall(rewrite)}
+    lost = [n for n in dict.fromkeys(_NUMBER.findall(original)) if _bare(n) not in numbers]
+    lost += [q for q in dict.fromkeys(_QUOTED.findall(original)) if q not in rewrite]
+    names = (w for sentence in sentences(original) for w in _TOKEN.findall(sentence)[1:] if w[0].isupper())
+    lost += [n for n in dict.fromkeys(names) if n != "I" and n not in rewrite]
+    return lost
+
+
+def rephrase(llm: Any, query: str, guidance: Iterable[str] = ()) -> str | None:
+    """The model's rewrite of a composed request (schema `task_description`), or None where it gave no
+    usable one; a PRD round's task guidance tells it what the round's requests should be like (it may
+    change the wording, never a value). Callers check the rewrite (`missing_values`, leakage) before
+    they use it."""
+    from agentomnia.llm import LLMError
+
+    schema = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+    asked = list(guidance)
+    steer = " This round's requests follow these product requirements: " + " ".join(asked) if asked else ""
+    messages = [
+        {"role": "system", "content": (
+            "Rewrite a user's request to a business system so it reads like a person wrote it. Keep every "
+            "record description, every name, every number and value and every quoted JSON field name "
+            "exactly as written; do not add tool names, ids or numbered steps." + steer
+        )},
+        {"role": "user", "content": query},
+    ]  # fmt: skip
+    try:
+        data = llm.complete(messages, schema=schema, schema_name="task_description").data
+    except LLMError:  # a bad, refused or timed-out answer keeps the composed request
+        return None
+    text = data.get("query") if isinstance(data, dict) else None
+    return text if isinstance(text, str) and text.strip() else None

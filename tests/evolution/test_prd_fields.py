@@ -233,13 +233,13 @@ def test_variations_reach_the_seeds_the_environment_and_the_profile(base: Round)
 
 
 def test_task_guidance_reaches_the_model_that_rewrites_dag_requests(base: Round) -> None:
-    from agentomnia.tasks.dag.synth import _rephrase
+    from agentomnia.tasks.wording import rephrase
 
     assert base.directives.task_guidance == (BASE["task_guidance"],)
     llm = ScriptedLLM({"task_description": [lambda conversation: {"query": "Please book it."}]})
-    assert _rephrase(llm, "Book slot SLO-004.", base.directives.task_guidance) == "Please book it."
+    assert rephrase(llm, "Book slot SLO-004.", base.directives.task_guidance) == "Please book it."
     assert BASE["task_guidance"] in llm.calls[0][1][0]["content"]
-    _rephrase(llm, "Book slot SLO-004.")
+    rephrase(llm, "Book slot SLO-004.")
     assert "product requirements" not in llm.calls[1][1][0]["content"]
 
 

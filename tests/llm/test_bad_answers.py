@@ -15,8 +15,8 @@ from agentomnia.embeddings import HashingEmbedder
 from agentomnia.envs.repair import llm_patch
 from agentomnia.llm import OpenAICompatibleLLM
 from agentomnia.seeds.inference import DomainMatcher, infer_candidates
-from agentomnia.tasks.dag.synth import _rephrase
 from agentomnia.tasks.models import Task
+from agentomnia.tasks.wording import rephrase
 from agentomnia.taxonomy import load_taxonomy
 from agentomnia.trajectories import rollout
 from agentomnia.trajectories.users import LLMUser
@@ -57,7 +57,7 @@ def test_a_bad_answer_falls_back_item_by_item(kind: str, server: ChatServer, tmp
     assert cand.id == offline[0].id
 
     # a DAG request the model was asked to reword keeps its composed wording
-    assert _rephrase(llm, "Please approve claim CLA-001. Tell me its amount as JSON.") is None
+    assert rephrase(llm, "Please approve claim CLA-001. Tell me its amount as JSON.") is None
 
     # a tool the model was asked to repair gets no patch: the repair loop goes on without one
     source = "class Env:\n    def approve_claim(self, claim_id):\n        return {'ok': True, 'data': None, 'error': None}\n"

@@ -89,6 +89,7 @@ SMALL = {
     "program_tasks": {"per_env": 1},
     "solver_tasks": {"per_family": 1, "guided_per_family": 1},
     "trajectories": {"max_steps": 6},
+    "rl_dataset": {"k": 2, "max_steps": 3},  # pass@K of the served model sorts RL tasks by difficulty
 }
 SKIPPED = {"sft_checkpoint", "rl_checkpoint", "omniabench_eval", "agent_learning", "taxonomy"}
 
@@ -164,17 +165,21 @@ def test_a_small_round_runs_in_llm_mode_and_replays_from_the_cache(
 
     cache = Storage(tmp_path / "first").llm_cache_path
     asked = _calls(cache)
-    # every stage with a model seam asked: candidates, task wording, program tasks, solver plans, the
+    # every stage with a model seam asked: candidates, what the environments are built of
+    # (state-space attributes, operations, s0 values), task wording, program tasks, solver plans, the
     # teacher's turns and the rubric judge (the cache holds every answer, good or bad)
-    assert {"env_candidate", "task_description", "program_task", "plan", "tools", "rubric_item"} <= set(
-        asked
-    ), asked
+    assert {
+        "env_candidate", "state_attribute", "tool_proposal", "s0_record", "task_description", "program_task",
+        "plan", "tools", "rubric_item",
+    } <= set(asked), asked  # fmt: skip
     assert len(first.get("environment", [])) >= 1 and len(first.get("task", [])) >= 1
     policies = {t.policy for t in Storage(tmp_path / "first").round("r0").trajectories()}
     assert f"llm:{MODEL_ALIAS}" in policies, policies  # the model was the teacher
     # the per-stage report: every stage with a model seam asked, and its answers were judged
     usage = _usage(tmp_path / "first")
-    for stage in ("environment_candidates", "dag_tasks", "program_tasks", "solver_tasks", "trajectories"):
+    stages = ("environment_candidates", "state_specs", "toolsets", "environments", "dag_tasks", "program_tasks",
+              "solver_tasks", "trajectories", "rl_dataset")  # fmt: skip
+    for stage in stages:
         assert usage[stage]["requests"] >= 1, (stage, usage.get(stage))
     assert usage["trajectories"]["accepted"] + usage["trajectories"]["rejected"] >= 1, usage["trajectories"]
     assert usage["environment_candidates"]["accepted"] + usage["environment_candidates"]["fallbacks"] >= 1

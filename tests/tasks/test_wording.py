@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import random
 
-from agentomnia.tasks.wording import chained_of, names_a_person, opening, query_metrics, sentences
+from agentomnia.tasks.wording import (
+    chained_of,
+    missing_values,
+    names_a_person,
+    opening,
+    query_metrics,
+    sentences,
+)
 
 
 def test_a_clause_with_three_of_the_is_a_chain_and_a_comma_breaks_it() -> None:
@@ -116,3 +123,19 @@ def test_a_noun_with_no_plural_is_counted_in_records() -> None:
         "sales",
         "stocks",
     ]
+
+
+def test_a_rewording_that_drops_what_the_task_rests_on_is_caught() -> None:
+    request = (
+        'Passing on a note from the dispatcher: Matthew, Mindy and Courtney sent prices for 6 deliveries. '
+        'Morris-Smith ships 1,200 units at $4.50 each. Tell me "total_cost" as JSON.'
+    )  # fmt: skip
+    assert missing_values(request, request) == []
+    # a reordering, a new opening and "1200" for "1,200" lose nothing
+    same = (
+        'Hi! Matthew, Mindy and Courtney have quoted 6 deliveries, per the dispatcher. At $4.50 a unit, '
+        'Morris-Smith ships 1200 of them. What is "total_cost"? Answer in JSON.'
+    )  # fmt: skip
+    assert missing_values(request, same) == []
+    lost = 'Matthew and Mindy sent prices for some deliveries; Morris-Smith ships 1,200 units at $4.50. Give "cost" as JSON.'
+    assert missing_values(request, lost) == ["6", "total_cost", "Courtney"]

@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.envs.state import state_violations
-from agentomnia.llm import LLM, LLMError
+from agentomnia.llm import LLM
 from agentomnia.llm.ledger import fallback, verdict
 from agentomnia.records import content_hash
 from agentomnia.rejection import Rejection
@@ -68,7 +68,7 @@ from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.models import ReferenceCall, Task, task_rejection
 from agentomnia.tasks.quality import consistency_problems
 from agentomnia.tasks.rubric import build_rubric
-from agentomnia.tasks.wording import opening
+from agentomnia.tasks.wording import missing_values, opening, rephrase
 from agentomnia.taxonomy import Coordinate
 from agentomnia.taxonomy.axes import lever
 
@@ -227,29 +227,6 @@ def _compose(spec: EnvSpec, out: Generated, profile: RefinementProfile, rng: ran
     return " ".join(p.strip() for p in parts if p.strip())
 
 
-def _rephrase(llm: LLM, query: str, guidance: Sequence[str] = ()) -> str | None:
-    """The model's rewrite of a composed request; a PRD round's task guidance tells it what the round's
-    requests should be like (it may change the wording, never a value)."""
-    schema = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
-    steer = (
-        " This round's requests follow these product requirements: " + " ".join(guidance) if guidance else ""
-    )
-    messages = [
-        {"role": "system", "content": (
-            "Rewrite a user's request to a business system so it reads like a person wrote it. Keep every "
-            "record description, every value and every quoted JSON field name exactly as written; do not "
-            "add tool names, ids or numbered steps." + steer
-        )},
-        {"role": "user", "content": query},
-    ]  # fmt: skip
-    try:
-        data = llm.complete(messages, schema=schema, schema_name="task_description").data
-    except LLMError:  # a bad, refused or timed-out answer keeps the composed request
-        return None
-    text = data.get("query") if isinstance(data, dict) else None
-    return text if isinstance(text, str) and text.strip() else None
-
-
 def _coordinate(
     spec: EnvSpec, out: Generated, profile: RefinementProfile, used: list[HardeningResult]
 ) -> Coordinate:
@@ -359,11 +336,14 @@ def build_task(
     query = _compose(spec, out, profile, wording)
     phrased_by = "template"
     if llm is not None:
-        text = _rephrase(llm, query, directives.task_guidance if directives is not None else ())
-        leaky = text is not None and bool(leakage_problems(text, spec, **forbid))
+        text = rephrase(llm, query, directives.task_guidance if directives is not None else ())
+        # a rewrite that gives away an id or a reference, or drops a value the task rests on, is refused
+        leaky = text is not None and bool(
+            leakage_problems(text, spec, **forbid) or missing_values(query, text)
+        )
         if text is not None and not leaky:
             query, phrased_by = text, "llm"
-        verdict(llm, "task_description", not leaky, text is not None)  # a leaky rewrite is refused
+        verdict(llm, "task_description", not leaky, text is not None)
         fallback(llm, "task_description", phrased_by == "template")  # the composed wording stands
     leaks = leakage_problems(query, spec, **forbid)
     if leaks:

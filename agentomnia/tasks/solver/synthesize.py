@@ -23,7 +23,7 @@ from agentomnia.envs.spec import EnvSpec
 from agentomnia.envs.state import state_violations
 from agentomnia.envs.verify import bundle_for, verify
 from agentomnia.llm import LLM
-from agentomnia.llm.ledger import verdict
+from agentomnia.llm.ledger import fallback, verdict
 from agentomnia.records import canonical_json, content_hash
 from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
@@ -35,6 +35,7 @@ from agentomnia.tasks.solver.contract import SolverArtifact
 from agentomnia.tasks.solver.families import FAMILIES
 from agentomnia.tasks.solver.family import Family, Plan, State
 from agentomnia.tasks.solver.milp import Milp, Solution, evaluate, second_best, solve
+from agentomnia.tasks.wording import missing_values, rephrase
 
 GUIDED_OFFLINE_NOTE = (
     "solver-guided tasks need a language model for schema-guided solving; offline mode skips this "
@@ -202,8 +203,11 @@ def build_task(
     reference: Plan | None = None,
     reference_objective: float | None = None,
     verify_rollouts: int = 2,
+    llm: LLM | None = None,
 ) -> tuple[Task, Path] | Rejection:
-    """Bundle, verification, oracle and the Task record for one screened instance."""
+    """Bundle, verification, oracle and the Task record for one screened instance. With a model, the
+    request is its rewording where that keeps every number, name and quoted value of the family's
+    request and gives nothing away; else the family's own wording stands."""
     started = time.perf_counter()
     state = prepared.state
     plan = reference or prepared.optimum
@@ -221,9 +225,11 @@ def build_task(
         return _fail(
             family, "initial_state", f"the instance breaks the environment's invariants: {problems[0]}", kind
         )
-    leaks = leakage_problems(family.query(state), spec, forbid_ids=True)
+    query = family.query(state)
+    leaks = leakage_problems(query, spec, forbid_ids=True)
     if leaks:
         return _fail(family, "leakage", f"the query gives away too much: {leaks[0]}", kind)
+    query, phrased_by = _reworded(llm, query, spec)
     source = _source(family)
     bundle = bundle_for(spec, source, s0)
     report, _ = verify(sandbox, bundle, spec, s0, rollouts=verify_rollouts, steps=8)
@@ -258,7 +264,7 @@ def build_task(
         kind=kind,
         coordinate=family.coordinate(),
         init_config=s0,
-        query=family.query(state),
+        query=query,
         internal_spec={
             "family": family.name, "title": family.title, "sense": family.sense,
             "contract": family.contract.model_dump(mode="json"), "blueprint": family.blueprint.model_dump(mode="json"),
@@ -276,9 +282,26 @@ def build_task(
             "family": family.name, "objective": objective, "second_best": artifact.second_best,
             "baseline": artifact.baseline, "baseline_gap_pct": gap, "ties": prepared.ties,
             "solver_seconds": artifact.seconds, "seconds": round(time.perf_counter() - started + artifact.seconds, 3),
+            **({"phrased_by": phrased_by} if llm is not None else {}),  # offline ids stay as they were
         },
     )  # fmt: skip
     return task, folder
+
+
+def _reworded(llm: LLM | None, query: str, spec: EnvSpec) -> tuple[str, str]:
+    """The request and who phrased it: the model's rewording where it keeps what the instance rests on
+    (every number, name and quoted value) and gives nothing away, else the family's (`template`)."""
+    if llm is None:
+        return query, "template"
+    text = rephrase(llm, query)
+    kept = (
+        text is not None
+        and not missing_values(query, text)
+        and not leakage_problems(text, spec, forbid_ids=True)
+    )
+    verdict(llm, "task_description", kept, text is not None)
+    fallback(llm, "task_description", not kept)
+    return (text, "llm") if kept and text is not None else (query, "template")
 
 
 _SPECS: dict[str, tuple[EnvSpec, str]] = {}
@@ -376,6 +399,7 @@ def synthesize_solver_tasks(
     out_dir: str | Path,
     max_draws: int | None = None,
     verify_rollouts: int = 2,
+    llm: LLM | None = None,
 ) -> tuple[list[Task], list[Path], list[Rejection]]:
     """Up to `per_family` verified solver-anchored tasks per family; bundles are written under `out_dir`.
 
@@ -401,7 +425,7 @@ def synthesize_solver_tasks(
             if isinstance(prepared, Rejection):
                 rejections.append(prepared)
                 continue
-            built = build_task(sandbox, family, prepared, out, rng, verify_rollouts=verify_rollouts)
+            built = build_task(sandbox, family, prepared, out, rng, verify_rollouts=verify_rollouts, llm=llm)
             if isinstance(built, Rejection):
                 rejections.append(built)
                 continue
@@ -485,7 +509,7 @@ def synthesize_guided_tasks(
                 )
                 continue
             built = build_task(sandbox, family, prepared, out, rng, kind="solver_guided", reference=plan,
-                               reference_objective=result["objective"])  # fmt: skip
+                               reference_objective=result["objective"], llm=llm)  # fmt: skip
             verdict(llm, "plan", not isinstance(built, Rejection))
             if isinstance(built, Rejection):
                 rejections.append(built)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from agentomnia.envs.spec import EnvSpec
+from agentomnia.llm.protocol import LLMResponse, Usage
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.solver import (
@@ -66,3 +70,44 @@ def test_guided_tasks_accept_equal_or_better_and_say_not_proven(sandbox: Sandbox
         # the solver's optimum is at least as good as the model's plan, so it passes
         final = family.apply(task.init_config, optimum)
         assert sandbox.run_check(task.verifier_code or "", task.init_config, final).passed is True
+
+
+class _Rewording:
+    """Rewords a request: keeping every value, or dropping its first number."""
+
+    model = "reword-stub"
+
+    def __init__(self, *, drop_a_number: bool) -> None:
+        self.drop = drop_a_number
+        self.asked: list[str] = []
+
+    def complete(self, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> LLMResponse:
+        text = str(messages[-1]["content"])
+        self.asked.append(str(kwargs.get("schema_name")))
+        if self.drop:
+            text = re.sub(r"\d+", "a few", text, count=1)
+        return LLMResponse(text="", data={"query": "Quick favour, please. " + text}, request_hash="stub")
+
+    @property
+    def usage(self) -> Usage:
+        return Usage()
+
+
+def test_the_model_rewords_a_solver_request_only_keeping_every_value(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    family = ["knapsack"]
+    (offline,), _, _ = synthesize_solver_tasks(sandbox, families=family, per_family=1, out_dir=tmp_path / "o")
+    keeping = _Rewording(drop_a_number=False)
+    (kept,), _, _ = synthesize_solver_tasks(
+        sandbox, families=family, per_family=1, out_dir=tmp_path / "k", llm=keeping
+    )
+    assert keeping.asked == ["task_description"]
+    assert kept.query == "Quick favour, please. " + offline.query and kept.metadata["phrased_by"] == "llm"
+    # a rewording that loses a number the optimum rests on is refused: the family's wording stands
+    dropping = _Rewording(drop_a_number=True)
+    (refused,), _, _ = synthesize_solver_tasks(
+        sandbox, families=family, per_family=1, out_dir=tmp_path / "d", llm=dropping
+    )
+    assert refused.query == offline.query and refused.metadata["phrased_by"] == "template"
+    assert "phrased_by" not in offline.metadata  # offline task ids are unchanged
