@@ -35,6 +35,7 @@ from agentomnia.envs.toolset import (
     ToolsetConfig,
     bounded,
     mirrors_seed,
+    mirrors_service,
     seed_plain,
     synthesize_toolset,
     with_left_out,
@@ -126,8 +127,9 @@ def toolset_stage(
     """The toolset; in llm mode with the operations the model proposes, judged by the same refinement,
     and once more with replacements for those it refused (its reasons sent back to the model)."""
     toolset = synthesize_toolset(spec, seeds, space.tool_entities, cfg, kb_used=space.kb_used)
-    mirrored = not space.kb_used and sum(len(s.tools) for s in seeds) >= cfg.min_tools
-    if llm is not None and not mirrored:  # a mirrored service's toolset is the seed's, not embellished
+    if llm is not None and not mirrors_service(
+        seeds, cfg, kb_used=space.kb_used
+    ):  # a mirrored service is not embellished
         toolset = _with_model_operations(llm, spec, seeds, space, cfg, toolset)
     if len(toolset.tools) < cfg.min_tools:
         return build_failure(

@@ -1296,6 +1296,12 @@ def _coverage(spec: EnvSpec, offer: Any) -> None:
             offer(gen_delete(e), None)
 
 
+def mirrors_service(seeds: Sequence[Seed], cfg: ToolsetConfig, *, kb_used: bool) -> bool:
+    """Whether the seeds are a service the knowledge base does not know that bring a service's worth
+    of tools: its toolset mirrors what they declare and is not embellished."""
+    return not kb_used and sum(len(seed.tools) for seed in seeds) >= cfg.min_tools
+
+
 def mirrors_seed(tools: Iterable[ToolSpec], cfg: ToolsetConfig, *, kb_used: bool) -> bool:
     """Whether a toolset mirrors its seed: a service the knowledge base does not know that brings a
     service's worth of operations, kept as declared, with only the reads a chain needs added."""
@@ -1449,7 +1455,7 @@ def synthesize_toolset(
 
     # a seed of a service the knowledge base does not know, that brings a service's worth of tools,
     # is mirrored as declared (see below); within a known domain its tools run the domain's behaviour
-    seed_led_spec = not kb_used and sum(len(seed.tools) for seed in seeds) >= cfg.min_tools
+    seed_led_spec = mirrors_service(seeds, cfg, kb_used=kb_used)
     for seed in seeds:
         for seed_tool in seed.tools:
             made, note = from_seed_tool(seed_tool, spec, tool_entities)

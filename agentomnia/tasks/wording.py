@@ -179,7 +179,7 @@ def query_metrics(queries: Iterable[str]) -> dict[str, Any]:
 
 # -- the model's rewording (llm mode) ---------------------------------------------------------------
 
-_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\w.])\d(?:[\d,]*\d)?(?:\.\d+)?")
 _QUOTED = re.compile(r'"([^"]{1,40})"')  # a quoted value or JSON field name, not a quoted passage
 _TOKEN = re.compile(r"[^\W_][\w'’-]*")
 
