@@ -154,3 +154,18 @@ def article(noun: str) -> str:
     """The noun with its indefinite article as it sounds: "an invoice", "an hour", "a user", "a record"."""
     vowel = noun[:1].lower() in "aeiou" and not _SOUNDS_CONSONANT.match(noun)
     return ("an " if vowel or _SOUNDS_VOWEL.match(noun) else "a ") + noun
+
+
+# Attribute names that record one fact: a seed's `born_on` and its domain's `birth_date` are one date,
+# and an entity that kept both would hold two birth dates that disagree.
+SAME_FACT: tuple[frozenset[str], ...] = (
+    frozenset({"birth_date", "born_on", "dob", "date_of_birth", "birthday", "birthdate"}),
+    frozenset({"email", "email_address", "e_mail"}),
+    frozenset({"phone", "phone_number", "telephone", "telephone_number"}),
+    frozenset({"zip", "zip_code", "postal_code", "postcode"}),
+)
+
+
+def same_fact(a: str, b: str) -> bool:
+    """Whether attribute names `a` and `b` (different names) record the same fact."""
+    return a != b and any(a in group and b in group for group in SAME_FACT)

@@ -106,6 +106,8 @@ class StateSpaceReport(BaseModel):
     tool_entities: dict[str, str] = Field(default_factory=dict)  # seed tool -> the entity it acts on
     removed: dict[str, str] = Field(default_factory=dict)
     seed_attributes_added: int = 0
+    # the domain's attributes that gave way to a seed's of the same fact ("patient.birth_date": why)
+    attributes_merged: dict[str, str] = Field(default_factory=dict)
     # llm mode: attributes the model added ("entity.name"), and those it proposed that were refused, with why
     model_attributes: list[str] = Field(default_factory=list)
     model_refused: dict[str, str] = Field(default_factory=dict)
@@ -417,6 +419,16 @@ def build_state_space(
                     )
                 elif new.type == "enum" and current.type in ("str", "text"):
                     attrs[entity][pname] = new.model_copy(update={"nullable": current.nullable})
+
+    # a fact the seed declares under its own name (`born_on`) is not kept twice: the domain's attribute
+    # for it (`birth_date`) gives way to the seed's
+    for entity, table in attrs.items():
+        seeded = [a.name for a in table.values() if a.source == "seed"]
+        for a in [a for a in table.values() if a.source == "kb"]:
+            twin = next((n for n in seeded if naming.same_fact(a.name, n)), None)
+            if twin is not None and a.name != meta[entity]["key"]:
+                del table[a.name]
+                report.attributes_merged[f"{entity}.{a.name}"] = f"the seed's {twin} records the same fact"
 
     # a reference the seed declares in a format (a UUID) tells the format of its target's ids
     for table in list(attrs.values()):

@@ -193,3 +193,32 @@ def test_a_record_is_never_labelled_by_a_link_or_by_who_changed_it() -> None:
     assert order.label_attribute is not None and order.label_attribute.name == "approver"
     named = entity(("changed_by", "str"), ("name", "str"))
     assert named.label_attribute is not None and named.label_attribute.name == "name"
+
+
+VET_TOOLS: dict[str, Any] = {
+    "tools": [
+        {"name": "register_patient", "description": "Register a pet as a patient of the practice.",
+         "inputSchema": {"type": "object", "properties": {
+             "patient_id": {"type": "string"}, "name": {"type": "string"},
+             "born_on": {"type": "string", "format": "date"}, "phone_number": {"type": "string"}},
+             "required": ["patient_id", "name"]}},
+        {"name": "get_patient", "description": "Show a patient.", "annotations": {"readOnlyHint": True},
+         "inputSchema": {"type": "object", "properties": {"patient_id": {"type": "string"}}, "required": ["patient_id"]}},
+    ]
+}  # fmt: skip
+
+
+def test_a_fact_the_seed_names_its_own_way_is_kept_once() -> None:
+    """The seed's `born_on` and the domain's `birth_date` are one date: the domain's gives way, so a
+    patient never holds two birth dates that disagree. What the seed declares stays as declared."""
+    vet = SeedSpec("vet-seed", VET_TOOLS, domain_id=20146)
+    spec, report = build_state_space(vet.candidate(), [vet.seed()], vet.domain())
+    patient = spec.entity("patient")
+    born = patient.attribute("born_on")
+    assert (
+        born is not None and born.source == "seed" and born.declared == {"type": "string", "format": "date"}
+    )
+    assert patient.attribute("birth_date") is None
+    assert report.attributes_merged == {"patient.birth_date": "the seed's born_on records the same fact"}
+    assert patient.attribute("name") is not None  # the same name is one attribute already, not a merge
+    assert spec_problems(spec) == []
