@@ -44,6 +44,7 @@ from agentomnia.envs.values import (
     type_matches,
 )
 from agentomnia.records import content_hash
+from agentomnia.taxonomy.kinds import kind_values, paired_values
 from agentomnia.taxonomy.knowledge import Rule
 
 CLOCK = "now"  # the environment's logical clock: an ISO datetime in the state, never the host's time
@@ -244,6 +245,7 @@ def generate_state(
                     break
         state[entity.table] = table
     _settle_nested(spec, state, random.Random(rng.random()))
+    _pair_kinds(spec, state)
     _apart(spec, state, random.Random(rng.random()))
     _spread_lifecycles(spec, state)
     _free_deletable(spec, state)
@@ -312,6 +314,51 @@ def _apart(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: rand
                 if record.get(a.name) is not None and record.get(a.name) == record.get(b.name):
                     other = rng.choice([k for k in keys if k != str(record[a.name])])
                     record[b.name] = _ref_value(spec, b, state[target.table][other])
+
+
+def _pair_kinds(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """Values of the kinds vocabulary that go together agree within one record or nested object: a
+    repair line's correction is the one for its cause ("Replaced water pump and coolant" for "Leaking
+    water pump"), drawn apart before. Only a value the vocabulary gave, where the declared schema (if
+    any) holds a string, is changed."""
+    paired = paired_values()
+    if not paired:
+        return
+    domain = spec.coordinate.taxonomy_id
+
+    def align(obj: dict[str, Any], where: str, entity: EntitySpec | None = None) -> None:
+        texts = {k: v for k, v in obj.items() if isinstance(k, str) and isinstance(v, str)}
+        for follower, value in texts.items():
+            own = kind_values(follower, where, domain)
+            leading = paired.get(own)
+            if leading is None or value not in own:
+                continue
+            lead = next(
+                (v for k, v in texts.items() if k != follower and kind_values(k, where, domain) == leading),
+                None,
+            )
+            if lead not in leading:
+                continue
+            paired_value = own[leading.index(lead)]
+            attr = entity.attribute(follower) if entity is not None else None
+            if attr is None or attr.declared is None or fits_hint(paired_value, attr.declared):
+                obj[follower] = paired_value
+
+    def walk(value: Any, where: str) -> None:  # `where` as the nested strings were drawn: entity.attribute
+        if isinstance(value, dict):
+            align(value, where)
+            for v in value.values():
+                walk(v, where)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, where)
+
+    for entity in spec.entities:
+        for record in (state.get(entity.table) or {}).values():
+            align(record, entity.name, entity)
+            for a in entity.attributes:
+                if a.type in ("list", "object"):
+                    walk(record.get(a.name), f"{entity.name}.{a.name}")
 
 
 def _settle_nested(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:

@@ -8,6 +8,9 @@ One YAML file, `data/kinds.yaml`, a list of items, the most telling first:
       entity: follow_up|invoice             # optional: the record's entity (a regex, searched)
       domain: finance|account               # optional: the environment's "L1 > L2" names (searched)
       values: [Email, Phone call, "{city} branch"]    # 6-40 values
+      pairs: cause|root_cause               # optional: value i goes with value i of the item whose
+                                            # `field` is this text (same entity and domain): a repair's
+                                            # correction with its cause
 
 A value may name `{first}`, `{last}`, `{city}`, `{street}`, `{company}`, `{year}`, `{n}` (1-9),
 `{nn}` (10-99) or `{letter}` (A-H); the engine fills them from the world's locale. An item that says
@@ -37,6 +40,7 @@ class Kind:
     values: tuple[str, ...]
     entity: re.Pattern[str] | None = None
     domain: re.Pattern[str] | None = None
+    pairs: str | None = None  # the `field` text of the item whose values these go with, index by index
 
     @property
     def weight(self) -> int:
@@ -58,9 +62,9 @@ def _problems(raw: Any, where: str) -> tuple[list[Kind], list[str]]:
             problems.append(f"{at}: needs `field` (a regex on the field's name) and `values`")
             continue
         at = f"{at} ({item['field']})"
-        extra = set(item) - {"field", "entity", "domain", "values"}
+        extra = set(item) - {"field", "entity", "domain", "values", "pairs"}
         if extra:
-            problems.append(f"{at}: unknown keys {sorted(extra)}; use field, entity, domain, values")
+            problems.append(f"{at}: unknown keys {sorted(extra)}; use field, entity, domain, values, pairs")
         values = item.get("values")
         if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
             problems.append(f"{at}: `values` must be a list of non-empty strings")
@@ -83,8 +87,48 @@ def _problems(raw: Any, where: str) -> tuple[list[Kind], list[str]]:
                 patterns[key] = None
         field_rx = patterns["field"]
         if field_rx is not None:
-            kinds.append(Kind(field_rx, tuple(dict.fromkeys(values)), patterns["entity"], patterns["domain"]))
+            pairs = item.get("pairs")
+            kinds.append(Kind(field_rx, tuple(dict.fromkeys(values)), patterns["entity"], patterns["domain"],
+                              str(pairs) if pairs is not None else None))  # fmt: skip
+    for kind in kinds:
+        if kind.pairs is None:
+            continue
+        leader = _leader(kinds, kind)
+        at = f"{where} item ({kind.field.pattern}) pairs with {kind.pairs!r}"
+        if leader is None:
+            problems.append(
+                f"{at}: no item has that `field` with the same entity and domain; name one that does"
+            )
+        elif len(leader.values) != len(kind.values) or slots("".join(kind.values + leader.values)):
+            problems.append(
+                f"{at}: give {len(leader.values)} values without slots, one for each of that item's, in its order"
+            )
     return kinds, problems
+
+
+def _leader(kinds: list[Kind] | tuple[Kind, ...], kind: Kind) -> Kind | None:
+    """The item whose values `kind`'s go with (`pairs`)."""
+
+    def text(p: re.Pattern[str] | None) -> str | None:
+        return p.pattern if p is not None else None
+
+    return next(
+        (
+            k
+            for k in kinds
+            if k.field.pattern == kind.pairs
+            and text(k.entity) == text(kind.entity)
+            and text(k.domain) == text(kind.domain)
+        ),
+        None,
+    )
+
+
+@cache
+def paired_values() -> dict[tuple[str, ...], tuple[str, ...]]:
+    """For each item that pairs with another: its values -> the leading item's values, index by index."""
+    kinds = load_kinds()
+    return {k.values: leader.values for k in kinds if k.pairs and (leader := _leader(kinds, k)) is not None}
 
 
 def read_kinds(path: Path) -> tuple[list[Kind], list[str]]:
