@@ -402,3 +402,25 @@ def test_nested_objects_carry_what_they_declare() -> None:
                 fields += len(obj)
     assert empty == 0
     assert fields > 0
+
+
+def test_a_measurement_reads_on_its_own_scale_whatever_the_schema_allows() -> None:
+    """A seed's encounter allows a heart rate of 20-250: the values made read as heart rates, not as
+    whatever that interval holds (22 beats a minute, an oxygen saturation of 51%)."""
+    from agentomnia.envs.semantic import number_for
+    from agentomnia.envs.spec import AttributeSpec
+    from agentomnia.envs.values import schema_value
+
+    rng = random.Random(7)
+    rates = [
+        schema_value({"type": "integer", "minimum": 20, "maximum": 250}, rng, name="heart_rate_bpm")
+        for _ in range(50)
+    ]
+    assert all(58 <= r <= 125 for r in rates) and len(set(rates)) > 10
+    spo2 = [schema_value({"type": "number", "maximum": 100}, rng, name="spo2_percent") for _ in range(50)]
+    assert all(93 <= s <= 100 for s in spo2)
+    assert all(60 <= schema_value({"type": "integer"}, rng, name="diastolic_mmhg") <= 95 for _ in range(20))
+    # the platform's own attributes use the same scales
+    assert all(58 <= number_for(AttributeSpec(name="pulse", type="int"), rng) <= 125 for _ in range(20))
+    # a schema that leaves no room for the scale still wins
+    assert schema_value({"type": "integer", "minimum": 200, "maximum": 210}, rng, name="heart_rate") >= 200

@@ -24,7 +24,7 @@ from functools import cache
 from typing import Any
 
 from agentomnia.envs.spec import AttributeSpec, EntitySpec
-from agentomnia.envs.values import regex_string
+from agentomnia.envs.values import measure_range, regex_string
 from agentomnia.taxonomy.kinds import kind_values
 from agentomnia.taxonomy.vocab import (
     NAME_ATTRS,
@@ -433,6 +433,8 @@ _NUMBER_RANGES: list[tuple[str, float, float, int]] = [
 
 @cache
 def _number_range(name: str) -> tuple[float, float, int] | None:
+    if (measured := measure_range(name)) is not None:  # a heart rate, a blood pressure, a colour temperature
+        return measured
     if re.search(r"rating|stars", name):
         return (1, 5, 1)
     for pattern, lo, hi, dec in _NUMBER_RANGES:

@@ -292,8 +292,32 @@ def hint_string(name: str, rng: random.Random, index: int = 1) -> str:
     return f"{rng.choice(QUALIFIERS)} {rng.choice(THEMES)}"
 
 
+# Measurements whose scale does not change with the record they sit in: a heart rate is 58-125 beats a
+# minute in a clinic's encounter, a vet's visit or a runner's workout. (name pattern, low, high, decimals)
+MEASURE_RANGES: tuple[tuple[re.Pattern[str], float, float, int], ...] = tuple(
+    (re.compile(p), lo, hi, dec)
+    for p, lo, hi, dec in (
+        (r"heart_?rate|pulse|(^|_)hr(_bpm)?$", 58, 125, 0),
+        (r"systolic", 100, 150, 0),
+        (r"diastolic", 60, 95, 0),
+        (r"spo2|o2_?sat|oxygen_sat", 93, 100, 0),
+        (r"resp(iratory)?_rate|breaths?_per_min|breathing_rate", 12, 30, 0),
+        (r"colou?r_temp|kelvin|(^|_)cct($|_)", 2700, 6500, 0),
+        (r"blood_glucose|glucose_mg", 70, 180, 0),
+    )
+)
+
+
+def measure_range(name: str) -> tuple[float, float, int] | None:
+    """The plausible range (low, high, decimals) of a measurement called `name`, where its scale is fixed."""
+    n = name.lower()
+    return next(((lo, hi, dec) for rx, lo, hi, dec in MEASURE_RANGES if rx.search(n)), None)
+
+
 def int_hint(name: str, rng: random.Random) -> int:
     n = name.lower()
+    if (measured := measure_range(n)) is not None:
+        return rng.randint(math.ceil(measured[0]), math.floor(measured[1]))
     if "year" in n:
         return rng.randint(2015, 2026)
     if re.search("rating|score|level|priority|grade|tier|stars", n):
@@ -313,6 +337,8 @@ def int_hint(name: str, rng: random.Random) -> int:
 
 def _number_hint(name: str, rng: random.Random) -> float:
     n = name.lower()
+    if (measured := measure_range(n)) is not None:
+        return round(rng.uniform(measured[0], measured[1]), measured[2])
     if re.search("rate|ratio|share|probability|confidence", n):
         return round(rng.uniform(0.05, 0.99), 3)
     if re.search("rating|score", n):
