@@ -406,7 +406,7 @@ def test_nested_objects_carry_what_they_declare() -> None:
 
 def test_a_measurement_reads_on_its_own_scale_whatever_the_schema_allows() -> None:
     """A seed's encounter allows a heart rate of 20-250: the values made read as heart rates, not as
-    whatever that interval holds (22 beats a minute, an oxygen saturation of 51%)."""
+    whatever that interval holds (22 beats a minute, an oxygen saturation of 51%, a body at 31 °C)."""
     from agentomnia.envs.semantic import number_for
     from agentomnia.envs.spec import AttributeSpec
     from agentomnia.envs.values import schema_value
@@ -422,5 +422,25 @@ def test_a_measurement_reads_on_its_own_scale_whatever_the_schema_allows() -> No
     assert all(60 <= schema_value({"type": "integer"}, rng, name="diastolic_mmhg") <= 95 for _ in range(20))
     # the platform's own attributes use the same scales
     assert all(58 <= number_for(AttributeSpec(name="pulse", type="int"), rng) <= 125 for _ in range(20))
+    # a temperature taken at a visit is a body's; one in a room is not
+    from agentomnia.envs.values import LEAF_WHERE
+
+    token = LEAF_WHERE.set("encounter.vitals")
+    try:
+        body = [
+            schema_value({"type": "number", "minimum": 30, "maximum": 45}, rng, name="temperature_c")
+            for _ in range(30)
+        ]
+    finally:
+        LEAF_WHERE.reset(token)
+    assert all(36.3 <= t <= 39.5 for t in body)
+    assert all(
+        36.3 <= number_for(AttributeSpec(name="temperature_c", type="float"), rng, "visit") <= 39.5
+        for _ in range(20)
+    )
+    assert any(
+        not 36.3 <= number_for(AttributeSpec(name="temperature_c", type="float"), rng, "room") <= 39.5
+        for _ in range(20)
+    )
     # a schema that leaves no room for the scale still wins
     assert schema_value({"type": "integer", "minimum": 200, "maximum": 210}, rng, name="heart_rate") >= 200

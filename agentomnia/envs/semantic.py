@@ -445,9 +445,11 @@ def _number_range(name: str) -> tuple[float, float, int] | None:
     return None
 
 
-def number_for(attr: AttributeSpec, rng: random.Random) -> Any:
-    """A plausible number by the attribute's name (MISSING: the caller's own heuristics)."""
-    found = _number_range(attr.name)
+def number_for(attr: AttributeSpec, rng: random.Random, entity: str = "") -> Any:
+    """A plausible number by the attribute's name, and where the scale depends on it by its entity's
+    (a visit's temperature is a body's) (MISSING: the caller's own heuristics)."""
+    found = measure_range(attr.name, entity) if entity else None
+    found = found or _number_range(attr.name)
     if found is not None:
         lo, hi, dec = found
         if attr.type == "int":
@@ -1529,7 +1531,7 @@ def semantic_value(
     if t in ("int", "float", "money"):
         if entry is not None and entry.kind in ("range", "list"):
             return from_vocab(entry, attr, entity, world, rng)
-        return number_for(attr, rng)
+        return number_for(attr, rng, entity.name)
     if t in ("date", "datetime"):
         return date_for(attr, entity, rng)
     return MISSING

@@ -33,6 +33,7 @@ from agentomnia.envs.values import (
     FIRST,
     LAST,
     LEAF_STRINGS,
+    LEAF_WHERE,
     WORDS,
     allows_null,
     conforms,
@@ -103,9 +104,11 @@ def make_value(
     here = world if world is not None else World()
     owner = f"{entity.name}.{attr.name}"
     token = LEAF_STRINGS.set(lambda name, r: leaf_string(name, r, here, owner))
+    where = LEAF_WHERE.set(owner)
     try:
         return schema_value(attr.declared, rng, name=attr.name, index=index)
     finally:
+        LEAF_WHERE.reset(where)
         LEAF_STRINGS.reset(token)
 
 

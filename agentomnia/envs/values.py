@@ -308,9 +308,18 @@ MEASURE_RANGES: tuple[tuple[re.Pattern[str], float, float, int], ...] = tuple(
 )
 
 
-def measure_range(name: str) -> tuple[float, float, int] | None:
-    """The plausible range (low, high, decimals) of a measurement called `name`, where its scale is fixed."""
+# Where a nested value sits (`encounter.vitals`), for the measurements whose scale depends on it: a
+# temperature taken at a visit is a body's, one in a freezer's log is not.
+LEAF_WHERE: ContextVar[str] = ContextVar("leaf_where", default="")
+_CLINICAL = re.compile(r"encounter|visit|consult|vital|exam|triage|patient|admission|check_?up|appointment")
+
+
+def measure_range(name: str, where: str = "") -> tuple[float, float, int] | None:
+    """The plausible range (low, high, decimals) of a measurement called `name` in a record or object
+    `where` (entity.attribute), where its scale is fixed: vital signs, and a temperature taken at a visit."""
     n = name.lower()
+    if re.search(r"(^|_)temp(erature)?(_|$)", n) and _CLINICAL.search((where or LEAF_WHERE.get()).lower()):
+        return (97.3, 103.1, 1) if re.search(r"_f$|fahrenheit", n) else (36.3, 39.5, 1)
     return next(((lo, hi, dec) for rx, lo, hi, dec in MEASURE_RANGES if rx.search(n)), None)
 
 
