@@ -33,6 +33,7 @@ from agentomnia.envs.naming import verb_of
 from agentomnia.envs.spec import EntitySpec, EnvSpec, spec_problems
 from agentomnia.llm import LLM, LLMError
 from agentomnia.llm.ledger import fallback, verdict
+from agentomnia.llm.protocol import list_answer
 
 # the verbs an operation's name is compiled from (its op and, for a lifecycle verb, its target)
 COMPILED_VERBS = frozenset(
@@ -75,28 +76,16 @@ def _entities_text(spec: EnvSpec) -> str:
 
 
 def _attribute_schema(spec: EnvSpec, limit: int) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["attributes"],
-        "properties": {
-            "attributes": {
-                "type": "array",
-                "maxItems": limit,
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["entity", "name", "type", "description"],
-                    "properties": {
-                        "entity": {"enum": [e.name for e in spec.entities]},
-                        "name": {"type": "string"},
-                        "type": {"enum": list(ATTRIBUTE_TYPES)},
-                        "description": {"type": "string"},
-                    },
-                },
-            }
+    return list_answer(
+        "attributes",
+        {
+            "entity": {"enum": [e.name for e in spec.entities]},
+            "name": {"type": "string"},
+            "type": {"enum": list(ATTRIBUTE_TYPES)},
+            "description": {"type": "string"},
         },
-    }
+        max_items=limit,
+    )
 
 
 def _attribute_refusal(
@@ -198,28 +187,16 @@ class ProposedOperation(BaseModel):
 
 
 def _operation_schema(spec: EnvSpec, limit: int) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["operations"],
-        "properties": {
-            "operations": {
-                "type": "array",
-                "maxItems": limit,
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["name", "entity", "kind", "description"],
-                    "properties": {
-                        "name": {"type": "string"},
-                        "entity": {"enum": [e.name for e in spec.entities]},
-                        "kind": {"enum": ["read", "write"]},
-                        "description": {"type": "string"},
-                    },
-                },
-            }
+    return list_answer(
+        "operations",
+        {
+            "name": {"type": "string"},
+            "entity": {"enum": [e.name for e in spec.entities]},
+            "kind": {"enum": ["read", "write"]},
+            "description": {"type": "string"},
         },
-    }
+        max_items=limit,
+    )
 
 
 def _operations(data: Any, spec: EnvSpec) -> tuple[list[ProposedOperation], dict[str, str]]:
@@ -335,30 +312,8 @@ def _text_attributes(e: EntitySpec) -> list[str]:
 
 
 def _record_schema(keys: Sequence[str], fields: Sequence[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["records"],
-        "properties": {
-            "records": {
-                "type": "array",
-                "maxItems": len(keys),
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["id", "values"],
-                    "properties": {
-                        "id": {"enum": list(keys)},
-                        "values": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "properties": {f: {"type": "string"} for f in fields},
-                        },
-                    },
-                },
-            }
-        },
-    }
+    values = {"type": "object", "additionalProperties": False, "properties": {f: {"type": "string"} for f in fields}}
+    return list_answer("records", {"id": {"enum": list(keys)}, "values": values}, max_items=len(keys))
 
 
 def _value_refusal(e: EntitySpec, field: str, value: Any, current: Any) -> str | None:

@@ -69,3 +69,25 @@ class LLM(Protocol):
 
     @property
     def usage(self) -> Usage: ...
+
+
+def list_answer(key: str, properties: Mapping[str, Any], *, max_items: int) -> dict[str, Any]:
+    """The JSON schema of an answer that is a list of items under `key`, each an object with exactly
+    `properties`, all required (the shape a proposing stage asks for: edges, attributes, operations)."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [key],
+        "properties": {
+            key: {
+                "type": "array",
+                "maxItems": max_items,
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": list(properties),
+                    "properties": dict(properties),
+                },
+            }
+        },
+    }

@@ -25,16 +25,10 @@ from agentomnia.envs.state import generate_state, state_violations
 from agentomnia.envs.state_space import StateSpaceReport
 from agentomnia.envs.toolset import ToolsetConfig
 from agentomnia.rejection import Rejection
-from tests.fixtures.chat_server import STALL, ChatServer, client, serving
+from tests.fixtures.chat_server import ChatServer, bad_answers, client, serving
 from tests.fixtures.domains import PARCEL
 
-BAD: dict[str, list[tuple[int, str]]] = {
-    "malformed": [(200, '{"attributes": [')],
-    "breaks the schema": [(200, '{"attributes": 7}')],
-    "refused": [(200, "I'm sorry, but I can't help with that request.")],
-    "server error": [(500, "")],
-    "timed out": [(STALL, "{}")],
-}
+BAD = bad_answers('{"attributes": [', '{"attributes": 7}')
 
 
 @pytest.fixture

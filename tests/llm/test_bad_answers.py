@@ -20,16 +20,10 @@ from agentomnia.tasks.wording import rephrase
 from agentomnia.taxonomy import load_taxonomy
 from agentomnia.trajectories import rollout
 from agentomnia.trajectories.users import LLMUser
-from tests.fixtures.chat_server import STALL, ChatServer, client, serving
+from tests.fixtures.chat_server import ChatServer, bad_answers, client, serving
 from tests.fixtures.domains import PARCEL
 
-BAD: dict[str, list[tuple[int, str]]] = {
-    "malformed": [(200, '{"summary": "parcel claims", "state_components": [')],
-    "breaks the schema": [(200, '{"summary": 7}')],
-    "refused": [(200, "I'm sorry, but I can't help with that request.")],
-    "server error": [(500, "")],
-    "timed out": [(STALL, "{}")],
-}
+BAD = bad_answers('{"summary": "parcel claims", "state_components": [', '{"summary": 7}')
 
 
 @pytest.fixture

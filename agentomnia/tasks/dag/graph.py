@@ -25,6 +25,7 @@ import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.envs.spec import EntitySpec, EnvSpec, ToolSpec
+from agentomnia.llm.protocol import list_answer
 
 EdgeKind = Literal["parameter", "entity_anchor", "state_transition"]
 EDGE_KINDS: tuple[EdgeKind, ...] = ("parameter", "entity_anchor", "state_transition")
@@ -221,28 +222,11 @@ def edge_data(graph: nx.MultiDiGraph, u: str, v: str) -> list[dict[str, Any]]:
 
 
 MODEL_CONFIDENCE = 0.7  # above the floor, below what a schema shows: where both propose, the schema's stands
-_MODEL_EDGE_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["edges"],
-    "properties": {
-        "edges": {
-            "type": "array",
-            "maxItems": 40,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["source", "target", "param", "entity"],
-                "properties": {
-                    "source": {"type": "string"},
-                    "target": {"type": "string"},
-                    "param": {"type": "string"},
-                    "entity": {"type": "string"},
-                },
-            },
-        }
-    },
-}
+_MODEL_EDGE_SCHEMA = list_answer(
+    "edges",
+    {"source": {"type": "string"}, "target": {"type": "string"}, "param": {"type": "string"}, "entity": {"type": "string"}},
+    max_items=40,
+)
 
 
 def model_edge_prompt(spec: EnvSpec) -> str:
