@@ -312,7 +312,11 @@ def _text_attributes(e: EntitySpec) -> list[str]:
 
 
 def _record_schema(keys: Sequence[str], fields: Sequence[str]) -> dict[str, Any]:
-    values = {"type": "object", "additionalProperties": False, "properties": {f: {"type": "string"} for f in fields}}
+    values = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {f: {"type": "string"} for f in fields},
+    }
     return list_answer("records", {"id": {"enum": list(keys)}, "values": values}, max_items=len(keys))
 
 

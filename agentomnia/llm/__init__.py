@@ -29,7 +29,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def make_llm(mode: Mode, settings: LLMSettings, cache_path: Path | None) -> LLM | None:
+def make_llm(
+    mode: Mode, settings: LLMSettings, cache_path: Path | None, *, ledger: Ledger | None = None
+) -> LLM | None:
+    """The model handle of `mode` (None offline); `ledger` counts its calls with another handle's."""
     if mode == "offline":
         return None
     from agentomnia.llm.openai_backend import OpenAICompatibleLLM
@@ -38,10 +41,10 @@ def make_llm(mode: Mode, settings: LLMSettings, cache_path: Path | None) -> LLM 
     urls = list(dict.fromkeys(settings.base_urls))
     if len(urls) < 2:
         return OpenAICompatibleLLM(
-            settings.model_copy(update={"base_url": urls[0]}) if urls else settings, cache
+            settings.model_copy(update={"base_url": urls[0]}) if urls else settings, cache, ledger=ledger
         )
     # one cache and one ledger for all: a request's key names the model and the request, not the endpoint
-    ledger = Ledger()
+    ledger = ledger or Ledger()
     return RoutedLLM(
         [OpenAICompatibleLLM(settings.model_copy(update={"base_url": u}), cache, ledger=ledger) for u in urls]
     )

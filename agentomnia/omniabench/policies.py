@@ -162,7 +162,7 @@ def _openai_factory(
     shared: LLM = llm
 
     def make(task: Task, bundle: Bundle, trial: int) -> Agent:
-        return LLMAgent(shared)
+        return LLMAgent(shared, purpose="policy_turn")
 
     return make
 

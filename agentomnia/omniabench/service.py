@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from agentomnia.catalog import EVALUATIONS, IMPORTED_TASKS, SPLIT, Catalog
+from agentomnia.config import LLMSettings
 from agentomnia.embeddings import Embedder
 from agentomnia.lineage import Edge, LineageStore, lineage_row
 from agentomnia.llm import LLM
@@ -205,6 +206,28 @@ class EvaluationOutcome(BaseModel):
     path: Path
 
 
+def _served(policy: str, store: Storage, llm: LLM | None) -> dict[str, Any]:
+    """How an `openai:` policy reaches its model: through the platform's response cache (a rerun
+    replays its turns), and counted on the stage's ledger with the rest of what the stage asked; the
+    stage's own handle where it serves that model."""
+    if not policy.startswith("openai:"):
+        return {}
+    from agentomnia.llm import make_llm
+    from agentomnia.llm.ledger import ledger_of
+
+    model = policy.split(":", 1)[1]
+
+    def client(settings: LLMSettings) -> LLM:
+        if llm is not None and llm.model == model:
+            return llm
+        made = make_llm("llm", settings, store.llm_cache_path, ledger=ledger_of(llm))
+        if made is None:  # llm mode always makes a handle
+            raise ValueError(f"{policy}: no model handle could be made from {settings}")
+        return made
+
+    return {"llm_factory": client, "cache_path": store.llm_cache_path}
+
+
 def run_evaluation(
     store: Storage,
     sandbox: Sandbox,
@@ -229,7 +252,12 @@ def run_evaluation(
     if limit:
         tasks = tasks[:limit]
     bundles = Catalog(store).bundles(t.env_id for t in tasks)
-    made, factory = make_policy(policy, embedder=embedder, sandbox=sandbox, **dict(policy_options or {}))
+    made, factory = make_policy(
+        policy,
+        embedder=embedder,
+        sandbox=sandbox,
+        **{**_served(policy, store, llm), **dict(policy_options or {})},
+    )
     name = name or made  # a caller may name the policy apart from where it lives (`checkpoint:rl`)
     eval_id = "ev-" + content_hash(
         {"round": round_key, "policy": name, "benchmark": split.id, "trials": trials, "tasks": [t.id for t in tasks],

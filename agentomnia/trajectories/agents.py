@@ -85,8 +85,10 @@ class LLMAgent:
         temperature: float = 0.0,
         max_tokens: int | None = None,
         seed: int | None = None,
+        purpose: str = "teacher_turn",
     ) -> None:
         self.llm = llm
+        self.purpose = purpose  # what its turns count as on the model's ledger (a teacher's, a policy's)
         self.guidance_text = guidance_text
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -109,7 +111,7 @@ class LLMAgent:
             tools=list(tools),
             temperature=self.temperature,
             max_tokens=self.max_tokens,
-            schema_name="teacher_turn",
+            schema_name=self.purpose,
             seed=self.seed,
         )
         calls = [

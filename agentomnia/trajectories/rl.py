@@ -55,7 +55,7 @@ def llm_policy(llm: LLM, temperature: float = 0.7, max_tokens: int | None = None
 
     def make(task: Task, plan: Sequence[ReferenceCall], bundle: Bundle, attempt: int) -> Agent:
         seed = int(content_hash([task.id, attempt], 8), 16) % 2**31
-        return LLMAgent(llm, temperature=temperature, max_tokens=max_tokens, seed=seed)
+        return LLMAgent(llm, temperature=temperature, max_tokens=max_tokens, seed=seed, purpose="policy_turn")
 
     return make
 

@@ -594,6 +594,40 @@ def test_openai_policy_uses_the_spec_model_over_the_configured_endpoint(
     assert len(made) == 1  # one client shared by every trial
 
 
+def test_an_evaluated_served_model_is_cached_and_counted_with_its_stage(
+    parcel: Parcel, policy_tasks: dict[str, Task], tmp_path: Path
+) -> None:
+    """The benchmark's `openai:` policy asks through the platform's response cache and the stage's
+    ledger: its turns show in the stage's model report, and a rerun replays them."""
+    from agentomnia.omniabench.service import _served
+    from agentomnia.storage import Storage
+    from tests.fixtures.chat_server import client, serving
+
+    for server in serving():
+        server.script = [(200, "The claim is approved.")]
+        store = Storage(tmp_path / "home")
+        stage = client(server, store.llm_cache_path.parent)
+        task = policy_tasks["amount_lookup"]
+        messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": task.query}]
+        _, policy = make_policy("openai:tiny", **_served("openai:tiny", store, stage))
+        policy(task, parcel.bundle, 0).act(messages, parcel.bundle.tools)
+        assert stage.ledger.snapshot()["policy_turn"].requests == 1  # the stage's own handle served it
+        # another model on the same endpoint: its own handle, the platform's cache, the stage's ledger
+        options = _served("openai:other", store, stage)
+        _, other = make_policy(
+            "openai:other", llm_settings=LLMSettings(base_url=server.url, model="x"), **options
+        )
+        for _ in range(2):
+            other(task, parcel.bundle, 0).act(messages, parcel.bundle.tools)
+        assert [r["model"] for r in server.requests] == [
+            "tiny",
+            "other",
+        ]  # the second turn came from the cache
+        counts = stage.ledger.snapshot()["policy_turn"]
+        assert (counts.requests, counts.cache_hits) == (2, 1)
+        assert store.llm_cache_path.exists()
+
+
 @pytest.mark.slow
 def test_hf_policy_on_a_tiny_local_checkpoint(tmp_path: Path) -> None:
     import torch

@@ -224,7 +224,12 @@ def edge_data(graph: nx.MultiDiGraph, u: str, v: str) -> list[dict[str, Any]]:
 MODEL_CONFIDENCE = 0.7  # above the floor, below what a schema shows: where both propose, the schema's stands
 _MODEL_EDGE_SCHEMA = list_answer(
     "edges",
-    {"source": {"type": "string"}, "target": {"type": "string"}, "param": {"type": "string"}, "entity": {"type": "string"}},
+    {
+        "source": {"type": "string"},
+        "target": {"type": "string"},
+        "param": {"type": "string"},
+        "entity": {"type": "string"},
+    },
     max_items=40,
 )
 
