@@ -23,6 +23,7 @@ from datetime import date, datetime, timedelta
 from functools import cache
 from typing import Any
 
+from agentomnia.envs.naming import article
 from agentomnia.envs.spec import AttributeSpec, EntitySpec
 from agentomnia.envs.values import measure_range, regex_string
 from agentomnia.taxonomy.kinds import kind_values
@@ -1294,7 +1295,7 @@ _TEMPLATES: dict[str, list[str]] = {
         "Do not proceed until the {amount} payment has cleared.",
     ],
     "description": [
-        "{label}: a {status} {entity} handled by {person}.",
+        "{label}: {a_status} {entity} handled by {person}.",
         "{label} covers the work agreed with {person}, valued at {amount}.",
         "{label} was set up on {date} and is currently {status}.",
         "Standard {entity} for {person}; see the attached terms for details.",
@@ -1354,6 +1355,7 @@ def slots(entity: EntitySpec, record: dict[str, Any], world: World, target_label
     status = entity.status_attribute
     if status is not None and isinstance(record.get(status.name), str):
         out["status"] = record[status.name].replace("_", " ")
+        out["a_status"] = article(out["status"])  # "an active item listing", not "a active"
     currency = (
         record.get("currency")
         if isinstance(record.get("currency"), str)
