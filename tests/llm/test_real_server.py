@@ -20,6 +20,7 @@ import pytest
 
 from agentomnia.config import LLMSettings
 from agentomnia.llm import OpenAICompatibleLLM, ResponseCache
+from agentomnia_assets.partitions import PARENT_TAG
 from tests.fixtures.llama_server import MODEL_ALIAS, llama_server, missing
 from tests.fixtures.rounds import materialize_round
 
@@ -78,7 +79,8 @@ def test_llm_check_against_a_real_server(server_url: str) -> None:
 
 
 # The round: two query seeds and one MCP tool list, so every model-asking stage has something to ask
-# about and the round stays small. Training and evaluation ask no model; they are left out.
+# about and the round stays small. Training asks no model and is left out; the benchmark evaluates the
+# served model itself (`openai:` policy) on a few items, so its failures reach diagnosis and PRDs.
 SEEDS = {
     "queries/toc.jsonl": ("query", 10000, "toc", ("q-toc-002", "q-toc-005")),
     "mcp/pet-care-bookings.json": ("mcp", 10005, "toc", ()),
@@ -90,8 +92,12 @@ SMALL = {
     "solver_tasks": {"per_family": 1, "guided_per_family": 1},
     "trajectories": {"max_steps": 6},
     "rl_dataset": {"k": 2, "max_steps": 3},  # pass@K of the served model sorts RL tasks by difficulty
+    "omniabench_eval": {"policies": [f"openai:{MODEL_ALIAS}"], "trials": 1, "max_steps": 4, "limit": 3},
 }
-SKIPPED = {"sft_checkpoint", "rl_checkpoint", "omniabench_eval", "agent_learning", "taxonomy"}
+SKIPPED = {"sft_checkpoint", "rl_checkpoint", "agent_learning", "taxonomy"}
+# Diagnosis and PRDs open the next round from the failures of the one before (the failure sensor
+# starts them in a deployment): they run as round r1's, after r0, with r0 as its parent.
+LATE = {"failure_diagnosis", "prds"}
 
 
 def _corpus(into: Path) -> Path:
@@ -122,9 +128,15 @@ def _round(
     }.items():  # fmt: skip
         monkeypatch.setenv(name, value)
     monkeypatch.setattr("agentomnia_assets.seeds.corpus_dir", lambda: corpus)
-    result = materialize_round(SMALL, skip=SKIPPED, raise_on_error=False)
-    failed = [e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert result.success, f"steps failed in llm mode: {failed}"
+    for result in (
+        materialize_round(SMALL, skip=SKIPPED | LATE, raise_on_error=False),
+        materialize_round(SMALL, only=LATE, round_key="r1", tags={PARENT_TAG: "r0"}, raise_on_error=False),
+    ):
+        failed = [e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+        assert result.success, f"steps failed in llm mode: {failed}"
+        for m in result.asset_materializations_for_node("rl_dataset"):
+            chose = str(m.metadata["difficulty_from"].value)
+            assert chose.startswith("the served model"), chose  # pass@K of the model sorts RL tasks
     rows = (
         duckdb.connect(str(home / "lineage.duckdb"), read_only=True)
         .execute("select kind, id from records order by kind, id")
@@ -137,11 +149,12 @@ def _round(
 
 
 def _usage(home: Path) -> dict[str, dict[str, Any]]:
-    """The round's per-stage model report (what `agentomnia llm usage` prints), by stage."""
+    """Rounds r0 and r1's per-stage model report (what `agentomnia llm usage` prints), by stage."""
     from agentomnia.llm.ledger import round_usage, usage_rows
     from agentomnia.storage import Storage
 
-    return {r["stage"]: r for r in usage_rows(round_usage(Storage(home).artifacts_root, "r0"))}
+    root = Storage(home).artifacts_root
+    return {r["stage"]: r for key in ("r0", "r1") for r in usage_rows(round_usage(root, key))}
 
 
 def _calls(cache: Path) -> collections.Counter[str]:
@@ -178,7 +191,7 @@ def test_a_small_round_runs_in_llm_mode_and_replays_from_the_cache(
     # the per-stage report: every stage with a model seam asked, and its answers were judged
     usage = _usage(tmp_path / "first")
     stages = ("environment_candidates", "state_specs", "toolsets", "environments", "dag_tasks", "program_tasks",
-              "solver_tasks", "trajectories", "rl_dataset")  # fmt: skip
+              "solver_tasks", "trajectories", "omniabench_eval", "failure_diagnosis", "prds")  # fmt: skip
     for stage in stages:
         assert usage[stage]["requests"] >= 1, (stage, usage.get(stage))
     assert usage["trajectories"]["accepted"] + usage["trajectories"]["rejected"] >= 1, usage["trajectories"]
