@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from agentomnia.llm import LLM, LLMError, LLMOutputError
+from agentomnia.llm.ledger import fallback, verdict
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -86,7 +87,8 @@ def ask_validated(
 
     `check` returns the problems pydantic cannot see; an empty list accepts the value. An endpoint
     failure (LLMError that is not an output error) ends the loop at once: retrying the same
-    request is the backend's job, and it already did.
+    request is the backend's job, and it already did. The outcome is counted on the model's ledger
+    under `schema_name`: kept, or refused with the caller's rules standing in (a fallback).
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
@@ -105,13 +107,14 @@ def ask_validated(
             problems = [str(exc)]
         except LLMError as exc:
             attempts.append(Attempt(number=number, problems=(f"the endpoint failed: {exc}",)))
-            return None, attempts
+            return _gave_up(llm, schema_name, attempts)
         except json.JSONDecodeError as exc:
             problems = [f"the answer is not JSON ({exc.msg} at char {exc.pos})"]
         except ValidationError as exc:
             problems = validation_problems(exc)
         attempts.append(Attempt(number=number, problems=tuple(problems)))
         if not problems:
+            verdict(llm, schema_name, True)
             return value, attempts
         conversation.append({"role": "assistant", "content": text or "(no usable answer)"})
         conversation.append(
@@ -124,6 +127,13 @@ def ask_validated(
                 ),
             }
         )
+    return _gave_up(llm, schema_name, attempts)
+
+
+def _gave_up(llm: LLM, schema_name: str, attempts: list[Attempt]) -> tuple[None, list[Attempt]]:
+    """No valid answer: counted on the model's ledger as refused, and the caller's rules stand in."""
+    verdict(llm, schema_name, False)
+    fallback(llm, schema_name)
     return None, attempts
 
 

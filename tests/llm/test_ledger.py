@@ -113,3 +113,34 @@ def test_a_round_s_usage_is_read_back_per_stage_by_the_cli_and_the_report(
     never = Section("llm", "Model use per stage")
     model_use(RoundReader(Storage(home), "r2"), never)
     assert not never.shown and [m.item for m in never.missing] == ["model use"]
+
+
+def test_a_validated_answer_is_counted_kept_or_refused_with_the_rules_standing_in(tmp_path: Path) -> None:
+    """Diagnosis, PRD prose and PRD seed requests ask through `ask_validated`: the ledger says how many
+    answers were kept and how often the rules stood in, as every other stage's does."""
+    from pydantic import BaseModel
+
+    from agentomnia.evolution.revise import ask_validated
+    from tests.fixtures.chat_server import client, serving
+
+    class Verdict(BaseModel):
+        passed: bool
+
+    for server in serving():
+        server.script = [(200, '{"passed": true}')]
+        llm = client(server, tmp_path)
+        value, _ = ask_validated(
+            llm, [{"role": "user", "content": "Did it pass?"}], Verdict, schema_name="verdict"
+        )
+        assert value == Verdict(passed=True)
+        server.script = [(200, '{"passed": "maybe"}')]
+        value, attempts = ask_validated(
+            llm,
+            [{"role": "user", "content": "And this one?"}],
+            Verdict,
+            schema_name="verdict",
+            max_attempts=2,
+        )
+        assert value is None and len(attempts) == 2
+        counts = llm.ledger.snapshot()["verdict"]
+        assert (counts.calls, counts.accepted, counts.rejected, counts.fallbacks) == (3, 1, 1, 1)
