@@ -88,6 +88,10 @@ def _problems(raw: Any, where: str) -> tuple[list[Kind], list[str]]:
         field_rx = patterns["field"]
         if field_rx is not None:
             pairs = item.get("pairs")
+            if pairs is not None and len(set(values)) != len(values):
+                problems.append(
+                    f"{at}: a paired item's values must not repeat; value i goes with value i of its pair"
+                )
             kinds.append(Kind(field_rx, tuple(dict.fromkeys(values)), patterns["entity"], patterns["domain"],
                               str(pairs) if pairs is not None else None))  # fmt: skip
     for kind in kinds:

@@ -68,13 +68,15 @@ def test_paired_kinds_must_line_up_and_a_record_gets_the_correction_for_its_caus
     bad.write_text(
         f"- field: cause\n  values: {six}\n"
         "- field: fix\n  pairs: cause\n  values: [A, B, C, D, E, F, G]\n"  # one more than its leader
-        f"- field: remedy\n  pairs: reason\n  values: {six}\n",  # no item has that field
+        f"- field: remedy\n  pairs: reason\n  values: {six}\n"  # no item has that field
+        "- field: repair\n  pairs: cause\n  values: [A, A, C, D, E, F]\n",  # a repeat would shift the pairing
         encoding="utf-8",
     )
     _, problems = read_kinds(bad)
     text = "\n".join(problems)
     assert "(fix) pairs with 'cause': give 6 values without slots" in text
     assert "(remedy) pairs with 'reason': no item has that `field`" in text
+    assert "item 4 (repair): a paired item's values must not repeat" in text
 
     # the shipped repair lines: whatever cause a line was given, its correction is the one for it
     causes = kind_values("cause", "repair_order.lines", 20134)
