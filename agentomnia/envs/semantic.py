@@ -1300,7 +1300,6 @@ _TEMPLATES: dict[str, list[str]] = {
         "{label} was set up on {date} and is currently {status}.",
         "Standard {entity} for {person}; see the attached terms for details.",
         "{label}, reviewed and {status}; next checkpoint on {date}.",
-        "Internal {entity} record for {label}, maintained by the operations team.",
         "Covers scope, timeline and costs ({amount}) for {label}.",
     ],
     "note": [
@@ -1375,8 +1374,8 @@ def slots(entity: EntitySpec, record: dict[str, Any], world: World, target_label
             )
         ):
             out["person"] = str(v)
-        elif "amount" not in out and a.type == "money" and isinstance(v, (int, float)):
-            out["amount"] = _money(float(v), str(currency))
+        elif "amount" not in out and a.type == "money" and isinstance(v, (int, float)) and v:
+            out["amount"] = _money(float(v), str(currency))  # never "charged $0.00 for ..."
         elif "date" not in out and a.type in ("date", "datetime") and isinstance(v, str):
             out["date"] = _when(v)
         elif "rating" not in out and re.search(r"rating|stars|score", a.name) and isinstance(v, (int, float)):
@@ -1416,7 +1415,8 @@ def field_values(
         elif a.type == "enum" and isinstance(v, str):
             out[a.name] = v.replace("_", " ")
         elif a.type == "money" and isinstance(v, (int, float)):
-            out[a.name] = _money(float(v), str(currency))
+            if v:  # a sentence about an amount of nothing reads as a slip: another one is chosen
+                out[a.name] = _money(float(v), str(currency))
         elif a.type in ("date", "datetime") and isinstance(v, str):
             out[a.name] = _when(v)
         elif isinstance(v, bool):

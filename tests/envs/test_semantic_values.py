@@ -885,3 +885,28 @@ def test_the_two_ends_of_a_record_name_different_records() -> None:
         state = generate_state(spec, seed=seed, sizes={"account": 2, "transfer": 14})
         assert all(t["from_account_id"] != t["to_account_id"] for t in state["transfers"].values()), seed
         assert not state_violations(spec, state)
+
+
+def test_free_text_never_quotes_an_amount_of_nothing() -> None:
+    """'Payment of $0.00 received', 'charged $0.00 for a missing hood': a record whose amount is zero
+    gets a sentence that does not name it; one with an amount may name it."""
+    from agentomnia.envs.semantic import text_for
+
+    entity = EntitySpec(
+        name="work_order", table="work_orders", key="work_order_id", id_prefix="WOR", description="A job.",
+        attributes=(
+            AttributeSpec(name="work_order_id", type="str"),
+            AttributeSpec(name="title", type="str"),
+            AttributeSpec(name="total", type="money"),
+            AttributeSpec(name="notes", type="text"),
+        ),
+    )  # fmt: skip
+    notes = entity.attribute("notes")
+    assert notes is not None
+    for total, free in ((0, True), (0.0, True), (412.5, False)):
+        said = [
+            text_for(notes, entity, World(), random.Random(seed), {"title": "Boiler service", "total": total})
+            for seed in range(80)
+        ]
+        assert not any("$0.00" in s for s in said), said
+        assert free or any("$412.50" in s for s in said)  # the check can see an amount when there is one

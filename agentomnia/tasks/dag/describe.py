@@ -105,6 +105,22 @@ def field_label(name: str) -> str:
     return words(name)
 
 
+# dates that say when something is due or planned to happen, not when it happened: "the most
+# recently scheduled" would misread them
+_PLANNED = frozenset({"scheduled", "planned", "expected", "estimated", "promised", "needed", "required"})
+
+
+def done_when(attr: str) -> str | None:
+    """The past-tense event a date field records, when it records one: `reported_at` -> "reported",
+    `last_serviced_on` -> "serviced"; None for `due_date`, `start_date` or `scheduled_at`, whose
+    latest value is not the thing done most recently."""
+    said = words(attr)
+    stem = re.sub(r" (on|at|date)$", "", said).removeprefix("last ")
+    if stem == said or not stem.endswith("ed") or " " in stem or stem in _PLANNED:
+        return None
+    return stem
+
+
 # nouns with no plural: several of them are "records" ("the playback progress records", never
 # "playback progresses")
 _UNCOUNTABLE = frozenset({

@@ -33,6 +33,7 @@ from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
 from agentomnia.tasks.dag.describe import (
     cue,
     describe_record,
+    done_when,
     field_label,
     lead_word,
     plural,
@@ -239,6 +240,31 @@ def _detail(part: str) -> str:
     if sep and set(label.split()) <= set(phrase.replace("'s", " ").split()[:6]):
         return phrase
     return f"{label} set to {phrase}" if sep else part
+
+
+_RECENTLY = "most recently "  # how `Generator._pick_item` says a record was picked by its latest event
+
+
+def _whichever(those: str, how: str) -> str:
+    """One record of a list as a person singles it out: "whichever of those incidents was opened most
+    recently", "whichever of the tracks has the highest plays"."""
+    if how.startswith(_RECENTLY):
+        return f"whichever of {those} was {how.removeprefix(_RECENTLY)} most recently"
+    return f"whichever of {those} has {how.removeprefix('with ')}"
+
+
+_UNQUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)")  # a quoted value, not a possessive's apostrophe
+
+
+def _details(parts: Sequence[str]) -> str:
+    """A new record's details as one list, a long one (a clause such as "the team of whichever of the
+    agents ...") last, where the values after it cannot be read as part of it."""
+    said = sorted((_detail(part) for part in parts), key=lambda d: len(d.split()) > 6)
+    if len(said) > 2 and any(re.search(r", | and ", _UNQUOTED.sub("", d)) for d in said[:-1]):
+        # a detail that is itself a list ("the job with stage proof, status assigned and pass 3") is
+        # kept apart from the others by semicolons, as a person writing it would
+        return "; ".join(said[:-1]) + "; and " + said[-1]
+    return _listing(said)
 
 
 def _answer_key(taken: Mapping[str, Any] | Sequence[str] | set[str], base: str) -> str:
@@ -678,10 +704,18 @@ class Generator:
                 else:
                     chosen = f"the only one of {that}"
             elif self.wording.random() < 0.5:
-                chosen = f"whichever of {that} has {how.removeprefix('with ')}"
+                chosen = _whichever(that, how)
+            elif how.startswith(_RECENTLY):  # "the most recently opened of those incidents"
+                chosen = f"the {how} of {that}"
             else:
                 chosen = f"the {words(host.name)} {how} among {that}"
-            phrase = chosen if parts[1] == host.key else possessive(chosen, words(self._ref_word(parts[1])))
+            named = None if parts[1] == host.key else self._named(entity, value)
+            if named is not None:  # the chain comes back to a record the request has named
+                phrase = named
+            else:
+                phrase = (
+                    chosen if parts[1] == host.key else possessive(chosen, words(self._ref_word(parts[1])))
+                )
             return (value, f"data.items[{index}].{parts[1]}", phrase) if _is_key(value) else None
         if parts[0] == "related":
             ids = data.get("related", {}).get(parts[1].rstrip("[]"), [])
@@ -746,7 +780,9 @@ class Generator:
                 dates = [str(i.get(a.name) or "") for i in items]
                 latest = max(dates)
                 if latest and dates.count(latest) == 1:
-                    return dates.index(latest), f"with the latest {field_label(a.name)}"
+                    done = done_when(a.name)  # "most recently opened", never "with the latest opened at"
+                    how = f"{_RECENTLY}{done}" if done else f"with the latest {field_label(a.name)}"
+                    return dates.index(latest), how
         label = entity.label_attribute  # nor a date: the one the user knows by its name
         if by_name and label is not None and label.name != entity.key:
             names = [i.get(label.name) for i in items]
@@ -1080,7 +1116,7 @@ class Generator:
             if op == "create":
                 step.focus = (entity.name, str((step.data or {}).get(entity.key)))
                 step.phrase = f"the new {words(entity.name)}"
-                detail = _listing([_detail(part) for part in extra]) or "the usual defaults"
+                detail = _details(extra) or "the usual defaults"
                 text = choose(
                     (
                         "Please add a new {e} with {d}.",
@@ -1124,12 +1160,17 @@ class Generator:
                         "For {p}, set the {d}.",
                         "Please update {p} so {its}.",
                         "{P} needs updating: {its} now.",
-                        "Could you fix {p}? {Its}.",
+                        "Could you correct {p}? {Its_should}.",
                     )
                 )
                 detail = _listing([f"{f} to {v}" for f, v in set_fields])
+                should = _listing(
+                    [f"its {f} should be {v}" for f, v in set_fields]
+                )  # a fix says what is right
                 self.out.clauses.append(
-                    text.format(d=detail, p=phrase, P=upper, its=its, Its=its[:1].upper() + its[1:])
+                    text.format(
+                        d=detail, p=phrase, P=upper, its=its, Its_should=should[:1].upper() + should[1:]
+                    )
                 )
             elif op == "transition":
                 value = words(str(tool.binding["value"]))
@@ -1514,7 +1555,7 @@ class Generator:
             return None
         used.add(("list", source.node))
         index, how = picked
-        text = f"the {words(label.name)} of whichever of {counted} has {how.removeprefix('with ')}"
+        text = f"the {words(label.name)} of {_whichever(counted, how)}"
         node = VirtualNode(
             id=vid, type="EXTRACT", inputs=(source.node,),
             field=self._key(f"top {entity.name}", f"top {entity.name} {label.name}"),

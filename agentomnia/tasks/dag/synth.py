@@ -224,7 +224,12 @@ def _compose(spec: EnvSpec, out: Generated, profile: RefinementProfile, rng: ran
     parts = [voice, *out.clauses]
     if out.reports:
         parts.append(answer_format(rng, [r.field for r in out.reports]))
-    return " ".join(p.strip() for p in parts if p.strip())
+    text = " ".join(p.strip() for p in parts if p.strip())
+    # a sentence that ends on a quoted sentence ends there: "... set on hold.'", never "... hold.'."
+    return _STOP_AFTER_QUOTE.sub(r"\1'", text)
+
+
+_STOP_AFTER_QUOTE = re.compile(r"([.!?])'\.(?=\s|$)")
 
 
 def _coordinate(

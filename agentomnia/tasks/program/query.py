@@ -13,7 +13,7 @@ import re
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.records import content_hash
-from agentomnia.tasks.dag.describe import field_label, is_state_word, plural, words
+from agentomnia.tasks.dag.describe import done_when, field_label, is_state_word, plural, words
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.program.plan import Predicate, ProgramPlan
 from agentomnia.tasks.wording import opening
@@ -116,13 +116,9 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
     top = _pick(digest, "top", ("the {m} {a}", "the {m} {a} of all", "the very {m} {a}")).format(
         m="latest" if pred.kind == "date" else "highest", a=field_label(pred.attr)
     )
-    stem = re.sub(r" (on|at|date)$", "", words(pred.attr))
+    done = done_when(pred.attr) if pred.kind == "date" else None
     # the record a fallback picks: "the one with the highest price", "the one submitted most recently"
-    one = (
-        f"the one {stem} most recently"
-        if pred.kind == "date" and stem != words(pred.attr) and stem.endswith("ed")
-        else f"the one with {top}"
-    )
+    one = f"the one {done} most recently" if done else f"the one with {top}"
     if plan.template == "filter_write":
         rule = _rule(pred, "")
         goal = _pick(

@@ -137,3 +137,139 @@ def test_a_figure_is_checked_against_a_round_level() -> None:
     assert round_figure(1586, 1584) == 1500 and round_figure(1586, 1589) == 2000  # not 1,584 or 1,589
     assert round_figure(134.75, 133) == 100 and round_figure(134.75, 135) == 150
     assert round_figure(7, 5) == 5 and round_figure(250, 250) == 250  # small counts and round figures stay
+
+
+def test_a_record_picked_by_its_latest_event_is_the_one_done_most_recently() -> None:
+    from agentomnia.tasks.dag.describe import done_when
+    from agentomnia.tasks.dag.generate import _whichever
+
+    assert done_when("reported_at") == "reported" and done_when("last_serviced_on") == "serviced"
+    assert done_when("collected_date") == "collected"
+    # a date of what is due or planned, or no event at all, keeps "the latest"
+    assert done_when("due_date") is None and done_when("scheduled_at") is None
+    assert done_when("start_date") is None and done_when("opened") is None
+    assert (
+        _whichever("those leak reports", "most recently reported")
+        == "whichever of those leak reports was reported most recently"
+    )
+    assert (
+        _whichever("the tracks", "with the highest plays") == "whichever of the tracks has the highest plays"
+    )
+
+
+def _picking_generator(named: bool):  # type: ignore[no-untyped-def]
+    """A generator one step into "pressure zone PRE-3 -> its leak reports", for `_resolve`."""
+    import random
+    from types import SimpleNamespace
+
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.tasks.dag.generate import Executed, Generated, Generator
+
+    zone = EntitySpec(
+        name="pressure_zone", table="pressure_zones", key="pressure_zone_id", id_prefix="PRE",
+        attributes=(AttributeSpec(name="pressure_zone_id", type="str"),), description="A zone.",
+    )  # fmt: skip
+    report = EntitySpec(
+        name="leak_report", table="leak_reports", key="leak_report_id", id_prefix="LEA",
+        attributes=(
+            AttributeSpec(name="leak_report_id", type="str"),
+            AttributeSpec(name="pressure_zone_id", type="ref", ref="pressure_zone"),
+            AttributeSpec(name="reported_at", type="datetime"),
+        ),
+        description="A leak report.",
+    )  # fmt: skip
+    gen = Generator.__new__(Generator)
+    gen.spec = SimpleNamespace(entity={"pressure_zone": zone, "leak_report": report}.__getitem__)
+    gen.wording = random.Random(1)
+    gen.out = Generated(clauses=["It concerns pressure zone PRE-3."])
+    gen._marks = {}
+    items = [
+        {"leak_report_id": "LEA-1", "pressure_zone_id": "PRE-3", "reported_at": "2026-03-01T08:00:00"},
+        {"leak_report_id": "LEA-2", "pressure_zone_id": "PRE-3", "reported_at": "2026-03-02T08:00:00"},
+    ]
+    if named:
+        gen.out.calls.append(
+            Executed(
+                0,
+                SimpleNamespace(),
+                {},
+                {},
+                {},
+                ("pressure_zone", "PRE-3"),
+                "pressure zone PRE-3",
+                "that zone",
+            )
+        )
+        gen._marks[0] = (1, "zone")
+    listing = Executed(
+        len(gen.out.calls), SimpleNamespace(entity="leak_report"), {}, {}, {"items": items}, None,
+        "that zone's leak reports",
+    )  # fmt: skip
+    return gen, listing
+
+
+def test_a_pick_by_date_reads_as_what_was_done_most_recently() -> None:
+    gen, listing = _picking_generator(named=False)
+    seen = set()
+    for _ in range(12):
+        value, concrete, phrase = gen._resolve(listing, "out.items[].pressure_zone_id", "pressure_zone")
+        assert (value, concrete) == ("PRE-3", "data.items[1].pressure_zone_id")
+        assert "latest" not in phrase and "reported at" not in phrase, phrase
+        seen.add(phrase)
+    assert (
+        seen
+        <= {
+            "the pressure zone of whichever of that zone's leak reports was reported most recently",
+            "the pressure zone of the most recently reported of that zone's leak reports",
+        }
+        and len(seen) == 2
+    ), seen
+
+
+def test_a_pick_that_comes_back_to_the_named_record_calls_it_by_its_handle() -> None:
+    """zone -> its latest leak report -> that report's zone is the zone already named: "that zone",
+    never "the pressure zone of whichever of that zone's leak reports ..."."""
+    gen, listing = _picking_generator(named=True)
+    for _ in range(6):
+        assert gen._resolve(listing, "out.items[].pressure_zone_id", "pressure_zone")[2] == "that zone"
+
+
+def test_a_request_never_ends_a_quoted_sentence_twice() -> None:
+    from agentomnia.tasks.dag.synth import _STOP_AFTER_QUOTE
+
+    text = "Add a macro with actions 'Set on hold.'. Then name it 'X'. Is it 'Done!'."
+    assert (
+        _STOP_AFTER_QUOTE.sub(r"\1'", text)
+        == "Add a macro with actions 'Set on hold.' Then name it 'X'. Is it 'Done!'"
+    )
+
+
+def test_a_new_records_long_detail_comes_last() -> None:
+    from agentomnia.tasks.dag.generate import _details
+
+    made = _details(
+        ["support team: the support team of whichever of the agents with presence offline has full name 'Jo Reed'",
+         "email 'kim@example.com'", "full name 'Kim Lee'"]
+    )  # fmt: skip
+    assert made == (
+        "email 'kim@example.com', full name 'Kim Lee' and the support team of whichever of the agents with "
+        "presence offline has full name 'Jo Reed'"
+    )
+
+
+def test_details_that_are_lists_themselves_are_kept_apart_by_semicolons() -> None:
+    from agentomnia.tasks.dag.generate import _details
+
+    made = _details(
+        ["amount 744.43", "proof job: the proof job with stage first proof, status assigned and pass number 3",
+         "proofreader: the proofreader of whichever of those proof jobs has the highest pages"]
+    )  # fmt: skip
+    assert made == (
+        "amount 744.43; the proof job with stage first proof, status assigned and pass number 3; and the "
+        "proofreader of whichever of those proof jobs has the highest pages"
+    )
+    # a comma inside a quoted value is the value's own
+    assert (
+        _details(["note 'Late, again'", "code 'A1'", "amount 5"])
+        == "note 'Late, again', code 'A1' and amount 5"
+    )
