@@ -167,6 +167,11 @@ class HFAgent:
         self.device = device or default_device()
         self.name = name or f"hf:{path}"
         self.temperature, self.seed, self.turn = temperature, seed, 0
+        # the keys and values of the last turn's prompt and reply: the next turn's prompt starts with
+        # the same tokens, so only what was added since is run through the model (`_reused`)
+        self._cache: Any = None
+        self._cached: list[int] = []
+        self.reused_tokens = 0  # prompt tokens this agent did not have to run again
 
     def render(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> str:
         """The prompt text: the conversation shaped like an SFT row (arguments as dicts, earlier
@@ -191,16 +196,42 @@ class HFAgent:
             sampling = {"do_sample": True, "temperature": self.temperature, "top_k": 0}
             torch.manual_seed(self.seed * 1009 + self.turn)  # one stream per agent and turn
             self.turn += 1
+        ids = encoded["input_ids"]
+        cache = self._reused(model, ids[0].tolist())
         with torch.inference_mode():
             output = model.generate(
                 **encoded,
                 max_new_tokens=self.max_new_tokens,
                 pad_token_id=tokenizer.pad_token_id,
                 eos_token_id=tokenizer.eos_token_id,
+                past_key_values=cache,
+                return_dict_in_generate=True,
                 **sampling,
             )
-        new_tokens = output[0, encoded["input_ids"].shape[1] :]
-        return str(tokenizer.decode(new_tokens, skip_special_tokens=False))
+        sequence = output.sequences[0]
+        self._cache = output.past_key_values
+        if self._cache is not None:
+            self._cached = sequence[: self._cache.get_seq_length()].tolist()
+        return str(tokenizer.decode(sequence[ids.shape[1] :], skip_special_tokens=False))
+
+    def _reused(self, model: Any, ids: list[int]) -> Any:
+        """The last turn's cache cut back to the tokens the new prompt shares with it, or None (a first
+        turn, a model whose attention is windowed, or too little in common to be worth it). At least
+        the prompt's last token is always run again, so the model has a position to predict from."""
+        cache, cached = self._cache, self._cached
+        self._cache, self._cached = None, []  # generate() extends it in place: never reuse it twice
+        if cache is None or getattr(model.config, "use_sliding_window", False):
+            return None
+        shared = 0
+        for a, b in zip(cached, ids[:-1], strict=False):
+            if a != b:
+                break
+            shared += 1
+        if shared < 16:
+            return None
+        cache.crop(shared - cache.get_seq_length())  # a negative count removes that many from the end
+        self.reused_tokens += shared
+        return cache
 
     def act(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]

@@ -721,3 +721,37 @@ def test_a_sampling_policy_repeats_each_attempt_and_varies_between_them(tmp_path
 
     assert reply(0) == reply(0) and reply(1) == reply(1)
     assert len({reply(a) for a in range(4)}) > 1
+
+
+def test_a_checkpoint_agent_runs_only_what_each_turn_adds(tmp_path: Path) -> None:
+    """The next turn's prompt starts with the last turn's prompt and reply: the agent keeps their keys
+    and values and runs only the new tokens, and replies exactly as an agent that runs it all."""
+    from agentomnia.omniabench.hf import HFAgent
+    from trainers.model import ModelSettings, build_tiny_model, build_tokenizer, rows_as_text
+
+    tools = [{"type": "function", "function": {"name": "get_claim", "description": "Get one claim.",
+              "parameters": {"type": "object", "properties": {"claim_id": {"type": "string"}}}}}]  # fmt: skip
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You operate tools."},
+        {"role": "user", "content": "Show claim CLA-006 and then its payments."},
+    ]
+    settings = ModelSettings(vocab_size=600, hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1,
+                             intermediate_size=64)  # fmt: skip
+    tokenizer = build_tokenizer(rows_as_text([{"messages": messages, "tools": tools}], repeats=5), 600)
+    build_tiny_model(tokenizer, settings).save_pretrained(tmp_path / "ckpt")
+    tokenizer.save_pretrained(tmp_path / "ckpt")
+
+    kept = HFAgent(tmp_path / "ckpt", max_new_tokens=12, device="cpu")
+    for turn in range(3):
+        reply = kept.act(messages, tools)
+        fresh = HFAgent(tmp_path / "ckpt", max_new_tokens=12, device="cpu").act(messages, tools)
+        assert reply == fresh, turn
+        messages += [
+            {"role": "assistant", "content": "Looking it up."},
+            {"role": "user", "content": f"Turn {turn}: the claim is open."},
+        ]
+    assert kept.reused_tokens > 0
+    # a conversation that shares nothing with the last one starts from nothing
+    before = kept.reused_tokens
+    kept.act([{"role": "user", "content": "Hello."}], [])
+    assert kept.reused_tokens == before
