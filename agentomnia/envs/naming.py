@@ -163,9 +163,76 @@ SAME_FACT: tuple[frozenset[str], ...] = (
     frozenset({"email", "email_address", "e_mail"}),
     frozenset({"phone", "phone_number", "telephone", "telephone_number"}),
     frozenset({"zip", "zip_code", "postal_code", "postcode"}),
+    frozenset({"start_time", "started_at", "start_at", "starts_at", "start_datetime"}),
+    frozenset({"end_time", "ended_at", "end_at", "ends_at", "end_datetime"}),
+    frozenset({"start_date", "starts_on", "start_on", "begins_on"}),
+    frozenset({"end_date", "ends_on", "end_on"}),
+    frozenset({"average_heart_rate", "avg_hr", "avg_heart_rate", "average_hr", "mean_heart_rate"}),
+    frozenset({"max_heart_rate", "max_hr"}),
+    frozenset({"note", "notes"}),
+    frozenset({"name", "full_name"}),
 )
+
+# A measure's unit as the last word of its name (`distance_km`, `moving_seconds`) and what it measures:
+# `distance_km` and a seed's `distance_m` are one distance in two units. "min" is left out: in
+# `price_min` it is a minimum, not minutes.
+_UNIT_OF = {
+    **dict.fromkeys(("m", "km", "mi", "ft", "cm", "mm", "miles", "meters", "metres"), "length"),
+    **dict.fromkeys(("s", "sec", "secs", "seconds", "ms", "mins", "minutes", "h", "hrs", "hours"), "time"),
+    **dict.fromkeys(("kg", "g", "lb", "lbs", "grams"), "mass"),
+    **dict.fromkeys(("pct", "percent"), "share"),
+    **dict.fromkeys(("kwh", "wh", "kcal", "cal"), "energy"),
+}
+
+
+# how many of a kind's base unit (metre, second, gram) one unit is; a kind's units convert by these
+_IN_BASE = {
+    "m": 1.0, "metres": 1.0, "meters": 1.0, "km": 1000.0, "mi": 1609.344, "miles": 1609.344, "ft": 0.3048,
+    "cm": 0.01, "mm": 0.001, "s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 0.001, "mins": 60.0,
+    "minutes": 60.0, "h": 3600.0, "hrs": 3600.0, "hours": 3600.0, "kg": 1000.0, "g": 1.0, "grams": 1.0,
+    "lb": 453.59237, "lbs": 453.59237, "pct": 1.0, "percent": 1.0,
+}  # fmt: skip
+
+
+def unit_factor(source: str, target: str) -> float | None:
+    """What a value of attribute `source` is multiplied by to give it as attribute `target` of the same
+    fact (`distance_km` -> `distance_m`: 1000); 1.0 when either gives no unit, None when the units
+    do not convert (kcal and kWh)."""
+    a, b = source.rpartition("_")[2], target.rpartition("_")[2]
+    if measured(source)[1] is None or measured(target)[1] is None:
+        return 1.0
+    if a not in _IN_BASE or b not in _IN_BASE:
+        return 1.0 if a == b else None
+    return _IN_BASE[a] / _IN_BASE[b]
+
+
+def measured(name: str) -> tuple[str, str | None]:
+    """(what is measured, the kind of its unit): `moving_time_s` -> ("moving", "time"),
+    `distance_km` -> ("distance", "length"), `target` -> ("target", None)."""
+    head, _, tail = name.rpartition("_")
+    if not head or tail not in _UNIT_OF:
+        return name, None
+    return head.removesuffix("_time"), _UNIT_OF[tail]
 
 
 def same_fact(a: str, b: str) -> bool:
-    """Whether attribute names `a` and `b` (different names) record the same fact."""
-    return a != b and any(a in group and b in group for group in SAME_FACT)
+    """Whether attribute names `a` and `b` (different names) record the same fact: synonyms, or one
+    measure in two units of a kind (`distance_km`, `distance_m`) or with and without its unit."""
+    if a == b:
+        return False
+    if any(a in group and b in group for group in SAME_FACT):
+        return True
+    (stem_a, unit_a), (stem_b, unit_b) = measured(a), measured(b)
+    return (
+        stem_a == stem_b
+        and (unit_a or unit_b) is not None
+        and (unit_a is None or unit_b is None or unit_a == unit_b)
+    )
+
+
+def same_unit(a: str, b: str) -> bool:
+    """Whether two names of one fact give it in the same unit (a synonym, not `distance_km` beside
+    `distance_m`), so a rule about one holds for the other."""
+    if (measured(a)[1] is None) != (measured(b)[1] is None):
+        return False  # `target` beside `target_km`: the bare one's unit is not said
+    return unit_factor(a, b) == 1.0

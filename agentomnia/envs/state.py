@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from agentomnia.envs import naming
 from agentomnia.envs.semantic import (
     MISSING,
     World,
@@ -254,6 +255,7 @@ def generate_state(
     _free_deletable(spec, state)
     repair_rules(spec, state)
     _drop_rule_breakers(spec, state)
+    _tie_same_facts(spec, state)
     from agentomnia.envs.calls import stage_requirements
 
     stage_requirements(spec, state)
@@ -263,6 +265,61 @@ def generate_state(
             f"generated state for {spec.name} breaks {len(problems)} invariants, e.g. {problems[0]}"
         )
     return state
+
+
+def same_fact_pairs(entity: EntitySpec) -> list[tuple[AttributeSpec, AttributeSpec]]:
+    """(source, copy) attributes of one entity that record one fact under two names (the domain's
+    `distance_km` and the seed's `distance_m`, kept both because the domain's operations use the first):
+    the domain's is the source, the other follows it."""
+    out = []
+    for a in entity.attributes:
+        if a.source != "kb":
+            continue
+        for b in entity.attributes:
+            kinds = (_kind_of(a), _kind_of(b))
+            if b.source != "kb" and naming.same_fact(a.name, b.name) and kinds[0] in (kinds[1], "date"):
+                out.append((a, b))
+    return out
+
+
+def _kind_of(a: AttributeSpec) -> str:
+    return {"datetime": "date", "text": "str", "enum": "str", "float": "int", "money": "int"}.get(
+        a.type, a.type
+    )
+
+
+def _tie_same_facts(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """A record that holds one fact twice holds it once, in each attribute's own unit and type: an
+    activity of 85.65 `distance_km` has 85650 `distance_m`, never an unrelated 392.08. A value the
+    copy's declared schema would refuse leaves the copy as it was."""
+    for entity in spec.entities:
+        pairs = same_fact_pairs(entity)
+        for record in state.get(entity.table, {}).values() if pairs else ():
+            for source, copy in pairs:
+                value = _converted(record.get(source.name), source, copy, record.get(copy.name))
+                if value is not None and value_problem(spec, state, copy, value) is None:
+                    record[copy.name] = value
+
+
+def _converted(value: Any, source: AttributeSpec, copy: AttributeSpec, current: Any = None) -> Any:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        factor = naming.unit_factor(source.name, copy.name)
+        if factor is None:
+            return None
+        number = value * factor
+        return round(number) if copy.type == "int" else round(number, 2)
+    if isinstance(value, str) and copy.type in ("date", "datetime") and _is_date(value[:10]):
+        return value[:10] if copy.type == "date" else (value if "T" in value else f"{value}T09:00:00")
+    if isinstance(value, str) and source.type in ("date", "datetime"):
+        # a seed's time of day ("07:30") beside the domain's timestamp: the timestamp's time
+        was = _TIME_OF_DAY.match(str(current or ""))
+        return value[11 : 11 + len(was[0])] if was is not None and "T" in value else None
+    return value if isinstance(value, str) and copy.type in ("str", "text") else None
+
+
+_TIME_OF_DAY = re.compile(r"^\d{2}:\d{2}(:\d{2})?$")
 
 
 def _own_handle(

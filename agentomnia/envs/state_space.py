@@ -10,8 +10,9 @@ no state beyond a key are removed as implausible. Every decision is kept in a re
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -422,13 +423,26 @@ def build_state_space(
 
     # a fact the seed declares under its own name (`born_on`) is not kept twice: the domain's attribute
     # for it (`birth_date`) gives way to the seed's
+    # (entity, domain name) -> the seed's name, where a rule about the one holds for the other
+    renamed: dict[tuple[str, str], str] = {}
+    # an attribute the domain's operations read or write stays (its operations would be lost with it);
+    # the state ties its value and the seed's together instead (`state._tie_same_facts`)
+    operated = json.dumps([o.model_dump(mode="json") for o in kb.operations]) if kb else ""
     for entity, table in attrs.items():
-        seeded = [a.name for a in table.values() if a.source == "seed"]
+        seeded = [a for a in table.values() if a.source == "seed"]
         for a in [a for a in table.values() if a.source == "kb"]:
-            twin = next((n for n in seeded if naming.same_fact(a.name, n)), None)
-            if twin is not None and a.name != meta[entity]["key"]:
+            twin = next(
+                (n for n in seeded if naming.same_fact(a.name, n.name) and _kin(a.type) == _kin(n.type)), None
+            )
+            if twin is None or re.search(rf"\b{a.name}\b", operated):
+                continue
+            if a.name != meta[entity]["key"]:
                 del table[a.name]
-                report.attributes_merged[f"{entity}.{a.name}"] = f"the seed's {twin} records the same fact"
+                report.attributes_merged[f"{entity}.{a.name}"] = (
+                    f"the seed's {twin.name} records the same fact"
+                )
+                if naming.same_unit(a.name, twin.name):
+                    renamed[(entity, a.name)] = twin.name
 
     # a reference the seed declares in a format (a UUID) tells the format of its target's ids
     for table in list(attrs.values()):
@@ -513,7 +527,11 @@ def build_state_space(
         for a in spec_entity.attributes:
             if a.type == "ref" and a.ref in by_name:
                 relations.append(Relation(source=spec_entity.name, attr=a.name, target=a.ref))
-    rules = [_with_implied_moves(r, implied) for r in (kb.rules if kb else ()) if _rule_fits(r, by_name)]
+    rules = [
+        _with_implied_moves(r, implied)
+        for r in (_renamed_rule(r, renamed) for r in (kb.rules if kb else ()))
+        if _rule_fits(r, by_name)
+    ]
     spec = EnvSpec(
         round=candidate.round,
         name=candidate.name,
@@ -539,6 +557,37 @@ def _with_implied_moves(rule: Rule, implied: list[tuple[str, str, str]]) -> Rule
         return rule
     allowed = {k: tuple(dict.fromkeys((*v, *targets))) if v else v for k, v in rule.allowed.items()}
     return rule.model_copy(update={"allowed": allowed})
+
+
+def _kin(kind: str) -> str:
+    """Attribute types one fact may be declared with (a date or a timestamp, a count or an amount)."""
+    return {"datetime": "date", "text": "str", "enum": "str", "float": "int", "money": "int"}.get(kind, kind)
+
+
+def _renamed_rule(rule: Rule, renamed: Mapping[tuple[str, str], str]) -> Rule:
+    """`rule` about the seed's attribute where the domain's one it names gave way to it (`ends_at >
+    starts_at` becomes `end_at > start_at`); unchanged when it names none."""
+    if not renamed:
+        return rule
+
+    def side(value: str | float | None) -> str | float | None:
+        if not isinstance(value, str):
+            return value
+        match = re.match(r"^([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)(.*)$", value)
+        if match is None or (match[1], match[2]) not in renamed:
+            return value
+        return f"{match[1]}.{renamed[(match[1], match[2])]}{match[3]}"
+
+    entity = rule.entity or ""
+    update: dict[str, Any] = {
+        "left": side(rule.left),
+        "right": side(rule.right),
+        "attrs": tuple(renamed.get((entity, a), a) for a in rule.attrs),
+    }
+    if rule.attr is not None:
+        update["attr"] = renamed.get((entity, rule.attr), rule.attr)
+    changed = rule.model_copy(update=update)
+    return rule if changed == rule else changed
 
 
 def _rule_fits(rule: Rule, entities: dict[str, EntitySpec]) -> bool:

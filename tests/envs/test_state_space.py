@@ -3,6 +3,7 @@ enums keep the seed's spelling, write verbs imply lifecycle moves, and a knowled
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -222,3 +223,71 @@ def test_a_fact_the_seed_names_its_own_way_is_kept_once() -> None:
     assert report.attributes_merged == {"patient.birth_date": "the seed's born_on records the same fact"}
     assert patient.attribute("name") is not None  # the same name is one attribute already, not a merge
     assert spec_problems(spec) == []
+
+
+def test_one_fact_under_two_names_or_in_two_units() -> None:
+    from agentomnia.envs.naming import same_fact, same_unit, unit_factor
+
+    assert same_fact("started_at", "start_time") and same_fact("avg_hr", "average_heart_rate")
+    assert same_fact("distance_km", "distance_m") and same_fact("moving_time_s", "moving_seconds")
+    assert same_fact("target_km", "target")  # with and without its unit
+    assert not same_fact("price", "price_min")  # a minimum price, not minutes
+    assert not same_fact("distance_km", "elevation_gain_m") and not same_fact("weight_kg", "height_cm")
+    assert not same_fact("duration_minutes", "weight_kg")  # two kinds of unit are two facts
+    assert same_unit("starts_at", "start_at") and not same_unit("distance_km", "distance_m")
+    assert (
+        unit_factor("distance_km", "distance_m") == 1000.0
+        and unit_factor("moving_time_s", "moving_seconds") == 1.0
+    )
+    assert unit_factor("target_km", "target") == 1.0 and unit_factor("ride_minutes", "ride_h") == 60 / 3600
+
+
+STRIDE = Path(__file__).parents[2] / "agentomnia/seeds/corpus/openapi/stride-activity-tracker.json"
+
+
+def test_a_seed_that_names_its_domains_facts_its_own_way_keeps_each_once() -> None:
+    """The activity tracker's OpenAPI spec says `start_time`, `average_heart_rate` and `distance_m`;
+    its domain says `started_at`, `avg_hr` and `distance_km`. Names no operation of the domain uses
+    give way to the seed's; `distance_km`, which the domain's operations add up, stays, and every
+    record's `distance_m` is the same distance in metres."""
+    from agentomnia.envs.state import generate_state
+    from agentomnia.seeds.inference import propose_offline
+    from agentomnia.seeds.ingest import ingest
+    from agentomnia.taxonomy import load_taxonomy
+
+    [seed] = ingest([STRIDE]).accepted
+    domain = load_taxonomy().by_id(10086)
+    spec, report = build_state_space(propose_offline(seed, domain, 1.0, 0.0, [1.0]), [seed], domain)
+    activity = spec.entity("activity")
+    names = {a.name for a in activity.attributes}
+    assert {"start_time", "average_heart_rate", "distance_m", "distance_km"} <= names
+    assert not names & {"started_at", "avg_hr"}
+    assert (
+        report.attributes_merged["activity.avg_hr"] == "the seed's average_heart_rate records the same fact"
+    )
+    assert spec_problems(spec) == []
+    state = generate_state(spec, seed=0)
+    activities = list(state["activities"].values())
+    assert activities and all(
+        r["distance_m"] == pytest.approx(r["distance_km"] * 1000)
+        for r in activities
+        if r.get("distance_km") is not None
+    )
+
+
+def test_a_copy_of_a_fact_takes_its_own_unit_and_shape() -> None:
+    from agentomnia.envs.spec import AttributeSpec
+    from agentomnia.envs.state import _converted
+
+    def attr(name: str, kind: str) -> AttributeSpec:
+        return AttributeSpec(name=name, type=kind)  # type: ignore[arg-type]
+
+    assert _converted(85.65, attr("distance_km", "float"), attr("distance_m", "float")) == 85650.0
+    assert _converted(2.5, attr("moving_time_h", "float"), attr("moving_seconds", "int")) == 9000
+    starts, start_time = attr("starts_at", "datetime"), attr("start_time", "str")
+    # a seed's time of day beside the domain's timestamp is that timestamp's time, in its own shape
+    assert _converted("2025-12-15T16:45:00", starts, start_time, "07:30") == "16:45"
+    assert _converted("2025-12-15T16:45:00", starts, attr("start_date", "date")) == "2025-12-15"
+    assert (
+        _converted("2025-12-15T16:45:00", starts, start_time, "early") is None
+    )  # not a time of day: left alone
