@@ -314,12 +314,24 @@ LEAF_WHERE: ContextVar[str] = ContextVar("leaf_where", default="")
 _CLINICAL = re.compile(r"encounter|visit|consult|vital|exam|triage|patient|admission|check_?up|appointment")
 
 
+_PHOTO = re.compile(r"photo|image|picture|edit|preset|develop|filter|raw_file")
+_SLIDER = re.compile(
+    r"^(exposure(_ev)?|temp(erature)?|tint|contrast|saturation|vibrance|highlights|shadows|whites|blacks|clarity"
+    r"|dehaze|texture)$"
+)
+
+
 def measure_range(name: str, where: str = "") -> tuple[float, float, int] | None:
     """The plausible range (low, high, decimals) of a measurement called `name` in a record or object
     `where` (entity.attribute), where its scale is fixed: vital signs, and a temperature taken at a visit."""
     n = name.lower()
-    if re.search(r"(^|_)temp(erature)?(_|$)", n) and _CLINICAL.search((where or LEAF_WHERE.get()).lower()):
+    place = (where or LEAF_WHERE.get()).lower()
+    if re.search(r"(^|_)temp(erature)?(_|$)", n) and _CLINICAL.search(place):
         return (97.3, 103.1, 1) if re.search(r"_f$|fahrenheit", n) else (36.3, 39.5, 1)
+    if _PHOTO.search(place) and (slider := _SLIDER.search(n)):  # a photo edit's develop settings
+        if slider[0].startswith("temp"):
+            return (2800.0, 7500.0, 0)  # white balance in kelvin, as a raw editor keeps it
+        return (-5.0, 5.0, 2) if slider[0].startswith("exposure") else (-100.0, 100.0, 0)
     return next(((lo, hi, dec) for rx, lo, hi, dec in MEASURE_RANGES if rx.search(n)), None)
 
 
@@ -785,7 +797,8 @@ def _integer(schema: Mapping[str, Any], rng: random.Random, name: str) -> int:
     v = int_hint(name, rng)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         if lo is not None and hi is not None:
-            v = rng.randint(lo, min(hi, lo + 99)) if hi >= lo else lo
+            # a slider's whole scale (-100..100); near the bottom of a wide one, never 2,000..2,099 of 50,000
+            v = rng.randint(lo, hi if hi - lo <= 1000 else lo + 99) if hi >= lo else lo
         elif lo is not None:
             v = lo + rng.randint(0, 99)
         else:

@@ -910,3 +910,39 @@ def test_free_text_never_quotes_an_amount_of_nothing() -> None:
         ]
         assert not any("$0.00" in s for s in said), said
         assert free or any("$412.50" in s for s in said)  # the check can see an amount when there is one
+
+
+def test_a_photo_edits_sliders_sit_on_their_scale() -> None:
+    """A photo edit's `temperature` is a white balance in kelvin, never a year-like 2009 at the bottom of
+    the seed's 2,000..50,000; its contrast a -100..100 slider and its exposure a few stops. A freezer's
+    temperature and a visit's are other scales."""
+    from agentomnia.envs.semantic import number_for
+    from agentomnia.envs.values import measure_range
+
+    assert measure_range("temperature", "photo_edit") == (2800.0, 7500.0, 0)
+    assert measure_range("contrast", "edit.adjustments") == (-100.0, 100.0, 0)
+    assert measure_range("exposure", "edit") == (-5.0, 5.0, 2)
+    assert measure_range("temperature", "encounter") == (36.3, 39.5, 1)
+    assert (
+        measure_range("temperature", "freezer") is None and measure_range("contrast_ratio", "photo") is None
+    )
+    from agentomnia.envs.values import LEAF_WHERE, schema_value
+
+    kelvin = {"type": "integer", "minimum": 2000, "maximum": 50000}
+    slider = {"type": "integer", "minimum": -100, "maximum": 100}
+    token = LEAF_WHERE.set("edit.adjustments")  # as a nested object's values are drawn
+    try:
+        for seed in range(30):
+            assert (
+                2800
+                <= number_for(
+                    AttributeSpec(name="temperature", type="int"), random.Random(seed), "photo_edit"
+                )
+                <= 7500
+            )
+            assert 2800 <= schema_value(kelvin, random.Random(seed), name="temperature") <= 7500
+        # a declared slider the hint does not fit is drawn over its whole scale
+        drawn = {schema_value(slider, random.Random(seed), name="temperature") for seed in range(30)}
+        assert min(drawn) < 0 < max(drawn)
+    finally:
+        LEAF_WHERE.reset(token)
