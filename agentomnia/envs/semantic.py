@@ -1493,7 +1493,7 @@ def semantic_value(
     t = attr.type
     entry = world.entry(entity.name, attr.name)
     group = world.vocab.group(entity.name, attr.name) if world.vocab is not None else None
-    if group is not None and t in ("str", "text", "int", "float", "money"):
+    if group is not None and t in ("str", "text", "int", "float", "money", "enum"):
         value = from_group(group, attr, entity, world, rng, record)
         if t in ("str", "text") and kept_apart(attr, entity, world):
             used = world.used.setdefault((entity.name, attr.name), set())

@@ -400,7 +400,8 @@ def _entry_problem(
     return None
 
 
-_UNLINKABLE = ("ref", "enum", "bool", "date", "datetime", "list", "object")
+# an enum may be linked (a pet's species beside its breed) when its column lists the enum's own values
+_UNLINKABLE = ("ref", "bool", "date", "datetime", "list", "object")
 
 
 def group_problem(
@@ -444,6 +445,10 @@ def group_problem(
             outside = [v for v in column if (lo is not None and v < lo) or (hi is not None and v > hi)]
             if outside:
                 return f"column {name!r} lists {outside[0]} outside the domain's range rule [{lo}, {hi}]"
+        elif attr.type == "enum":
+            bad = [v for v in column if v not in attr.enum]
+            if bad:
+                return f"column {name!r} lists {bad[0]!r}, not one of its values {list(attr.enum)}"
         else:
             bad = [v for v in column if not isinstance(v, str) or not v.strip()]
             if bad:
