@@ -444,3 +444,19 @@ def test_a_measurement_reads_on_its_own_scale_whatever_the_schema_allows() -> No
     )
     # a schema that leaves no room for the scale still wins
     assert schema_value({"type": "integer", "minimum": 200, "maximum": 210}, rng, name="heart_rate") >= 200
+
+
+def test_a_key_a_date_pattern_pins_is_a_month_back_from_the_clock() -> None:
+    """A budget kept per month (`/budgets/{month}`, `^\\d{4}-(0[1-9]|1[0-2])$`) is keyed 2026-03,
+    2026-02, ..., never '0797-08' or '4983-12'; a pattern that pins no date is drawn as before."""
+    month = {"type": "string", "pattern": r"^\d{4}-(0[1-9]|1[0-2])$"}
+    taken: set[str] = set()
+    keys = []
+    for i in range(1, 15):
+        key = schema_key(month, random.Random(i), index=i, taken=taken, name="budget_id")
+        taken.add(str(key))
+        keys.append(key)
+    assert keys[:3] == ["2026-03", "2026-02", "2026-01"] and len(set(keys)) == 14
+    assert all(2024 <= int(str(k)[:4]) <= 2026 for k in keys)
+    code = {"type": "string", "pattern": r"^[A-Z]{3}\d{4}$"}
+    assert re.fullmatch(r"[A-Z]{3}\d{4}", str(schema_key(code, random.Random(1), index=1, name="code")))

@@ -697,7 +697,36 @@ def _dated_texts(name: str, rng: random.Random) -> list[str]:
     if not _TIMELY.search(name.lower()):
         return []
     day = BASE_DAY + timedelta(days=rng.randint(-240, 60))
-    at = datetime.combine(day, datetime.min.time()) + timedelta(minutes=15 * rng.randint(32, 72))
+    return _written_dates(
+        day, datetime.combine(day, datetime.min.time()) + timedelta(minutes=15 * rng.randint(32, 72))
+    )
+
+
+# a pattern that pins a year ("^\d{4}-(0[1-9]|1[0-2])$"): its values are dates whatever the field is called
+_DATED_PATTERN = re.compile(r"(\\d\{4\}|\[0-9\]\{4\})[-/]|0\[1-9\]\|1\[0-2\]")
+
+
+def _dated_key(schema: Mapping[str, Any], index: int, taken: set[str] | frozenset[str]) -> str | None:
+    """A key that a date pattern pins (a budget kept per month, `/budgets/{month}`): the `index`-th month
+    back from the clock, written as the pattern wants it ("2026-03"), never "0797-08"; None when the
+    pattern pins no date."""
+    pattern = schema.get("pattern")
+    if not isinstance(pattern, str) or not _DATED_PATTERN.search(pattern):
+        return None
+    for back in range(index - 1, index + 120):
+        months = BASE_DAY.year * 12 + BASE_DAY.month - 1 - back  # one month further back each time
+        day = date(months // 12, months % 12 + 1, min(BASE_DAY.day, 28))
+        for text in _written_dates(day, datetime.combine(day, datetime.min.time()) + timedelta(hours=9)):
+            try:
+                fits = re.search(pattern, text) is not None
+            except re.error:
+                return None
+            if fits and text not in taken and conforms(text, schema):
+                return text
+    return None
+
+
+def _written_dates(day: date, at: datetime) -> list[str]:
     week = day.isocalendar()
     return [
         day.strftime("%Y-%m"), day.isoformat(), at.isoformat(), f"{at.isoformat()}Z", str(day.year),
@@ -1014,6 +1043,12 @@ def schema_key(
         while str(v) in taken and (hi is None or v <= hi):
             v += step
         return v if (hi is None or v <= hi) and conforms(v, schema) else None
+    if (
+        kinds == ["string"]
+        and isinstance(base, Mapping)
+        and (dated := _dated_key(base, index, taken)) is not None
+    ):
+        return dated
     for _ in range(40):
         v = schema_value(schema, rng, name=name, index=index)
         scalar = isinstance(v, (str, int, float)) and not isinstance(v, bool)
