@@ -434,6 +434,10 @@ _NUMBER_RANGES: list[tuple[str, float, float, int]] = [
 
 @cache
 def _number_range(name: str) -> tuple[float, float, int] | None:
+    minor = re.match(r"^(.*?)_?(cents|pence|in_cents|minor_units)$", name)
+    if minor and minor[1]:  # `price_cents` is the price in cents: a hundred times the price's range
+        found = _number_range(minor[1])
+        return (found[0] * 100, found[1] * 100, 0) if found is not None else None
     if (measured := measure_range(name)) is not None:  # a heart rate, a blood pressure, a colour temperature
         return measured
     if re.search(r"rating|stars", name):

@@ -337,6 +337,12 @@ def measure_range(name: str, where: str = "") -> tuple[float, float, int] | None
 
 def int_hint(name: str, rng: random.Random) -> int:
     n = name.lower()
+    if (minor := re.match(r"^(.+?)_?(cents|pence)$", n)) is not None:  # `total_cents`: the total, in cents
+        return (
+            round(rng.uniform(4, 480) * 100)
+            if re.search(r"price|amount|total|fee|cost|paid|refund", n)
+            else (round(_number_hint(minor[1], rng) * 100))
+        )
     if (measured := measure_range(n)) is not None:
         return rng.randint(math.ceil(measured[0]), math.floor(measured[1]))
     if "year" in n:

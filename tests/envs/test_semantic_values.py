@@ -946,3 +946,18 @@ def test_a_photo_edits_sliders_sit_on_their_scale() -> None:
         assert min(drawn) < 0 < max(drawn)
     finally:
         LEAF_WHERE.reset(token)
+
+
+def test_an_amount_in_cents_is_a_hundred_times_the_amount() -> None:
+    """A ticket's `price_cents` is 400..90,000 (4 to 900 in the currency), not 420 cents for a concert;
+    a nested `refunded_cents` the seed declares as an integer is in cents too."""
+    from agentomnia.envs.semantic import number_for
+    from agentomnia.envs.values import schema_value
+
+    prices = [number_for(AttributeSpec(name="price_cents", type="int"), random.Random(s)) for s in range(40)]
+    assert all(400 <= p <= 90000 and isinstance(p, int) for p in prices) and max(prices) > 10000
+    refunds = [
+        schema_value({"type": "integer", "minimum": 0}, random.Random(s), name="refunded_cents")
+        for s in range(20)
+    ]
+    assert all(r >= 400 for r in refunds)
