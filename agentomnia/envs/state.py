@@ -447,15 +447,40 @@ def _settle_nested(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], r
     for e in spec.entities:
         nested = [a for a in e.attributes if a.declared is not None and a.type in ("list", "object")]
         for record in state.get(e.table, {}).values():
+            own = record.get("currency")
+            currency = own if isinstance(own, str) else None  # one for the whole record: its lines and totals
             for a in nested:
                 value = record.get(a.name)
                 if isinstance(value, (dict, list)):
                     named = {k: v for k, v in record.items() if k in targets}
                     settled = _dated(_linked(value, targets, rng, named), rng)
-                    own = record.get("currency")
-                    _one_currency(settled, own if isinstance(own, str) else _first_currency(settled))
+                    currency = currency or _first_currency(settled)
+                    _one_currency(settled, currency)
+                    _same_period(
+                        settled, {k: record[k] for k in _PERIODS if isinstance(record.get(k), (str, int))}
+                    )
                     if settled != value and conforms(settled, a.declared):
                         record[a.name] = settled
+
+
+# fields that say which period a record covers: its lines cover the same one
+_PERIODS = ("month", "period", "year", "quarter", "fiscal_year")
+
+
+def _same_period(value: Any, periods: Mapping[str, Any]) -> None:
+    """The lines of a record for a period (a month's budget summary) are of that period: a line's
+    `month` is the summary's "2025-09", not "November"."""
+    if not periods:
+        return
+    if isinstance(value, list):
+        for item in value:
+            _same_period(item, periods)
+    elif isinstance(value, dict):
+        for k in value:
+            if k in periods and isinstance(value[k], (str, int)) and not isinstance(value[k], bool):
+                value[k] = periods[k]
+            elif isinstance(value[k], (dict, list)):
+                _same_period(value[k], periods)
 
 
 def _first_currency(value: Any) -> str | None:

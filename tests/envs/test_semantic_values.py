@@ -961,3 +961,25 @@ def test_an_amount_in_cents_is_a_hundred_times_the_amount() -> None:
         for s in range(20)
     ]
     assert all(r >= 400 for r in refunds)
+
+
+def test_a_records_lines_and_totals_share_its_currency_and_period() -> None:
+    """A month's budget summary lists lines of that month, and its lines and totals are in one currency
+    (was: lines in euros, totals in pounds, a line for 'November' in the September summary)."""
+    money = {"type": "object", "required": ["amount", "currency"], "properties": {
+        "amount": {"type": "string", "pattern": r"^-?\d+(\.\d{1,2})?$"},
+        "currency": {"type": "string", "minLength": 3, "maxLength": 3}}}  # fmt: skip
+    line = {"type": "object", "required": ["month", "planned"],
+            "properties": {"month": {"type": "string"}, "planned": money}}  # fmt: skip
+    summary = _entity("summary", _a("month", declared={"type": "string", "pattern": r"^\d{4}-(0[1-9]|1[0-2])$"}),
+                      _a("lines", "list", declared={"type": "array", "minItems": 2, "items": line}),
+                      _a("total", "object", declared=money))  # fmt: skip
+    spec = EnvSpec(name="budget", class_name="Budget", description="Monthly budgets.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="budget", seed_ids=(), entities=(summary,), relations=(), rules=(), tools=())  # fmt: skip
+    state = generate_state(spec, seed=1)
+    assert not state_violations(spec, state)
+    for record in state["summarys"].values():
+        assert all(item["month"] == record["month"] for item in record["lines"]), record
+        currencies = {item["planned"]["currency"] for item in record["lines"]} | {record["total"]["currency"]}
+        assert len(currencies) == 1, record
