@@ -1395,7 +1395,17 @@ def _render(sentence: str, values: dict[str, str]) -> str | None:
     names = re.findall(r"\{([a-z_]+)\}", sentence)
     if any(n not in values for n in names):
         return None
-    return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], sentence)
+    # "a {risk} model" with risk "aggressive" is "an aggressive model"
+    said = re.sub(
+        r"\b([Aa])n? \{([a-z_]+)\}", lambda m: _with_article(m.group(1), values[m.group(2)]), sentence
+    )
+    return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], said)
+
+
+def _with_article(a: str, value: str) -> str:
+    """`value` after the article its sound takes, in the case the sentence wrote it in."""
+    said = article(value) if value else f"a {value}"
+    return said[:1].upper() + said[1:] if a == "A" else said
 
 
 def field_values(

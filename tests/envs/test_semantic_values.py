@@ -983,3 +983,14 @@ def test_a_records_lines_and_totals_share_its_currency_and_period() -> None:
         assert all(item["month"] == record["month"] for item in record["lines"]), record
         currencies = {item["planned"]["currency"] for item in record["lines"]} | {record["total"]["currency"]}
         assert len(currencies) == 1, record
+
+
+def test_a_vocabulary_sentence_takes_the_article_its_value_sounds_with() -> None:
+    from agentomnia.envs.semantic import _render
+
+    said = _render(
+        "{name} is a {risk} model. A {kind} plan.",
+        {"name": "Equity 100", "risk": "aggressive", "kind": "hourly"},
+    )
+    assert said == "Equity 100 is an aggressive model. An hourly plan."
+    assert _render("an {risk} model", {"risk": "conservative"}) == "a conservative model"
