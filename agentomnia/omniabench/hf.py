@@ -215,28 +215,36 @@ class HFAgent:
         return str(tokenizer.decode(sequence[ids.shape[1] :], skip_special_tokens=False))
 
     def _reused(self, model: Any, ids: list[int]) -> Any:
-        """The last turn's cache cut back to the tokens the new prompt shares with it, or None (a first
-        turn, a model whose attention is windowed, or too little in common to be worth it). At least
-        the prompt's last token is always run again, so the model has a position to predict from."""
+        """The last turn's cache, cut back to what the new prompt shares with it (`reusable_cache`)."""
         cache, cached = self._cache, self._cached
         self._cache, self._cached = None, []  # generate() extends it in place: never reuse it twice
-        if cache is None or getattr(model.config, "use_sliding_window", False):
-            return None
-        shared = 0
-        for a, b in zip(cached, ids[:-1], strict=False):
-            if a != b:
-                break
-            shared += 1
-        if shared < 16:
-            return None
-        cache.crop(shared - cache.get_seq_length())  # a negative count removes that many from the end
-        self.reused_tokens += shared
-        return cache
+        reused = reusable_cache(model, cache, cached, ids)
+        if reused is not None:
+            self.reused_tokens += reused.get_seq_length()
+        return reused
 
     def act(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> dict[str, Any]:
         return to_assistant_message(self.generate(self.render(messages, tools)))
+
+
+def reusable_cache(model: Any, cache: Any, cached: Sequence[int], ids: Sequence[int]) -> Any:
+    """`cache` (the keys and values of the tokens `cached`) cut back to the tokens the prompt `ids`
+    begins with, to pass to `generate` with the whole prompt; None when there is none, the model's
+    attention is windowed, or too little is shared to be worth it. At least the prompt's last token
+    is always run again, so the model has a position to predict from."""
+    if cache is None or getattr(model.config, "use_sliding_window", False):
+        return None
+    shared = 0
+    for a, b in zip(cached, ids[:-1], strict=False):
+        if a != b:
+            break
+        shared += 1
+    if shared < 16:
+        return None
+    cache.crop(shared - cache.get_seq_length())  # a negative count removes that many from the end
+    return cache
 
 
 def sampling_policy(

@@ -30,6 +30,7 @@ held-out loss of the benchmark's reference steps, as a probability.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -39,7 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentomnia.omniabench.hf import load_checkpoint, read_calls
+from agentomnia.omniabench.hf import load_checkpoint, read_calls, reusable_cache
 from agentomnia.omniabench.models import BenchmarkItem
 from agentomnia.omniabench.split import benchmark_item
 from agentomnia.records import content_hash
@@ -249,10 +250,19 @@ def well_formed(text: str, names: set[str] | None) -> bool:
     )
 
 
-def _generate(model: Any, tokenizer: Any, prompt: str, settings: LearningSettings, sample: bool) -> list[str]:
+def _generate(
+    model: Any, tokenizer: Any, prompt: str, settings: LearningSettings, sample: bool,
+    prefix: tuple[Any, Sequence[int]] | None = None,
+) -> list[str]:  # fmt: skip
+    """Replies to `prompt`: the greedy one, or `settings.samples` sampled ones. `prefix` (a cache and
+    the tokens it holds, e.g. the scoring pass's) saves running the prompt's shared start again."""
     import torch
 
     encoded = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).to(model.device)
+    if prefix is not None:
+        cache = reusable_cache(model, prefix[0], prefix[1], encoded["input_ids"][0].tolist())
+        if cache is not None:
+            encoded["past_key_values"] = cache
     options: dict[str, Any] = {"do_sample": False}
     if sample:
         options = {"do_sample": True, "temperature": settings.temperature, "top_k": 0,
@@ -293,8 +303,9 @@ def _ids(tokenizer: Any, text: str) -> list[int]:
 
 
 def continuation_log_likelihoods(
-    model: Any, tokenizer: Any, prompt_ids: Sequence[int], continuations: Sequence[str]
-) -> list[tuple[float, int]]:
+    model: Any, tokenizer: Any, prompt_ids: Sequence[int], continuations: Sequence[str],
+    keep: list[tuple[Any, list[int]]] | None = None,
+) -> list[tuple[float, int]]:  # fmt: skip
     """(sum of log P(token), tokens) of each continuation after the prompt, teacher-forced.
 
     Each continuation begins with a special token (the reply's `<think>`), where tokenization splits,
@@ -318,6 +329,8 @@ def continuation_log_likelihoods(
         first = model(input_ids=torch.tensor([prefix], device=model.device), past_key_values=cache,
                       use_cache=True, logits_to_keep=common + 1)  # fmt: skip
         head = torch.log_softmax(first.logits[0].float(), dim=-1)
+        if keep is not None:  # the prompt's keys and values, for a reply generated after it
+            keep.append((copy.deepcopy(cache), prefix))
         width = max(len(t) for t in own)
         ids = torch.tensor(
             [t + [tokenizer.pad_token_id] * (width - len(t)) for t in own], device=model.device
@@ -394,18 +407,22 @@ def measure(
         if window and len(prompt_ids) + settings.max_new_tokens > window:
             continue  # longer than the model can read: counted in no figure
         # the reference's reply and each tool's call opening, scored in one pass over the prompt
+        kept: list[tuple[Any, list[int]]] = []
         scored = continuation_log_likelihoods(
             model,
             tokenizer,
             prompt_ids,
             [reference_reply(probe.tool, probe.arguments), *map(call_head, names)],
+            keep=kept,
         )
         log_likelihood, tokens = scored[0]
         scores = [total for total, _ in scored[1:]]
         chosen = names[max(range(len(names)), key=lambda i: (scores[i], -i))] if names else None
         right = chosen == probe.tool
         # the most likely next action, literally: the greedy reply to the prompt, then sampled ones
-        free = _generate(model, tokenizer, reply_prompt, settings, sample=False)
+        free = _generate(
+            model, tokenizer, reply_prompt, settings, sample=False, prefix=kept[0] if kept else None
+        )
         free += _generate(model, tokenizer, reply_prompt, settings, sample=True) if settings.samples else []
         action = first_call(free[0])
         acted = action is not None and action[0] == probe.tool

@@ -204,3 +204,34 @@ def test_figures_rise_when_a_checkpoint_learns_the_reference_calls(
             settings.model_copy(update={"samples": 0}),
             earlier=[report],
         )
+
+
+def test_a_free_reply_starts_from_the_scoring_pass_and_is_the_same(
+    tmp_path: Path, parcel: Parcel, tasks: list[Task]
+) -> None:
+    """The greedy reply is generated on the prompt's keys and values the scoring pass already made,
+    and is the reply a generation from nothing gives."""
+    from agentomnia.omniabench.learning import _generate, continuation_log_likelihoods
+    from agentomnia.trajectories.sft import GENERATION_TEMPLATE
+
+    probes = _probes(parcel, tasks)
+    model, tokenizer = _tiny(tmp_path, probes)
+    model.eval()
+    settings = LearningSettings(max_new_tokens=16)
+    for probe in probes[:3]:
+        prompt = _prompt(tokenizer, probe)
+        reply_prompt = str(
+            tokenizer.apply_chat_template(
+                align_context(probe.messages), tools=list(probe.tools), add_generation_prompt=True,
+                tokenize=False, **GENERATION_TEMPLATE,
+            )
+        )  # fmt: skip
+        kept: list[tuple[Any, list[int]]] = []
+        ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        continuation_log_likelihoods(model, tokenizer, ids, [call_head("a"), call_head("b")], keep=kept)
+        [(cache, held)] = kept
+        assert held[: len(ids)] == ids and cache.get_seq_length() == len(held)
+        alone = _generate(model, tokenizer, reply_prompt, settings, sample=False)
+        before = cache.get_seq_length()
+        assert _generate(model, tokenizer, reply_prompt, settings, sample=False, prefix=kept[0]) == alone
+        assert cache.get_seq_length() != before  # the kept cache was used: cut to the shared prompt, then grown
