@@ -892,15 +892,7 @@ def test_free_text_never_quotes_an_amount_of_nothing() -> None:
     gets a sentence that does not name it; one with an amount may name it."""
     from agentomnia.envs.semantic import text_for
 
-    entity = EntitySpec(
-        name="work_order", table="work_orders", key="work_order_id", id_prefix="WOR", description="A job.",
-        attributes=(
-            AttributeSpec(name="work_order_id", type="str"),
-            AttributeSpec(name="title", type="str"),
-            AttributeSpec(name="total", type="money"),
-            AttributeSpec(name="notes", type="text"),
-        ),
-    )  # fmt: skip
+    entity = _entity("work_order", _a("title"), _a("total", "money"), _a("notes", "text"))
     notes = entity.attribute("notes")
     assert notes is not None
     for total, free in ((0, True), (0.0, True), (412.5, False)):

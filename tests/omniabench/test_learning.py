@@ -234,4 +234,6 @@ def test_a_free_reply_starts_from_the_scoring_pass_and_is_the_same(
         alone = _generate(model, tokenizer, reply_prompt, settings, sample=False)
         before = cache.get_seq_length()
         assert _generate(model, tokenizer, reply_prompt, settings, sample=False, prefix=kept[0]) == alone
-        assert cache.get_seq_length() != before  # the kept cache was used: cut to the shared prompt, then grown
+        assert (
+            cache.get_seq_length() != before
+        )  # the kept cache was used: cut to the shared prompt, then grown
