@@ -93,10 +93,25 @@ _MEASURED: dict[str, tuple[str, ...]] = {"c": _TEMPERATURE, "f": _TEMPERATURE, "
                                          "m": _LENGTH, "min": _TIME, "pallets": ("capacity",)}  # fmt: skip
 
 
+_ONE = {
+    "hours": "hour",
+    "hrs": "hour",
+    "days": "day",
+    "minutes": "minute",
+    "mins": "minute",
+    "seconds": "second",
+}
+
+
 def field_label(name: str) -> str:
     """A field as it reads beside a value: its words, with a unit suffix written as the unit
     (`water_temp_c` -> `water temp (°C)`, `rotation_length_days` -> `rotation length (days)`)."""
     parts = name.split("_")
+    per = re.match(r"^(.+?)_([a-z0-9]+)_per_([a-z]+)$", name.lower())
+    if (
+        per and per[2] in UNITS and per[3] in UNITS
+    ):  # `dose_mg_per_kg` -> "dose (mg/kg)", never "dose mg per (kg)"
+        return f"{words(per[1])} ({UNITS[per[2]]}/{_ONE.get(per[3], UNITS[per[3]])})"
     if len(parts) > 2 and "_".join(parts[-2:]).lower() in UNITS:  # a rate or density: `design_flow_m3_h`
         return f"{words('_'.join(parts[:-2]))} ({UNITS['_'.join(parts[-2:]).lower()]})"
     head, _, tail = name.rpartition("_")

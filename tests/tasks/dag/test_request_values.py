@@ -50,6 +50,12 @@ def test_a_unit_suffix_is_said_as_its_unit() -> None:
     assert field_label("design_flow_m3_h") == "design flow (m³/h)"
     assert field_label("dose_mg_l") == "dose (mg/L)" and field_label("floor_area_m2") == "floor area (m²)"
     assert field_label("capacity_pallets") == "capacity (pallets)"
+    # a rate written out: `dose_mg_per_kg` is a dose in mg per kg, never "dose mg per (kg)"
+    assert (
+        field_label("dose_mg_per_kg") == "dose (mg/kg)"
+        and field_label("fee_usd_per_hours") == "fee (USD/hour)"
+    )
+    assert field_label("calls_per_day") == "calls per day"  # no unit before "per": words
     assert field_label("pallets") == "pallets" and field_label("empty_pallets") == "empty pallets"
     # a suffix that is no unit there stays a word
     assert field_label("vitamin_c") == "vitamin c" and field_label("temp_min") == "temp min"
