@@ -460,3 +460,17 @@ def test_a_key_a_date_pattern_pins_is_a_month_back_from_the_clock() -> None:
     assert all(2024 <= int(str(k)[:4]) <= 2026 for k in keys)
     code = {"type": "string", "pattern": r"^[A-Z]{3}\d{4}$"}
     assert re.fullmatch(r"[A-Z]{3}\d{4}", str(schema_key(code, random.Random(1), index=1, name="code")))
+
+
+def test_a_nested_number_runs_to_what_its_name_says() -> None:
+    """A timesheet day's `worked_hours` inside a seed's object is a day's hours (was 291.59 beside 370.02
+    hours of leave); a week's `total_hours` a week's, a `quantity` a count; both within the schema."""
+    day = {"type": "object", "required": ["worked_hours", "leave_hours", "quantity"], "properties": {
+        "worked_hours": {"type": "number", "minimum": 0}, "leave_hours": {"type": "number", "minimum": 0},
+        "quantity": {"type": "integer", "minimum": 0}}}  # fmt: skip
+    for seed in range(25):
+        made = schema_value(day, random.Random(seed))
+        assert 0.5 <= made["worked_hours"] <= 12 and 0.5 <= made["leave_hours"] <= 12, made
+        assert 1 <= made["quantity"] <= 48, made
+        week = schema_value({"type": "number", "minimum": 0}, random.Random(seed), name="total_hours")
+        assert 8 <= week <= 48

@@ -25,7 +25,7 @@ from typing import Any
 
 from agentomnia.envs.naming import article
 from agentomnia.envs.spec import AttributeSpec, EntitySpec
-from agentomnia.envs.values import measure_range, regex_string
+from agentomnia.envs.values import measure_range, number_range, regex_string
 from agentomnia.taxonomy.kinds import kind_values
 from agentomnia.taxonomy.vocab import (
     NAME_ATTRS,
@@ -394,67 +394,11 @@ def from_range(entry: VocabEntry, attr: AttributeSpec, rng: random.Random) -> in
     return money_floor(attr, int(v) if decimals == 0 else v)
 
 
-_NUMBER_RANGES: list[tuple[str, float, float, int]] = [
-    # (name pattern, low, high, decimals) for money/float/int attributes
-    (r"salary|annual_income|income", 32000, 185000, 0),
-    (r"net_worth|revenue|turnover", 150000, 25000000, 0),
-    (r"hourly_rate|rate_per_hour", 18, 240, 2),
-    (r"budget|contract_value|limit_amount|credit_limit|requested_limit|approved_limit", 5000, 500000, 0),
-    (r"balance", 0, 48000, 2),
-    (r"ticket_price|fare", 12, 480, 2),
-    (r"copay|co_pay", 5, 75, 2),
-    (r"deposit", 50, 2500, 2),
-    (r"unit_price|unit_cost|price|cost|fee", 4, 900, 2),
-    (r"amount|total|paid|refund|value", 15, 4800, 2),
-    (r"weight_kg|weight", 0.2, 95, 1),
-    (r"height_cm", 150, 198, 0),
-    (r"height_m|depth_m|length_m|span_m|width_m", 1.5, 60, 2),
-    (r"area_m2|floor_area|sq_?m", 40, 12000, 0),
-    (r"temp|temperature", -5, 38, 1),
-    (r"distance_km|km", 1, 850, 1),
-    (r"speed_kmh|speed", 10, 120, 0),
-    (r"age$|age_years", 18, 84, 0),
-    (r"latitude|lat$", -55, 65, 4),
-    (r"longitude|lng$|lon$", -160, 170, 4),
-    (r"percent|pct|_rate$|ratio|share|probability|confidence|utilization", 0.02, 0.98, 3),
-    (r"quantity|qty|units|count|pieces", 1, 48, 0),
-    (r"capacity|seats|slots", 4, 240, 0),
-    (r"stock|on_hand|inventory|available", 0, 420, 0),
-    (r"duration_min|minutes|_min$", 15, 180, 0),
-    (r"duration_s|seconds|_s$", 5, 1800, 0),
-    (r"hours", 0.5, 12, 1),
-    (r"days", 1, 45, 0),
-    (r"weeks", 1, 26, 0),
-    (r"dose_mg|_mg$", 5, 800, 1),
-    (r"volume_ml|_ml$", 5, 500, 1),
-    (r"pages", 24, 860, 0),
-    (r"year", 2012, 2026, 0),
-]
-
-
-@cache
-def _number_range(name: str) -> tuple[float, float, int] | None:
-    minor = re.match(r"^(.*?)_?(cents|pence|in_cents|minor_units)$", name)
-    if minor and minor[1]:  # `price_cents` is the price in cents: a hundred times the price's range
-        found = _number_range(minor[1])
-        return (found[0] * 100, found[1] * 100, 0) if found is not None else None
-    if (measured := measure_range(name)) is not None:  # a heart rate, a blood pressure, a colour temperature
-        return measured
-    if re.search(r"rating|stars", name):
-        return (1, 5, 1)
-    for pattern, lo, hi, dec in _NUMBER_RANGES:
-        if re.search(pattern, name):
-            if re.search(r"percent|pct", name) and pattern.startswith("percent"):
-                return (0, 100, 1)
-            return (lo, hi, dec)
-    return None
-
-
 def number_for(attr: AttributeSpec, rng: random.Random, entity: str = "") -> Any:
     """A plausible number by the attribute's name, and where the scale depends on it by its entity's
     (a visit's temperature is a body's) (MISSING: the caller's own heuristics)."""
     found = measure_range(attr.name, entity) if entity else None
-    found = found or _number_range(attr.name)
+    found = found or number_range(attr.name)
     if found is not None:
         lo, hi, dec = found
         if attr.type == "int":

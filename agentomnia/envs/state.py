@@ -345,7 +345,11 @@ def _own_handle(
 # a transfer's source and target account) and so never name the same record.
 _ENDS = (("from", "to"), ("source", "target"), ("origin", "destination"), ("old", "new"),
          ("previous", "next"), ("sender", "recipient"), ("sender", "receiver"), ("home", "away"),
-         ("debit", "credit"), ("pickup", "dropoff"), ("outbound", "inbound"), ("primary", "secondary"))  # fmt: skip
+         ("debit", "credit"), ("pickup", "dropoff"), ("outbound", "inbound"), ("primary", "secondary"),
+         # two parties of one deal, and who asks against who signs off (no one approves their own request)
+         ("borrower", "lender"), ("buyer", "seller"), ("payer", "payee"), ("requester", "approver"),
+         ("author", "reviewer"), ("mentor", "mentee"), ("inviter", "invitee"), ("host", "guest"),
+         ("landlord", "tenant"), ("submitter", "approver"), ("referrer", "referee"))  # fmt: skip
 
 
 def _apart(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:

@@ -335,6 +335,70 @@ def measure_range(name: str, where: str = "") -> tuple[float, float, int] | None
     return next(((lo, hi, dec) for rx, lo, hi, dec in MEASURE_RANGES if rx.search(n)), None)
 
 
+_NUMBER_RANGES: list[tuple[str, float, float, int]] = [
+    # (name pattern, low, high, decimals) for money/float/int attributes
+    (r"(total|weekly|week|contracted)_hours", 8, 48, 1),  # before `total`: hours, not an amount
+    (r"hours$", 0.5, 12, 1),
+    (r"salary|annual_income|income", 32000, 185000, 0),
+    (r"net_worth|revenue|turnover", 150000, 25000000, 0),
+    (r"hourly_rate|rate_per_hour", 18, 240, 2),
+    (r"budget|contract_value|limit_amount|credit_limit|requested_limit|approved_limit", 5000, 500000, 0),
+    (r"balance", 0, 48000, 2),
+    (r"ticket_price|fare", 12, 480, 2),
+    (r"copay|co_pay", 5, 75, 2),
+    (r"deposit", 50, 2500, 2),
+    (r"unit_price|unit_cost|price|cost|fee", 4, 900, 2),
+    (r"amount|total|paid|refund|value", 15, 4800, 2),
+    (r"weight_kg|weight", 0.2, 95, 1),
+    (r"height_cm", 150, 198, 0),
+    (r"height_m|depth_m|length_m|span_m|width_m", 1.5, 60, 2),
+    (r"area_m2|floor_area|sq_?m", 40, 12000, 0),
+    (r"temp|temperature", -5, 38, 1),
+    (r"distance_km|km", 1, 850, 1),
+    (r"speed_kmh|speed", 10, 120, 0),
+    (r"age$|age_years", 18, 84, 0),
+    (r"latitude|lat$", -55, 65, 4),
+    (r"longitude|lng$|lon$", -160, 170, 4),
+    (r"percent|pct|_rate$|ratio|share|probability|confidence|utilization", 0.02, 0.98, 3),
+    (r"quantity|qty|units|count|pieces", 1, 48, 0),
+    (r"capacity|seats|slots", 4, 240, 0),
+    (r"stock|on_hand|inventory|available", 0, 420, 0),
+    (r"duration_min|minutes|_min$", 15, 180, 0),
+    (r"duration_s|seconds|_s$", 5, 1800, 0),
+    (r"hours", 0.5, 12, 1),
+    (r"days", 1, 45, 0),
+    (r"weeks", 1, 26, 0),
+    (r"dose_mg|_mg$", 5, 800, 1),
+    (r"volume_ml|_ml$", 5, 500, 1),
+    (r"pages", 24, 860, 0),
+    (r"year", 2012, 2026, 0),
+]
+
+
+def number_range(name: str) -> tuple[float, float, int] | None:
+    """The plausible range (low, high, decimals) of a number called `name`: a measurement's where it
+    sits (`measure_range`), else by its name alone (`_NUMBER_RANGES`); None when the name says nothing."""
+    minor = re.match(r"^(.*?)_?(cents|pence|in_cents|minor_units)$", name)
+    if minor and minor[1]:  # `price_cents` is the price in cents: a hundred times the price's range
+        found = number_range(minor[1])
+        return (found[0] * 100, found[1] * 100, 0) if found is not None else None
+    if (measured := measure_range(name)) is not None:  # a heart rate, a blood pressure, a colour temperature
+        return measured
+    return _named_range(name)
+
+
+@lru_cache(maxsize=4096)
+def _named_range(name: str) -> tuple[float, float, int] | None:
+    if re.search(r"rating|stars", name):
+        return (1, 5, 1)
+    for pattern, lo, hi, dec in _NUMBER_RANGES:
+        if re.search(pattern, name):
+            if re.search(r"percent|pct", name) and pattern.startswith("percent"):
+                return (0, 100, 1)
+            return (lo, hi, dec)
+    return None
+
+
 def int_hint(name: str, rng: random.Random) -> int:
     n = name.lower()
     if (minor := re.match(r"^(.+?)_?(cents|pence)$", n)) is not None:  # `total_cents`: the total, in cents
@@ -359,6 +423,9 @@ def int_hint(name: str, rng: random.Random) -> int:
         return rng.choice((10, 20, 25, 50))
     if re.search(r"(^|_)(page|offset)$", n):
         return rng.randint(0, 3)
+    found = _named_range(n)  # what such a number runs to (a day's hours, a quantity, a capacity)
+    if found is not None and found[1] - found[0] >= 2:
+        return rng.randint(math.ceil(found[0]), max(math.ceil(found[0]), math.floor(found[1])))
     return rng.randint(1, 60)
 
 
@@ -376,6 +443,8 @@ def _number_hint(name: str, rng: random.Random) -> float:
         return round(rng.uniform(-170, 170), 4)
     if re.search("salary|budget|limit|revenue|credit", n):
         return round(rng.uniform(500, 20000), 2)
+    if (found := _named_range(n)) is not None:  # a day's hours, a weight, a distance
+        return round(rng.uniform(found[0], found[1]), found[2])
     return round(rng.uniform(0.5, 500), 2)
 
 

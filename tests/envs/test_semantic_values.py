@@ -885,6 +885,14 @@ def test_the_two_ends_of_a_record_name_different_records() -> None:
         state = generate_state(spec, seed=seed, sizes={"account": 2, "transfer": 14})
         assert all(t["from_account_id"] != t["to_account_id"] for t in state["transfers"].values()), seed
         assert not state_violations(spec, state)
+    # the two parties of a loan, and who asks against who signs off
+    reader = _entity("reader", _a("name"))
+    loan = _entity("loan", _a("borrower_id", "ref", ref="reader"), _a("lender_id", "ref", ref="reader"),
+                   _a("requester_id", "ref", ref="reader"), _a("approver_id", "ref", ref="reader"))  # fmt: skip
+    spec = spec.model_copy(update={"entities": (reader, loan)})
+    state = generate_state(spec, seed=0, sizes={"reader": 2, "loan": 14})
+    for record in state["loans"].values():
+        assert record["borrower_id"] != record["lender_id"] and record["requester_id"] != record["approver_id"]
 
 
 def test_free_text_never_quotes_an_amount_of_nothing() -> None:
