@@ -108,7 +108,7 @@ PLACE_ENTITY = re.compile(
 )
 QUALIFIERS = ["Riverside", "Lakeside", "Northgate", "Westfield", "Oakwood", "Hillcrest", "Brookside", "Kingsway", "Fairview", "Greenfield", "Maplewood", "Harborview", "Eastside", "Southbank", "Bayview", "Pinecrest", "Stonebridge", "Ashford", "Clearwater", "Redwood", "Silverline", "Highland", "Meadowbrook", "Granite", "Bluewater", "Elmhurst", "Crescent", "Windmill", "Foxglove", "Juniper", "Marlow", "Sterling", "Thornbury", "Whitmore", "Ironwood", "Copperfield", "Larkspur", "Bramble", "Kestrel", "Hawthorne"]  # fmt: skip
 THEMES = ["Renewal", "Growth", "Launch", "Pilot", "Expansion", "Migration", "Modernization", "Outreach", "Onboarding", "Retention", "Compliance", "Quality", "Safety", "Wellness", "Readiness", "Resilience", "Transition", "Upgrade", "Integration", "Consolidation", "Recovery", "Optimization", "Discovery", "Partnership", "Community", "Excellence", "Efficiency", "Innovation", "Heritage", "Horizon"]  # fmt: skip
-_VARIANTS = ["Plus", "Select", "Premier", "Express", "Classic", "Prime", "Pro", "Lite", "Max", "Elite", "Essentials", "Signature", "Advantage", "Standard", "Deluxe", "Core", "Flex", "Reserve", "Compact", "Ultra"]  # fmt: skip
+VARIANT_WORDS = ["Plus", "Select", "Premier", "Express", "Classic", "Prime", "Pro", "Lite", "Max", "Elite", "Essentials", "Signature", "Advantage", "Standard", "Deluxe", "Core", "Flex", "Reserve", "Compact", "Ultra"]  # fmt: skip
 _DEPARTMENTS = ["Finance", "Operations", "Human Resources", "Engineering", "Sales", "Marketing", "Customer Support", "Legal", "Procurement", "IT Services", "Facilities", "Quality Assurance", "Research", "Logistics", "Compliance"]  # fmt: skip
 _TEAMS = ["Platform", "Payments", "Checkout", "Search", "Data Infrastructure", "Mobile", "Identity", "Growth", "Billing", "Observability", "Core Services", "Developer Experience", "Security", "Fulfilment", "Analytics"]  # fmt: skip
 _INDUSTRIES = ["Manufacturing", "Healthcare", "Retail", "Logistics", "Software", "Construction", "Hospitality", "Financial Services", "Energy", "Agriculture", "Education", "Telecommunications", "Real Estate", "Media", "Automotive"]  # fmt: skip
@@ -1195,7 +1195,7 @@ def from_group(
 
 def vary(value: str, rng: random.Random) -> str:
     """Another value in the same style when a list runs out: an edition, not a number."""
-    return f"{value} {rng.choice(_VARIANTS)}"
+    return f"{value} {rng.choice(VARIANT_WORDS)}"
 
 
 # ---------------------------------------------------------------- free text about its record

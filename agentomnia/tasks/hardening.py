@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentomnia.envs.semantic import World
+from agentomnia.envs.semantic import VARIANT_WORDS, World, is_person, person_name
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
 from agentomnia.envs.state import make_value, repair_rules, state_violations, world_for
 
@@ -227,6 +227,22 @@ def multi_candidate(
     return _finish(spec, name, state, out, notes, [target, *added], facts)
 
 
+def lookalike(name: str, entity: EntitySpec, world: World, rng: random.Random, taken: set[str]) -> str:
+    """A name a careless reader takes for `name`, as such records are really called: a person of the
+    same surname ("Daniel Chan" beside "Donald Chan"), a variant of a product or a place ("Classic
+    Cheeseburger Deluxe"), never an edition number ("Classic Cheeseburger III")."""
+    words = name.split()
+    if is_person(entity) and len(words) >= 2:
+        for _ in range(40):
+            first, _last = person_name(world, rng)
+            made = " ".join([first, *words[1:]])
+            if first != words[0] and made not in taken:
+                return made
+    variants = [v for v in VARIANT_WORDS if v.lower() not in name.lower()]
+    rng.shuffle(variants)
+    return next((f"{name} {v}" for v in variants if f"{name} {v}" not in taken), f"{name} (copy)")
+
+
 def distractor_injection(
     spec: EnvSpec,
     state: Mapping[str, Any],
@@ -256,7 +272,10 @@ def distractor_injection(
         k = new_key(e, table)
         clone[e.key] = k
         if label is not None and isinstance(original.get(label.name), str):
-            clone[label.name] = f"{original[label.name]} {('II', 'III', 'IV', 'V', 'VI')[i % 5]}"
+            taken = {str(r.get(label.name)) for r in table.values()}
+            # drawn from its own generator: the operator's draws, and so the tasks made, stay as they were
+            alike = random.Random(f"{original[label.name]}:{i}")
+            clone[label.name] = lookalike(original[label.name], e, world_for(spec, out), alike, taken)
         for a in e.attributes:
             v = original.get(a.name)
             if a.name in (e.key, label.name if label else "") or a.type == "ref" or v is None:

@@ -265,3 +265,23 @@ def test_conflicting_states_is_not_applied_where_records_have_nothing_to_disagre
 ) -> None:
     r = OPERATORS["conflicting_states"](parcel.spec, parcel.s0, random.Random(0), entity="adjuster")
     assert not r.applied and r.state == parcel.s0 and "no field two entries could disagree on" in r.notes[0]
+
+
+def test_a_lookalike_is_named_as_such_records_are_really_called() -> None:
+    """A distractor beside 'Donald Chan' is another Chan; beside 'Classic Cheeseburger' a variant of it;
+    never 'Donald Chan III'."""
+    from agentomnia.envs.semantic import World
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.tasks.hardening import lookalike
+
+    def entity(name: str) -> EntitySpec:
+        return EntitySpec(name=name, table=f"{name}s", key=f"{name}_id", id_prefix=name[:3].upper(), description=name,
+                          attributes=(AttributeSpec(name=f"{name}_id", type="str"), AttributeSpec(name="name", type="str")))  # fmt: skip
+
+    rng, taken = random.Random(0), {"Donald Chan"}
+    people = [lookalike("Donald Chan", entity("agent"), World(), rng, taken) for _ in range(3)]
+    assert all(p.endswith(" Chan") and p != "Donald Chan" for p in people), people
+    dishes = {lookalike("Classic Cheeseburger", entity("menu_item"), World(), rng, set()) for _ in range(5)}
+    assert all(
+        d.startswith("Classic Cheeseburger ") and not d.endswith(("II", "III", "Classic")) for d in dishes
+    ), dishes

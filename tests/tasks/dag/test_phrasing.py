@@ -80,7 +80,14 @@ def test_a_chain_that_comes_back_to_a_named_record_calls_it_by_its_handle() -> N
     gen = Generator.__new__(Generator)
     gen.out = Generated(clauses=["Look at plan PLA-001 (Ad-Free Plus)."])
     plan = Executed(
-        0, SimpleNamespace(), {}, {}, {}, ("plan", "PLA-001"), "plan PLA-001 (Ad-Free Plus)", "that plan"
+        0,
+        SimpleNamespace(op="get", entity="plan"),
+        {},
+        {},
+        {},
+        ("plan", "PLA-001"),
+        "plan PLA-001 (Ad-Free Plus)",
+        "that plan",
     )
     gen.out.calls.append(plan)
     gen._marks = {0: (1, "plan")}
@@ -191,7 +198,7 @@ def _picking_generator(named: bool):  # type: ignore[no-untyped-def]
         gen.out.calls.append(
             Executed(
                 0,
-                SimpleNamespace(),
+                SimpleNamespace(op="get", entity="pressure_zone"),
                 {},
                 {},
                 {},
@@ -202,7 +209,7 @@ def _picking_generator(named: bool):  # type: ignore[no-untyped-def]
         )
         gen._marks[0] = (1, "zone")
     listing = Executed(
-        len(gen.out.calls), SimpleNamespace(entity="leak_report"), {}, {}, {"items": items}, None,
+        len(gen.out.calls), SimpleNamespace(op="list", entity="leak_report"), {}, {}, {"items": items}, None,
         "that zone's leak reports",
     )  # fmt: skip
     return gen, listing
@@ -273,3 +280,23 @@ def test_details_that_are_lists_themselves_are_kept_apart_by_semicolons() -> Non
         _details(["note 'Late, again'", "code 'A1'", "amount 5"])
         == "note 'Late, again', code 'A1' and amount 5"
     )
+
+
+def test_a_chain_that_comes_back_to_the_new_record_calls_it_the_new_one() -> None:
+    """new rate quote -> its carrier -> that carrier's only rate quote is the new rate quote, never
+    "the new rate quote's carrier's only rate quote"; with two new rate quotes it is neither."""
+    from types import SimpleNamespace
+
+    from agentomnia.envs.spec import EntitySpec
+    from agentomnia.tasks.dag.generate import Executed, Generated, Generator
+
+    quote = EntitySpec(name="rate_quote", table="rate_quotes", key="rate_quote_id", attributes=(),
+                       description="A quote.", id_prefix="RAT")  # fmt: skip
+    made = SimpleNamespace(op="create", entity="rate_quote")
+    gen = Generator.__new__(Generator)
+    gen.out = Generated(clauses=["Create a rate quote with amount 120."])
+    gen._marks = {}
+    gen.out.calls.append(Executed(0, made, {}, {}, {}, ("rate_quote", "RAT-9"), "the new rate quote"))
+    assert gen._named(quote, "RAT-9") == "the new rate quote"
+    gen.out.calls.append(Executed(1, made, {}, {}, {}, ("rate_quote", "RAT-10"), "the new rate quote"))
+    assert gen._named(quote, "RAT-9") is None
