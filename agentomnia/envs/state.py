@@ -24,6 +24,7 @@ from agentomnia.envs.semantic import (
     is_handle,
     leaf_string,
     order_lifecycle,
+    phase,
     semantic_value,
     string_for,
 )
@@ -252,6 +253,7 @@ def generate_state(
     _pair_kinds(spec, state)
     _apart(spec, state, random.Random(rng.random()))
     _spread_lifecycles(spec, state)
+    _not_yet(spec, state)
     _free_deletable(spec, state)
     repair_rules(spec, state)
     _drop_rule_breakers(spec, state)
@@ -563,6 +565,33 @@ def _spread_lifecycles(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]
         stages = [v for v in attr.enum if v in rule.allowed] + [v for v in attr.enum if v not in rule.allowed]
         for i, key in enumerate(sorted(state.get(entity.table, {}))):
             state[entity.table][key][rule.attr] = stages[i % len(stages)]
+
+
+# Lifecycle stages before anything has ended: a record in one of them has no end date yet
+_NOT_YET = frozenset({
+    "pending", "open", "new", "draft", "expected", "scheduled", "planned", "requested", "submitted", "applied",
+    "queued", "awaiting", "booked", "ordered", "placed", "in_progress", "active", "assigned", "proposed",
+    "upcoming", "not_started", "todo", "waiting", "under_review", "in_review", "received_pending",
+})  # fmt: skip
+
+
+def _not_yet(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """A record that has not got that far has no date of getting there: an inbound receipt still
+    `expected` was not received, an `open` invoice not paid, a `draft` article not published. Its
+    end dates (`semantic.phase` 3) that may be empty are emptied."""
+    for entity in spec.entities:
+        status = entity.status_attribute
+        ends = [
+            a
+            for a in entity.attributes
+            if a.type in ("date", "datetime") and a.nullable and phase(a.name) == 3
+        ]
+        if status is None or not ends:
+            continue
+        for record in state.get(entity.table, {}).values():
+            if str(record.get(status.name)) in _NOT_YET:
+                for a in ends:
+                    record[a.name] = None
 
 
 def _free_deletable(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:

@@ -892,7 +892,9 @@ def test_the_two_ends_of_a_record_name_different_records() -> None:
     spec = spec.model_copy(update={"entities": (reader, loan)})
     state = generate_state(spec, seed=0, sizes={"reader": 2, "loan": 14})
     for record in state["loans"].values():
-        assert record["borrower_id"] != record["lender_id"] and record["requester_id"] != record["approver_id"]
+        assert (
+            record["borrower_id"] != record["lender_id"] and record["requester_id"] != record["approver_id"]
+        )
 
 
 def test_free_text_never_quotes_an_amount_of_nothing() -> None:
@@ -994,3 +996,17 @@ def test_a_vocabulary_sentence_takes_the_article_its_value_sounds_with() -> None
     )
     assert said == "Equity 100 is an aggressive model. An hourly plan."
     assert _render("an {risk} model", {"risk": "conservative"}) == "a conservative model"
+
+
+def test_a_record_that_has_not_got_that_far_has_no_date_of_getting_there() -> None:
+    """An open ticket was not closed and a draft article not published: their end dates are empty,
+    while a closed ticket keeps its own."""
+    ticket = _entity("ticket", _a("status", "enum", enum=("open", "in_progress", "closed")),
+                     _a("opened_at", "datetime"), _a("closed_at", "datetime", nullable=True))  # fmt: skip
+    spec = EnvSpec(name="desk", class_name="Desk", description="Support tickets.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="desk", seed_ids=(), entities=(ticket,), relations=(), rules=(), tools=())  # fmt: skip
+    records = [r for seed in range(3) for r in generate_state(spec, seed=seed)["tickets"].values()]
+    assert {r["status"] for r in records} == {"open", "in_progress", "closed"}
+    assert all(r["closed_at"] is None for r in records if r["status"] != "closed")
+    assert any(r["closed_at"] is not None for r in records if r["status"] == "closed")

@@ -376,17 +376,23 @@ def test_a_yes_no_check_states_the_level_as_the_persons_rule(standard: Synth, ch
 
 
 def test_a_search_uses_a_word_that_finds_a_few_records(
-    standard: Synth, challenge: Synth, freight_spec: EnvSpec
+    standard: Synth, challenge: Synth, freight_spec: EnvSpec, freight_dir: Path, freight_sandbox: Sandbox
 ) -> None:
     from agentomnia.tasks.dag.generate import _FILLER_WORDS
 
+    # a sample of its own beside the shared ones, so that some task searches whatever the world holds
+    more = [
+        t
+        for seed in (7, 8, 9)
+        for t in synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=12, seed=seed)[0]
+    ]
     searches = [
         (t, c)
-        for t in standard[0] + challenge[0]
+        for t in standard[0] + challenge[0] + more
         for c in t.reference_calls
         if freight_spec.tool(c.tool).op == "search" and "query" in c.args
     ]
-    assert searches
+    assert len(searches) >= 2, len(searches)
     for task, call in searches:
         word = str(call.args["query"])
         assert len(word) >= 3 and word.casefold() not in _FILLER_WORDS, word
