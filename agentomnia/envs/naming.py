@@ -230,6 +230,14 @@ def same_fact(a: str, b: str) -> bool:
     )
 
 
+def fact_kind(attr_type: str) -> str:
+    """The kind of value an attribute type holds, as far as one fact may be declared with either (a
+    date or a timestamp, a count or an amount, a code or a name)."""
+    return {"datetime": "date", "text": "str", "enum": "str", "float": "int", "money": "int"}.get(
+        attr_type, attr_type
+    )
+
+
 def same_unit(a: str, b: str) -> bool:
     """Whether two names of one fact give it in the same unit (a synonym, not `distance_km` beside
     `distance_m`), so a rule about one holds for the other."""

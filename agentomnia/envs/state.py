@@ -278,16 +278,10 @@ def same_fact_pairs(entity: EntitySpec) -> list[tuple[AttributeSpec, AttributeSp
         if a.source != "kb":
             continue
         for b in entity.attributes:
-            kinds = (_kind_of(a), _kind_of(b))
+            kinds = (naming.fact_kind(a.type), naming.fact_kind(b.type))
             if b.source != "kb" and naming.same_fact(a.name, b.name) and kinds[0] in (kinds[1], "date"):
                 out.append((a, b))
     return out
-
-
-def _kind_of(a: AttributeSpec) -> str:
-    return {"datetime": "date", "text": "str", "enum": "str", "float": "int", "money": "int"}.get(
-        a.type, a.type
-    )
 
 
 def _tie_same_facts(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
@@ -470,7 +464,7 @@ def _settle_nested(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], r
 
 
 # fields that say which period a record covers: its lines cover the same one
-_PERIODS = ("month", "period", "year", "quarter", "fiscal_year")
+_PERIODS = ("month", "period", "quarter", "fiscal_year")  # not `year`: a car's model year is no period
 
 
 def _same_period(value: Any, periods: Mapping[str, Any]) -> None:

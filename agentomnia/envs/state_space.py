@@ -432,7 +432,13 @@ def build_state_space(
         seeded = [a for a in table.values() if a.source == "seed"]
         for a in [a for a in table.values() if a.source == "kb"]:
             twin = next(
-                (n for n in seeded if naming.same_fact(a.name, n.name) and _kin(a.type) == _kin(n.type)), None
+                (
+                    n
+                    for n in seeded
+                    if naming.same_fact(a.name, n.name)
+                    and naming.fact_kind(a.type) == naming.fact_kind(n.type)
+                ),
+                None,
             )
             if twin is None or re.search(rf"\b{a.name}\b", operated):
                 continue
@@ -557,11 +563,6 @@ def _with_implied_moves(rule: Rule, implied: list[tuple[str, str, str]]) -> Rule
         return rule
     allowed = {k: tuple(dict.fromkeys((*v, *targets))) if v else v for k, v in rule.allowed.items()}
     return rule.model_copy(update={"allowed": allowed})
-
-
-def _kin(kind: str) -> str:
-    """Attribute types one fact may be declared with (a date or a timestamp, a count or an amount)."""
-    return {"datetime": "date", "text": "str", "enum": "str", "float": "int", "money": "int"}.get(kind, kind)
 
 
 def _renamed_rule(rule: Rule, renamed: Mapping[tuple[str, str], str]) -> Rule:
