@@ -742,7 +742,11 @@ class Generator:
         for step in reversed(self.out.calls):
             if step.focus in ((entity.name, str(key)), (entity.name, key)):
                 made = [s for s in self.out.calls if s.tool.op == "create" and s.tool.entity == entity.name]
-                if step.tool.op == "create" and made == [step] and step.phrase == f"the new {words(entity.name)}":
+                if (
+                    step.tool.op == "create"
+                    and made == [step]
+                    and step.phrase == f"the new {words(entity.name)}"
+                ):
                     return step.phrase  # the one record of its kind the request made: "the new rate quote"
                 return self._handle(step)
         return None

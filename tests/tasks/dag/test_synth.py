@@ -381,11 +381,9 @@ def test_a_search_uses_a_word_that_finds_a_few_records(
     from agentomnia.tasks.dag.generate import _FILLER_WORDS
 
     # a sample of its own beside the shared ones, so that some task searches whatever the world holds
-    more = [
-        t
-        for seed in (7, 8, 9)
-        for t in synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=12, seed=seed)[0]
-    ]
+    more = []
+    for seed in (7, 8, 9):
+        more += synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=12, seed=seed)[0]
     searches = [
         (t, c)
         for t in standard[0] + challenge[0] + more
