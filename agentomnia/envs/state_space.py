@@ -10,7 +10,6 @@ no state beyond a key are removed as implausible. Every decision is kept in a re
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
@@ -32,7 +31,7 @@ from agentomnia.seeds.inference import (
 from agentomnia.seeds.models import Seed, SeedTool
 from agentomnia.seeds.openapi import inline_local_refs
 from agentomnia.taxonomy import Domain
-from agentomnia.taxonomy.knowledge import Entity, Relation, Rule
+from agentomnia.taxonomy.knowledge import DomainKnowledge, Entity, Relation, Rule
 
 PERSON_ENTITIES = ("user", "employee", "staff", "member", "customer", "person", "agent", "account", "contact")
 ROLE_WORDS = frozenset(
@@ -427,7 +426,7 @@ def build_state_space(
     renamed: dict[tuple[str, str], str] = {}
     # an attribute the domain's operations read or write stays (its operations would be lost with it);
     # the state ties its value and the seed's together instead (`state._tie_same_facts`)
-    operated = json.dumps([o.model_dump(mode="json") for o in kb.operations]) if kb else ""
+    operated = _operated_names(kb) if kb else set()
     for entity, table in attrs.items():
         seeded = [a for a in table.values() if a.source == "seed"]
         for a in [a for a in table.values() if a.source == "kb"]:
@@ -440,7 +439,7 @@ def build_state_space(
                 ),
                 None,
             )
-            if twin is None or re.search(rf"\b{a.name}\b", operated):
+            if twin is None or a.name in operated:
                 continue
             if a.name != meta[entity]["key"]:
                 del table[a.name]
@@ -563,6 +562,28 @@ def _with_implied_moves(rule: Rule, implied: list[tuple[str, str, str]]) -> Rule
         return rule
     allowed = {k: tuple(dict.fromkeys((*v, *targets))) if v else v for k, v in rule.allowed.items()}
     return rule.model_copy(update={"allowed": allowed})
+
+
+def _operated_names(kb: DomainKnowledge) -> set[str]:
+    """Every name the domain's operations read or write: the identifiers in their effects' paths,
+    values and selectors, and the fields they create (their prose is left out)."""
+    names: set[str] = set()
+
+    def walk(value: Any, fields: bool = False) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if fields:
+                    names.add(str(k))
+                if k not in ("text", "description"):
+                    walk(v, fields=k == "fields")
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str):
+            names.update(re.findall(r"[a-z_][a-z0-9_]*", value))
+
+    walk([o.effects.model_dump(mode="json") for o in kb.operations if o.effects is not None])
+    return names
 
 
 def _renamed_rule(rule: Rule, renamed: Mapping[tuple[str, str], str]) -> Rule:

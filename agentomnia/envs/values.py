@@ -338,7 +338,7 @@ def measure_range(name: str, where: str = "") -> tuple[float, float, int] | None
 _NUMBER_RANGES: list[tuple[str, float, float, int]] = [
     # (name pattern, low, high, decimals) for money/float/int attributes
     (r"(total|weekly|week|contracted)_hours", 8, 48, 1),  # before `total`: hours, not an amount
-    (r"hours$", 0.5, 12, 1),
+    (r"hours", 0.5, 12, 1),
     (r"salary|annual_income|income", 32000, 185000, 0),
     (r"net_worth|revenue|turnover", 150000, 25000000, 0),
     (r"hourly_rate|rate_per_hour", 18, 240, 2),
@@ -365,7 +365,6 @@ _NUMBER_RANGES: list[tuple[str, float, float, int]] = [
     (r"stock|on_hand|inventory|available", 0, 420, 0),
     (r"duration_min|minutes|_min$", 15, 180, 0),
     (r"duration_s|seconds|_s$", 5, 1800, 0),
-    (r"hours", 0.5, 12, 1),
     (r"days", 1, 45, 0),
     (r"weeks", 1, 26, 0),
     (r"dose_mg|_mg$", 5, 800, 1),
@@ -375,10 +374,13 @@ _NUMBER_RANGES: list[tuple[str, float, float, int]] = [
 ]
 
 
+_MINOR_UNITS = re.compile(r"^(.*?)_?(cents|pence|in_cents|minor_units)$")  # an amount in cents
+
+
 def number_range(name: str) -> tuple[float, float, int] | None:
     """The plausible range (low, high, decimals) of a number called `name`: a measurement's where it
     sits (`measure_range`), else by its name alone (`_NUMBER_RANGES`); None when the name says nothing."""
-    minor = re.match(r"^(.*?)_?(cents|pence|in_cents|minor_units)$", name)
+    minor = _MINOR_UNITS.match(name)
     if minor and minor[1]:  # `price_cents` is the price in cents: a hundred times the price's range
         found = number_range(minor[1])
         return (found[0] * 100, found[1] * 100, 0) if found is not None else None
@@ -401,11 +403,10 @@ def _named_range(name: str) -> tuple[float, float, int] | None:
 
 def int_hint(name: str, rng: random.Random) -> int:
     n = name.lower()
-    if (minor := re.match(r"^(.+?)_?(cents|pence)$", n)) is not None:  # `total_cents`: the total, in cents
+    if (minor := _MINOR_UNITS.match(n)) is not None and minor[1]:  # `total_cents`: the total, in cents
+        found = number_range(n)
         return (
-            round(rng.uniform(4, 480) * 100)
-            if re.search(r"price|amount|total|fee|cost|paid|refund", n)
-            else (round(_number_hint(minor[1], rng) * 100))
+            rng.randint(int(found[0]), int(found[1])) if found else round(_number_hint(minor[1], rng) * 100)
         )
     if (measured := measure_range(n)) is not None:
         return rng.randint(math.ceil(measured[0]), math.floor(measured[1]))

@@ -267,15 +267,16 @@ def distractor_injection(
     label = e.label_attribute
     uniques = _unique_attrs(spec, e)
     added: list[str] = []
+    world = world_for(spec, out) if label is not None else None
     for i in range(count):
         clone = copy.deepcopy(original)
         k = new_key(e, table)
         clone[e.key] = k
-        if label is not None and isinstance(original.get(label.name), str):
+        if label is not None and world is not None and isinstance(original.get(label.name), str):
             taken = {str(r.get(label.name)) for r in table.values()}
             # drawn from its own generator: the operator's draws, and so the tasks made, stay as they were
             alike = random.Random(f"{original[label.name]}:{i}")
-            clone[label.name] = lookalike(original[label.name], e, world_for(spec, out), alike, taken)
+            clone[label.name] = lookalike(original[label.name], e, world, alike, taken)
         for a in e.attributes:
             v = original.get(a.name)
             if a.name in (e.key, label.name if label else "") or a.type == "ref" or v is None:
