@@ -646,6 +646,10 @@ def valid_calls(
         if tool.op in ("update", "manage") and key_param in args:
             current = next((r for r in records if _same_key(r[e.key], args[key_param])), {})
             fields = b.get("fields", {})
+            for p, attr in fields.items():  # a stage moves on where its lifecycle lets it
+                moved = _next_stage(spec, e.name, attr, current.get(attr), args.get(p), props.get(p), rng)
+                if moved is not None:
+                    args[p] = moved
             if all(current.get(fields.get(p, p)) == v for p, v in args.items() if p in fields):
                 changeable = [
                     p
@@ -656,8 +660,28 @@ def valid_calls(
                 ]
                 if changeable:  # an update to the values a record already has changes nothing
                     p = changeable[attempt % len(changeable)]
-                    args[p] = _value_for(spec, state, tool, p, props[p], rng)
+                    held = current.get(fields.get(p, p))
+                    for _ in range(8):  # a draw from a short list may well be the value it holds
+                        args[p] = _value_for(spec, state, tool, p, props[p], rng)
+                        if args[p] != held:
+                            break
         yield args
+
+
+def _next_stage(
+    spec: EnvSpec, entity: str, attr: str, current: Any, wanted: Any, schema: Any, rng: random.Random
+) -> Any:
+    """A stage the record may move to from `current` under its lifecycle, where the update would send
+    one it may not (an application at hiring_manager_screen goes on to onsite, not to hired); None
+    where no lifecycle governs the attribute, the wanted stage is allowed, or no allowed one fits the
+    parameter's schema."""
+    rule = next(
+        (r for r in spec.rules if r.kind == "transition" and r.entity == entity and r.attr == attr), None
+    )
+    if rule is None or wanted is None or wanted in rule.allowed.get(str(current), ()):
+        return None
+    fitting = [s for s in rule.allowed.get(str(current), ()) if schema is None or conforms(s, schema)]
+    return rng.choice(fitting) if fitting else None
 
 
 def invalid_calls(

@@ -22,7 +22,7 @@ import textwrap
 from typing import Any
 
 from agentomnia.envs.naming import method_names, python_name
-from agentomnia.envs.spec import EnvSpec, ToolSpec, compound_of
+from agentomnia.envs.spec import AttributeSpec, EnvSpec, ToolSpec, compound_of
 
 HEADER = '''"""{title}
 
@@ -181,6 +181,40 @@ HELPERS = '''
             else:
                 record[name] = copy.deepcopy(empty.get(kind))
         return record
+
+    def _follow_dates(self, entity, record, given):
+        """Dates a new record was not given follow the rules that order them after (or before) the
+        ones it was: a lease that starts on 14 February ends after it, not on today's date. The gap
+        is the record's own term where it has one (`term_months`, `nights`), else a day."""
+        for rule in self._RULES.get(entity, ()):
+            if rule[0] != "compare" or rule[2] not in ("<", "<=", ">", ">="):
+                continue
+            sides = [side.partition(".") if isinstance(side, str) else ("", "", "") for side in (rule[1], rule[3])]
+            if any(owner != entity or "->" in attr for owner, _, attr in sides):
+                continue
+            (_, _, later), (_, _, earlier) = sides if rule[2] in (">", ">=") else sides[::-1]
+            start, end = record.get(earlier), record.get(later)
+            if not isinstance(start, str) or not isinstance(end, str) or end > start:
+                continue
+            if later not in given:
+                record[later] = self._moved(start, record, 1)
+            elif earlier not in given:
+                record[earlier] = self._moved(end, record, -1)
+
+    def _moved(self, value, record, sign):
+        months = next((v for k, v in record.items() if "months" in k and isinstance(v, int) and v > 0), None)
+        days = next((v for k, v in record.items() if re.search(r"days|nights", k) and isinstance(v, int) and v > 0), 1)
+        try:
+            when = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            return value
+        if months:
+            total = when.month - 1 + sign * months
+            day = min(when.day, 28)
+            when = when.replace(year=when.year + total // 12, month=total % 12 + 1, day=day)
+        else:
+            when = when + sign * datetime.timedelta(days=days)
+        return when.isoformat()[: len(value)] if len(value) == 10 else when.isoformat()
 
     def _value_problem(self, kind, options, nullable, value):
         if value is None:
@@ -530,6 +564,19 @@ def _json_lines(value: Any, indent: int, levels: int) -> str:
 
 def _entity_literals(spec: EnvSpec) -> dict[str, Any]:
     entities = {e.name: (e.table, e.key, e.id_prefix) for e in spec.entities}
+    # a number a new record is not given starts at the least its range rule allows where that is above
+    # nothing (a scorecard made from its per-competency ratings has an overall rating of 1, not 0)
+    floors = {
+        (r.entity, r.attr): r.min
+        for r in spec.rules
+        if r.kind == "range" and r.entity and r.attr and r.min is not None and r.min > 0
+    }
+
+    def start(a: AttributeSpec, low: float | None) -> Any:
+        if low is None or a.type not in ("int", "float", "money"):
+            return None
+        return math.ceil(low) if a.type == "int" else float(low)
+
     attrs = {
         e.name: [
             (
@@ -537,7 +584,7 @@ def _entity_literals(spec: EnvSpec) -> dict[str, Any]:
                 a.type,
                 a.ref if a.type == "ref" else tuple(a.enum) if a.type == "enum" else None,
                 a.nullable,
-                a.default,
+                a.default if a.default is not None or a.nullable else start(a, floors.get((e.name, a.name))),
             )
             for a in e.attributes
         ]
@@ -703,6 +750,11 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
     elif op == "create":
         lines.append(f"record = self._blank({ent})")
         apply_fields("record")
+        if fields:
+            pairs = ", ".join(f"({attr!r}, {param})" for param, attr in fields.items())
+            lines.append(f"self._follow_dates({ent}, record, [a for a, v in ({pairs},) if v is not None])")
+        else:
+            lines.append(f"self._follow_dates({ent}, record, [])")
         lines.append(f"key = self._new_key({ent})")
         if b.get("key_field"):
             chosen = local(b["key_field"])

@@ -817,6 +817,52 @@ def _string_kind(name: str, person: bool) -> str:
     )
 
 
+# The parts of an address a seed's object spells out, by the key it uses for each.
+_ADDRESS_PARTS = (
+    ("street", re.compile(r"^(street|street_address|address_?line_?1|line_?1|address_?1|street_?1)$")),
+    ("secondary", re.compile(r"^(address_?line_?2|line_?2|address_?2|street_?2)$")),
+    ("city", re.compile(r"^(city|town|locality)$")),
+    ("state", re.compile(r"^(state|province|state_code|province_code)$")),
+    ("postcode", re.compile(r"^(postal_?code|post_?code|zip|zip_?code)$")),
+    ("country", re.compile(r"^(country|country_code|country_name)$")),
+)
+
+
+def one_place(obj: Mapping[str, Any], world: World, rng: random.Random) -> dict[str, str]:
+    """New values for the address parts of one object (`line1`, `city`, `postal_code`, `country`)
+    that name one place of the world's locale: a street, city and postcode of one country, the
+    country as its code where the object holds a code ('GB') and by name otherwise. Empty where the
+    object spells out fewer than two parts, or no city or postcode."""
+    parts = {
+        k: kind
+        for k, v in obj.items()
+        if isinstance(k, str) and isinstance(v, str)
+        for kind, pattern in _ADDRESS_PARTS
+        if pattern.match(k)
+    }
+    if len(parts) < 2 or not {"city", "postcode"} & set(parts.values()):
+        return {}
+    p = pools(world.locale)
+    gen = faker(world.locale, rng)
+    out: dict[str, str] = {}
+    for key, kind in parts.items():
+        short = len(obj[key]) <= 3 or key.endswith("_code")
+        if kind == "street":
+            out[key] = rng.choice(p.streets)
+        elif kind == "secondary":
+            out[key] = rng.choice(p.secondary)
+        elif kind == "city":
+            out[key] = rng.choice(p.cities)
+        elif kind == "state":
+            abbr = getattr(gen, "state_abbr", None)
+            out[key] = str(abbr()) if short and abbr is not None else rng.choice(p.states)
+        elif kind == "postcode":
+            out[key] = str(gen.postcode())
+        else:
+            out[key] = str(gen.current_country_code() if short else gen.current_country())
+    return out
+
+
 def leaf_string(name: str, rng: random.Random, world: World, where: str = "") -> str | None:
     """A string inside a seed's list or object, named by the schema generator (`values.hint_string`):
     an item of `supporting_acts` is `supporting_act`, a venue's name `venue_name`. The domain's
@@ -1029,6 +1075,11 @@ def string_for(
         "department": tuple(_DEPARTMENTS), "team": tuple(_TEAMS), "industry": tuple(_INDUSTRIES),
         "unit": tuple(_UNITS), "weather": tuple(_WEATHER), "allergy": _ALLERGIES, "medication": _MEDICATIONS,
     }  # fmt: skip
+    # where a record is: mostly the world's own country (a nationality or a destination is any)
+    own = attr.name in ("country", "country_name", "country_code")
+    if kind in ("country", "country_code") and own and rng.random() < 0.85:
+        gen = faker(world.locale, rng)
+        return str(gen.current_country_code() if kind == "country_code" else gen.current_country())
     if kind in simple:
         return rng.choice(simple[kind])
     if kind == "address":

@@ -9,6 +9,8 @@ by initialization verification, environment rollouts and task hardening.
 
 from __future__ import annotations
 
+import copy
+import functools
 import random
 import re
 from collections.abc import Callable, Mapping
@@ -23,6 +25,7 @@ from agentomnia.envs.semantic import (
     is_derived,
     is_handle,
     leaf_string,
+    one_place,
     order_lifecycle,
     phase,
     semantic_value,
@@ -249,11 +252,13 @@ def generate_state(
                     taken.add(str(record[entity.key]))
                     break
         state[entity.table] = table
-    _settle_nested(spec, state, random.Random(rng.random()))
+    _settle_nested(spec, state, random.Random(rng.random()), world)
     _pair_kinds(spec, state)
     _apart(spec, state, random.Random(rng.random()))
     _spread_lifecycles(spec, state)
     _not_yet(spec, state)
+    _tie_same_facts(spec, state)  # so that a fact's order is read under both its names
+    _in_order(spec, state)
     _free_deletable(spec, state)
     repair_rules(spec, state)
     _drop_rule_breakers(spec, state)
@@ -291,10 +296,10 @@ def _tie_same_facts(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) 
     for entity in spec.entities:
         pairs = same_fact_pairs(entity)
         for record in state.get(entity.table, {}).values() if pairs else ():
-            for source, copy in pairs:
-                value = _converted(record.get(source.name), source, copy, record.get(copy.name))
-                if value is not None and value_problem(spec, state, copy, value) is None:
-                    record[copy.name] = value
+            for source, copied in pairs:
+                value = _converted(record.get(source.name), source, copied, record.get(copied.name))
+                if value is not None and value_problem(spec, state, copied, value) is None:
+                    record[copied.name] = value
 
 
 def _converted(value: Any, source: AttributeSpec, copy: AttributeSpec, current: Any = None) -> Any:
@@ -348,23 +353,28 @@ _ENDS = (("from", "to"), ("source", "target"), ("origin", "destination"), ("old"
          ("landlord", "tenant"), ("submitter", "approver"), ("referrer", "referee"))  # fmt: skip
 
 
+def _named_pairs(names: list[str], words: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+    """(a, b) of `names` that differ only in one word pair of `words`, in place: `from_tier_id` and
+    `to_tier_id`, `price_min` and `price_max`."""
+    return [
+        (a, b)
+        for a in names
+        for b in names
+        if any(
+            x in a.split("_")
+            and y in b.split("_")
+            and re.sub(rf"(^|_){x}(_|$)", r"\1@\2", a) == re.sub(rf"(^|_){y}(_|$)", r"\1@\2", b)
+            for x, y in words
+        )
+    ]
+
+
 def _apart(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
     """A record's two ends (`from_tier_id` and `to_tier_id`) point at different records where the
     referenced table has two: a tier change from Gold to Gold changes nothing."""
     for e in spec.entities:
-        refs = [a for a in e.attributes if a.type == "ref" and a.ref]
-        pairs = [
-            (a, b)
-            for a in refs
-            for b in refs
-            if a.ref == b.ref
-            and any(
-                re.sub(rf"(^|_){x}(_|$)", r"\1@\2", a.name) == re.sub(rf"(^|_){y}(_|$)", r"\1@\2", b.name)
-                and x in a.name.split("_")
-                and y in b.name.split("_")
-                for x, y in _ENDS
-            )
-        ]
+        refs = {a.name: a for a in e.attributes if a.type == "ref" and a.ref}
+        pairs = [(refs[x], refs[y]) for x, y in _named_pairs(list(refs), _ENDS) if refs[x].ref == refs[y].ref]
         for a, b in pairs:
             target = spec.entity(a.ref or "")
             keys = sorted(state.get(target.table, {}))
@@ -374,6 +384,208 @@ def _apart(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: rand
                 if record.get(a.name) is not None and record.get(a.name) == record.get(b.name):
                     other = rng.choice([k for k in keys if k != str(record[a.name])])
                     record[b.name] = _ref_value(spec, b, state[target.table][other])
+
+
+# Two numbers of one record or object where the first never exceeds the second: the ends of a range
+# (a price's min and max, a tolerance's lower and upper limit) and a part beside its whole (an
+# activity's moving time within its elapsed time, what was used of a budget).
+_RANGE_ENDS = (
+    ("min", "max"),
+    ("minimum", "maximum"),
+    ("low", "high"),
+    ("lower", "upper"),
+    ("floor", "ceiling"),
+    ("start", "end"),
+    ("first", "last"),
+)
+_BOUNDS = _RANGE_ENDS + (
+    ("moving", "elapsed"),
+    ("net", "gross"),
+    ("used", "budget"),
+    ("used", "limit"),
+    ("used", "quota"),
+    ("used", "capacity"),
+    ("spent", "budget"),
+    ("consumed", "budget"),
+    ("available", "total"),
+    ("remaining", "total"),
+    ("completed", "total"),
+    ("counted", "total"),
+    ("booked", "capacity"),
+    ("enrolled", "capacity"),
+    ("occupied", "capacity"),
+    ("overtime", "worked"),
+    ("accepted", "received"),
+)
+# a value named for where its range is centred: a part's nominal size sits within its tolerance limits
+_CENTRES = ("nominal", "target", "setpoint")
+# a line's total is its quantity times its unit price
+_QUANTITIES = ("quantity", "qty", "packs", "units")
+_UNIT_PRICES = ("unit_price", "price", "unit_cost")
+# a total is its subtotal, plus what is added to it, less what is taken off
+_SUBTOTALS = ("subtotal", "sub_total", "subtotal_amount")
+_TOTALS = ("total", "total_amount", "grand_total", "order_total")
+_ADDED = (
+    "tax",
+    "tax_amount",
+    "shipping",
+    "shipping_fee",
+    "shipping_cost",
+    "delivery_fee",
+    "service_fee",
+    "handling_fee",
+    "tip",
+    "tip_amount",
+)
+_TAKEN_OFF = ("discount", "discount_amount", "promo_discount", "credit_applied")
+# a variance is what was found less what was expected (a count against the books, spend against the
+# budget), or the budget less the estimate at completion
+_VARIANCES = ("variance", "difference", "discrepancy", "over_short")
+_FOUND_EXPECTED = (
+    ("budget", "completion"),
+    ("counted", "book"),
+    ("counted", "expected"),
+    ("counted", "system"),
+    ("actual", "budget"),
+    ("actual", "planned"),
+    ("actual", "expected"),
+)
+# what a record's lines add up to, when the lines hold no field of its own name
+_LINE_SUMS = {"subtotal": ("line_total", "amount", "subtotal", "total"), "total": ("line_total", "amount", "total"),
+              "total_amount": ("line_total", "amount", "total_amount"), "amount": ("amount",)}  # fmt: skip
+
+
+def _as_number(value: float, like: Any, *of: Any) -> int | float:
+    """`value` as an integer where `like` and every number it comes `of` are integers, else to cents."""
+    if isinstance(like, int) and all(isinstance(v, int) for v in of):
+        return round(value)
+    return round(value, 2)
+
+
+def _numbers_in_order(obj: dict[str, Any]) -> None:
+    """Put one object's related numbers in order, in place, after those of the objects within it:
+
+    - a range's ends and a part and its whole swap where drawn the wrong way round;
+    - a nominal value moves to the middle of its limits;
+    - a line's total is its quantity times its unit price, a variance what was found less what was
+      expected;
+    - a record's sum is the sum of its lines (`total_hours` of the days' `worked_hours`, an expense's
+      `amount` of its lines' amounts);
+    - a total is its subtotal plus taxes, fees and tip, less discounts (never more than the subtotal).
+    """
+    for value in obj.values():
+        for child in value if isinstance(value, list) else (value,):
+            if isinstance(child, dict):
+                _numbers_in_order(child)
+    numbers = [k for k, v in obj.items() if isinstance(k, str) and _is_number(v)]
+    for low, high in _named_pairs(numbers, _BOUNDS):
+        if obj[low] > obj[high]:
+            obj[low], obj[high] = obj[high], obj[low]
+    ranges = _named_pairs(numbers, _RANGE_ENDS)
+    if len(ranges) == 1:
+        low, high = ranges[0]
+        for centre in (k for k in _CENTRES if k in numbers and not obj[low] <= obj[k] <= obj[high]):
+            obj[centre] = _as_number((obj[low] + obj[high]) / 2, obj[centre], obj[low], obj[high])
+    quantity = next((k for k in _QUANTITIES if k in numbers), None)
+    price = next((k for k in _UNIT_PRICES if k in numbers), None)
+    if quantity and price and "line_total" in numbers:
+        obj["line_total"] = _as_number(
+            obj[quantity] * obj[price], obj["line_total"], obj[quantity], obj[price]
+        )
+    variance = next((k for k in _VARIANCES if k in numbers), None)
+    for found, expected in _FOUND_EXPECTED if variance is not None else ():
+        a, b = (_one_named(numbers, found), _one_named(numbers, expected))
+        if a and b and variance is not None:
+            obj[variance] = _as_number(obj[a] - obj[b], obj[variance], obj[a], obj[b])
+            break
+    lines = [v for v in obj.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
+    subtotal = next((k for k in _SUBTOTALS if k in numbers), None)
+    for key in numbers:
+        if key in _TOTALS and subtotal is not None:
+            continue  # the total follows from the subtotal, below
+        for items in lines:
+            part = _line_part(key, items)
+            if part is not None:
+                obj[key] = _as_number(sum(part), obj[key], *part)
+                break
+    total = next((k for k in _TOTALS if k in numbers), None)
+    if subtotal is not None and total is not None:
+        parts = [obj[subtotal], *(obj[k] for k in _ADDED if k in numbers)]
+        taken_off = [k for k in _TAKEN_OFF if k in numbers]
+        if sum(obj[k] for k in taken_off) > obj[subtotal]:
+            for k in taken_off:
+                obj[k] = _as_number(obj[subtotal] / 10 / len(taken_off), obj[k], obj[k])
+        off = [obj[k] for k in taken_off]
+        obj[total] = _as_number(sum(parts) - sum(off), obj[total], *parts, *off)
+
+
+def _one_named(names: list[str], word: str) -> str | None:
+    """The one name of `names` with `word` among its words (the revised budget beside an original)."""
+    found = [n for n in names if word in n.split("_")]
+    revised = [n for n in found if {"revised", "current"} & set(n.split("_"))]
+    return found[0] if len(found) == 1 else (revised[0] if len(revised) == 1 else None)
+
+
+def _line_part(key: str, items: list[dict[str, Any]]) -> list[int | float] | None:
+    """What each of a record's lines adds to its `key`, or None when they do not add up to it: the
+    lines' own `key`, the `X` of a `total_X`, or their totals (quantity times unit price)."""
+    words = key.split("_")
+    stem = (
+        "_".join(words[1:]) if words[0] == "total" else "_".join(words[:-1]) if words[-1] == "total" else ""
+    )
+    names = (key, stem) if stem else _LINE_SUMS.get(key, ())
+    common = set.intersection(*({k for k, v in x.items() if _is_number(v)} for x in items))
+    name = next((n for n in names if n and n in common), None)
+    if name is None and stem:  # the days' worked hours add up to `total_hours`
+        ending = [
+            k for k in common if k.endswith(f"_{stem}") and {"worked", "net", "actual"} & set(k.split("_"))
+        ]
+        name = ending[0] if len(ending) == 1 else None
+    if name is not None:
+        return [x[name] for x in items]
+    if key in _LINE_SUMS:
+        quantity = next((k for k in _QUANTITIES if k in common), None)
+        price = next((k for k in _UNIT_PRICES if k in common), None)
+        if quantity and price:
+            return [x[quantity] * x[price] for x in items]
+    return None
+
+
+def _in_order(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """Every record, and every object nested in one, holds its related numbers in order
+    (`_numbers_in_order`): a price range whose min is above its max, an activity moving for longer
+    than it took, or an order whose total is not what its lines and fees add up to reads as made up.
+    A value changes only where its attribute and declared schema take the new one."""
+    for e in spec.entities:
+        same = same_fact_pairs(e)
+        nested = any(a.type in ("list", "object") for a in e.attributes)
+        for record in state.get(e.table, {}).values():
+            ordered = copy.deepcopy(record) if nested else dict(record)
+            _numbers_in_order(ordered)
+            for source, copied in same:  # the domain's `moving_time_s` follows the seed's `moving_seconds`
+                if ordered.get(copied.name) != record.get(copied.name) and source.name in ordered:
+                    value = _converted(ordered[copied.name], copied, source, ordered[source.name])
+                    ordered[source.name] = ordered[source.name] if value is None else value
+            for name, value in ordered.items():
+                a = e.attribute(name)
+                if (
+                    value != record.get(name)
+                    and a is not None
+                    and value_problem(spec, state, a, value) is None
+                    and (a.declared is None or conforms(value, a.declared))
+                ):
+                    record[name] = value
+
+
+def _walk_objects(value: Any, visit: Callable[[dict[str, Any]], None]) -> None:
+    """Call `visit` on every object within a value, outermost first."""
+    if isinstance(value, dict):
+        visit(value)
+        for v in value.values():
+            _walk_objects(v, visit)
+    elif isinstance(value, list):
+        for v in value:
+            _walk_objects(v, visit)
 
 
 def _pair_kinds(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
@@ -404,24 +616,19 @@ def _pair_kinds(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> N
             if attr is None or attr.declared is None or fits_hint(paired_value, attr.declared):
                 obj[follower] = paired_value
 
-    def walk(value: Any, where: str) -> None:  # `where` as the nested strings were drawn: entity.attribute
-        if isinstance(value, dict):
-            align(value, where)
-            for v in value.values():
-                walk(v, where)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v, where)
-
     for entity in spec.entities:
         for record in (state.get(entity.table) or {}).values():
             align(record, entity.name, entity)
             for a in entity.attributes:
-                if a.type in ("list", "object"):
-                    walk(record.get(a.name), f"{entity.name}.{a.name}")
+                if a.type in ("list", "object"):  # `where` as the nested strings were drawn
+                    _walk_objects(
+                        record.get(a.name), functools.partial(align, where=f"{entity.name}.{a.name}")
+                    )
 
 
-def _settle_nested(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
+def _settle_nested(
+    spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random, world: World
+) -> None:
     """What sits inside a list or object a seed declares (an automation's conditions, a statement's
     open invoices) agrees with the world around it:
 
@@ -431,7 +638,8 @@ def _settle_nested(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], r
     - the dates of each object follow its lifecycle (`semantic.order_lifecycle`: an invoice is due
       after it was issued);
     - amounts are in one currency, the record's own where it has one (a budget's planned and spent
-      amounts are not in yen and euros).
+      amounts are not in yen and euros);
+    - an address's street, city, postcode and country name one place (`semantic.one_place`).
 
     A record's value changes only where the declared schema takes the settled one."""
     targets: dict[str, list[Any]] = {}
@@ -454,6 +662,7 @@ def _settle_nested(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], r
                 if isinstance(value, (dict, list)):
                     named = {k: v for k, v in record.items() if k in targets}
                     settled = _dated(_linked(value, targets, rng, named), rng)
+                    _walk_objects(settled, lambda obj: obj.update(one_place(obj, world, rng)))
                     currency = currency or _first_currency(settled)
                     _one_currency(settled, currency)
                     _same_period(

@@ -285,6 +285,7 @@ def build_state_space(
         if report.domain_fit < MIN_DOMAIN_FIT and len(seed_entities) >= 2:
             kb, report.kb_used = None, False
     attrs: dict[str, dict[str, AttributeSpec]] = {}
+    seed_orders: dict[tuple[str, str], tuple[str, ...]] = {}  # a seed enum beside the domain's, in its order
     meta: dict[str, dict[str, str]] = {}
     if kb is not None:
         report.kb_entities = len(kb.entities)
@@ -360,7 +361,9 @@ def build_state_space(
         entity = resolve(raw)
         acting[tool.name] = entity
         props = dict(tool.input_schema.get("properties") or {})
-        key_param = res.key_param if res is not None else _mcp_key_param(props, entity)
+        key_param = (  # a seed's `application_id` names the domain's visa application it resolves to
+            res.key_param if res is not None else _mcp_key_param(props, entity) or _mcp_key_param(props, raw)
+        )
         if key_param is not None and isinstance(props.get(key_param), dict):
             key_params.setdefault(entity, []).append((key_param, props[key_param]))
         if res is not None and res.parent is not None and isinstance(props.get(res.parent[1]), dict):
@@ -417,6 +420,7 @@ def build_state_space(
                     attrs[entity][pname] = current.model_copy(
                         update={"enum": tuple(dict.fromkeys((*current.enum, *new.enum)))}
                     )
+                    seed_orders[(entity, pname)] = new.enum
                 elif new.type == "enum" and current.type in ("str", "text"):
                     attrs[entity][pname] = new.model_copy(update={"nullable": current.nullable})
 
@@ -533,7 +537,7 @@ def build_state_space(
             if a.type == "ref" and a.ref in by_name:
                 relations.append(Relation(source=spec_entity.name, attr=a.name, target=a.ref))
     rules = [
-        _with_implied_moves(r, implied)
+        _with_seed_stages(_with_implied_moves(r, implied), seed_orders)
         for r in (_renamed_rule(r, renamed) for r in (kb.rules if kb else ()))
         if _rule_fits(r, by_name)
     ]
@@ -562,6 +566,31 @@ def _with_implied_moves(rule: Rule, implied: list[tuple[str, str, str]]) -> Rule
         return rule
     allowed = {k: tuple(dict.fromkeys((*v, *targets))) if v else v for k, v in rule.allowed.items()}
     return rule.model_copy(update={"allowed": allowed})
+
+
+def _with_seed_stages(rule: Rule, seed_orders: Mapping[tuple[str, str], tuple[str, ...]]) -> Rule:
+    """A lifecycle with the stages the seed's own tools move records through: a seed whose
+    applications go applied, recruiter_screen, hiring_manager_screen, onsite, offer where the domain
+    knows applied, screen, interview, offer. Each stage the domain does not know moves on to the next
+    one in the seed's order and to the ends every stage may go to (rejected, withdrawn); the stage
+    before it may move to it. A lifecycle the seed adds nothing to is kept as it is."""
+    order = seed_orders.get((rule.entity or "", rule.attr or "")) if rule.kind == "transition" else None
+    if not order:
+        return rule
+    allowed = {k: list(v) for k, v in rule.allowed.items()}
+    moving = [v for v in allowed.values() if v]
+    ends = [t for t in moving[0] if all(t in v for v in moving)] if moving else []
+    known = set(allowed) | {t for v in allowed.values() for t in v}
+    new = [s for s in order if s not in known]
+    if not new:
+        return rule
+    for i, stage in enumerate(order):
+        following = order[i + 1] if i + 1 < len(order) else None
+        if stage in new and following is not None and following not in ends:
+            allowed[stage] = list(dict.fromkeys((following, *ends)))
+        if following in new and stage not in ends and following not in allowed.get(stage, []):
+            allowed.setdefault(stage, list(ends)).append(following)
+    return rule.model_copy(update={"allowed": {k: tuple(v) for k, v in allowed.items()}})
 
 
 def _operated_names(kb: DomainKnowledge) -> set[str]:

@@ -351,8 +351,12 @@ def _op_for(
 
 
 def _key_param(tool_props: dict[str, Any], e: EntitySpec) -> str | None:
+    """The parameter naming the record a seed's tool acts on: the entity's key, or the id of the
+    seed's short name for it (`application_id` for the domain's `visa_application`)."""
     for p in tool_props:
-        if snake(p) in (e.key, "id", f"{e.name}_id"):
+        name = snake(p)
+        short = name.removesuffix("_id")
+        if name in (e.key, "id", f"{e.name}_id") or (name.endswith("_id") and e.name.endswith(f"_{short}")):
             return p
     return None
 

@@ -264,6 +264,11 @@ def hint_string(name: str, rng: random.Random, index: int = 1) -> str:
         return rng.choice(LAST)
     if re.search(r"full_?name|display_?name|contact|person|author|owner", n):
         return f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+    hook = LEAF_STRINGS.get()  # the world being made knows its streets, cities and countries
+    if hook is not None and re.search("address|city|location|region|site|country", n):
+        value = hook(name, rng)
+        if value is not None:
+            return value
     if "address" in n:
         return f"{rng.randint(1, 400)} {rng.choice(WORDS).title()} St, {rng.choice(CITIES)}"
     if re.search("city|location|region|site", n):
@@ -282,7 +287,6 @@ def hint_string(name: str, rng: random.Random, index: int = 1) -> str:
         return f"{stem.upper()}-{rng.randint(10000, 99999)}"
     if re.search("note|description|comment|reason|summary|details|body|message|text|content", n):
         return rng.choice(NOTES)
-    hook = LEAF_STRINGS.get()
     if hook is not None:
         value = hook(name, rng)
         if value is not None:

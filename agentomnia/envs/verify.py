@@ -268,10 +268,9 @@ def check_tool(
     if succeeded:
         rng.setstate(rng_after[len(tried) - 1])
     checks = len(tried)
-    attempts = [
-        f"{args} -> {result.error.code if result.error else '?'}: {result.error.message if result.error else ''}"[
-            :240
-        ]
+    attempts = [  # what went wrong first, so that a long call cut short still says it
+        f"{result.error.code if result.error else '?'}: {result.error.message if result.error else ''}"[:160]
+        + f" <- {args}"[:140]
         for args, result in zip(candidates, tried, strict=False)
         if not result.ok
     ]

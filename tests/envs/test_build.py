@@ -252,3 +252,62 @@ def test_a_tool_that_needs_no_pending_records_is_staged_after_the_tool_that_sets
     assert main(["env", "build", "--seed", str(seed), "--out", str(tmp_path / "clinic"), "--json"]) == 0
     spec = EnvSpec.model_validate_json((tmp_path / "clinic" / "spec.json").read_text(encoding="utf-8"))
     assert "discharge_patient" in {t.name for t in spec.tools}
+
+
+def test_a_seed_pipeline_the_domain_does_not_know_is_the_lifecycle_its_tools_move_through(
+    tmp_path: Path,
+) -> None:
+    """The talent seed's applications go applied, recruiter_screen, hiring_manager_screen, onsite,
+    offer, hired; its domain knows applied, screen, interview, offer. The seed's stages join the
+    lifecycle in their order (they had no way on, and the build failed on move_application_stage),
+    its move tool is called with a stage the record may go to, and a scorecard made from its ratings
+    starts at the lowest overall rating its range allows (was 0, and submit_scorecard was dropped)."""
+    from agentomnia.cli import main
+    from agentomnia.envs.spec import EnvSpec
+
+    seed = Path(__file__).parents[2] / "agentomnia/seeds/corpus/mcp/talent-pipeline.json"
+    assert main(["env", "build", "--seed", str(seed), "--out", str(tmp_path / "talent"), "--json"]) == 0
+    spec = EnvSpec.model_validate_json((tmp_path / "talent" / "spec.json").read_text(encoding="utf-8"))
+    assert {"move_application_stage", "submit_scorecard"} <= {t.name for t in spec.tools}
+    (pipeline,) = [r for r in spec.rules if r.kind == "transition" and r.entity == "application"]
+    moves = pipeline.allowed
+    assert moves["recruiter_screen"][0] == "hiring_manager_screen" and moves["onsite"][0] == "offer"
+    assert "recruiter_screen" in moves["applied"] and "onsite" in moves["hiring_manager_screen"]
+    assert moves["interview"] == ("offer", "rejected", "withdrawn")  # the domain's own stages keep theirs
+    assert {"rejected", "withdrawn"} <= set(moves["hiring_manager_screen"])
+
+
+@pytest.mark.parametrize(
+    ("seed", "tool", "op"),
+    [
+        # the seed's `application_id` names the domain's visa application: withdrawing one moves it
+        # on, where it used to make a new application (and, with its dates, break the stay rule)
+        ("mcp/visa-application-desk.json", "withdraw_application", "transition"),
+        # a lease given a start and no end ends after it starts, not on today's date
+        ("openapi/harborview-property-management.json", "createLease", "create"),
+        ("mcp/ev-charging-network.json", "cancel_reservation", None),
+        ("mcp/game-live-ops.json", "create_store_offer", "create"),
+    ],
+)
+def test_a_seeds_tools_are_kept_with_the_behaviour_their_names_and_ids_say(
+    tmp_path: Path, seed: str, tool: str, op: str | None
+) -> None:
+    """Seed tools the build used to drop (35 over the 60 corpus seeds before, 16 after): each is
+    kept, acting as its name says on the record its id names."""
+    import contextlib
+    import io
+
+    from agentomnia.cli import main
+    from agentomnia.envs.spec import EnvSpec
+
+    path = Path(__file__).parents[2] / "agentomnia/seeds/corpus" / seed
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["env", "build", "--seed", str(path), "--out", str(tmp_path / "env"), "--json"]) == 0
+    report = json.loads(out.getvalue())
+    spec = EnvSpec.model_validate_json((tmp_path / "env" / "spec.json").read_text(encoding="utf-8"))
+    assert tool in {t.name for t in spec.tools}, report["dropped_tools"]
+    if op is not None:
+        assert spec.tool(tool).op == op
+    if "visa" in seed:
+        assert report["seed_tools_kept"] == report["seed_tools"] == 12
