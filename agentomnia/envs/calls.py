@@ -20,8 +20,10 @@ from typing import Any
 
 from agentomnia.envs.spec import (
     AttributeSpec,
+    EntitySpec,
     EnvSpec,
     ToolSpec,
+    action_targets,
     compound_of,
     compound_value,
     follow,
@@ -609,7 +611,15 @@ def valid_calls(
                 args["start"], args["end"] = (dates[0], dates[-1]) if dates else ("2026-01-01", "2026-12-31")
                 continue
             if tool.op == "manage" and p == "action":
-                args[p] = "update" if records else "create"
+                wanted = "update" if records else "create"
+                offered = schema.get("enum") if isinstance(schema, dict) else None
+                # a seed's manage tool may offer only its own verbs (accept, decline, counter): one
+                # that moves the record on from where it is
+                args[p] = (
+                    wanted
+                    if not offered or wanted in offered
+                    else _moving_action(spec, e, tool, offered, records, args.get(key_param), attempt)
+                )
                 continue
             if tool.op == "aggregate" and p in ("group_by", "sum_of"):
                 args[p] = schema["enum"][attempt % len(schema["enum"])]
@@ -666,6 +676,35 @@ def valid_calls(
                         if args[p] != held:
                             break
         yield args
+
+
+def _moving_action(
+    spec: EnvSpec,
+    e: EntitySpec,
+    tool: ToolSpec,
+    offered: list[Any],
+    records: list[dict[str, Any]],
+    key: Any,
+    attempt: int,
+) -> Any:
+    """One of a manage tool's own actions that moves the record `key` names to a status it is not in
+    and may go to (`lock` a device that is unlocked); the attempt's in turn where none does."""
+    status = e.status_attribute
+    current = next((r for r in records if _same_key(r[e.key], key)), {})
+    turned = offered[attempt % len(offered) :] + offered[: attempt % len(offered)]
+    if status is None:
+        return turned[0]
+    targets = action_targets(tool, status.enum)
+    rule = next(
+        (r for r in spec.rules if r.kind == "transition" and r.entity == e.name and r.attr == status.name),
+        None,
+    )
+    held = current.get(status.name)
+    for action in turned:
+        target = targets.get(action, action)
+        if target != held and (rule is None or target in rule.allowed.get(str(held), ())):
+            return action
+    return turned[0]
 
 
 def _next_stage(
@@ -811,6 +850,10 @@ def _stage_none(
     return True
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _stage_call(
     spec: EnvSpec,
     state: dict[str, dict[str, dict[str, Any]]],
@@ -852,8 +895,9 @@ def _stage_call(
         else:
             right = compound_value(spec, state, e.name, record, req["right"], now)
             value = None if right is None else satisfying(owner.get(attr), right, req["op"])
-        if value is None:
-            break
+        held: Any = owner.get(attr)
+        if value is None or (_number(value) and _number(held) and value < 0 <= held):
+            break  # a prescription with no refills authorised is not given -1 refills used
         undo.append((owner, attr, owner.get(attr)))
         owner[attr] = value
         if "->" not in req["left"]:

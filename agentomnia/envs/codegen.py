@@ -22,7 +22,7 @@ import textwrap
 from typing import Any
 
 from agentomnia.envs.naming import method_names, python_name
-from agentomnia.envs.spec import AttributeSpec, EnvSpec, ToolSpec, compound_of
+from agentomnia.envs.spec import AttributeSpec, EnvSpec, ToolSpec, action_targets, compound_of
 
 HEADER = '''"""{title}
 
@@ -309,6 +309,8 @@ HELPERS = '''
         for rule_entity, via, attr, values, text in self._PRECONDITIONS.get(tool, ()):
             subject = record
             if via:
+                if record.get(via) is None:
+                    continue  # a message the call names no sender for: no sender's status to check
                 subject = self._table(rule_entity).get(record.get(via)) or {{}}
             if subject.get(attr) not in values:
                 return self._fail("precondition_failed", f"{{text}} ({{attr}} is {{subject.get(attr)!r}})")
@@ -907,12 +909,13 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
             lines.append(f"        updated[{attr!r}] = copy.deepcopy({param})")
         if status is not None:
             lines.append("else:")
+            lines.append(f"    target = {action_targets(tool, status.enum)!r}.get(action, action)")
             lines.append(
-                f"    problem = self._check_transition({ent}, {status.name!r}, record.get({status.name!r}), action)"
+                f"    problem = self._check_transition({ent}, {status.name!r}, record.get({status.name!r}), target)"
             )
             lines.append("    if problem:")
             lines.append("        return problem")
-            lines.append(f"    updated[{status.name!r}] = action")
+            lines.append(f"    updated[{status.name!r}] = target")
         lines.append(f"problem = self._save({ent}, {key_param}, updated)")
         lines.append("return problem or self._ok(copy.deepcopy(updated))")
     else:

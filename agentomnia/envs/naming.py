@@ -46,6 +46,11 @@ def snake(name: str) -> str:
 
 
 # Verbs that move a record's lifecycle, and the status value each one targets.
+# Statuses a record ends in, whatever stage it was at: no step of a pipeline, reached from any.
+ENDING_STATUSES = frozenset({
+    "rejected", "cancelled", "canceled", "withdrawn", "declined", "failed", "expired", "void", "voided",
+    "refused", "denied", "abandoned", "lost", "aborted", "revoked"})  # fmt: skip
+
 TRANSITION_VERBS: dict[str, tuple[str, ...]] = {
     "approve": ("approved",), "reject": ("rejected", "declined"), "cancel": ("cancelled", "canceled"),
     "close": ("closed",), "complete": ("completed", "done"), "finish": ("completed", "finished"),

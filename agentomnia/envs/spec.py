@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentomnia.envs import naming
 from agentomnia.records import Record
 from agentomnia.taxonomy import Coordinate
 from agentomnia.taxonomy.knowledge import Relation, Rule
@@ -274,6 +275,27 @@ def spec_problems(spec: EnvSpec) -> list[str]:
 # in the knowledge base's normal form (`knowledge.Requirement`, `knowledge.Step`, values from
 # `knowledge.value_of`). The functions below are the reference semantics over a plain state
 # (`{table: {key: record}}`): verification compares what the generated class did with them.
+
+
+def action_targets(tool: ToolSpec, statuses: tuple[str, ...]) -> dict[str, str]:
+    """The status each of a manage tool's actions moves its record to, where the action is a verb
+    and not the status itself: a seed's `accept` offer is `accepted`, `counter` is `countered`."""
+    action = tool.parameters.get("properties", {}).get("action")
+    actions = action.get("enum") if isinstance(action, dict) else None
+    out: dict[str, str] = {}
+    for verb in actions if isinstance(actions, list) else ():
+        if not isinstance(verb, str) or verb in statuses:
+            continue
+        forms = (
+            *naming.TRANSITION_VERBS.get(verb, ()),
+            f"{verb}ed",
+            f"{verb}d",
+            f"{verb.removesuffix('e')}ed",
+        )
+        target = next((f for f in forms if f in statuses), None)
+        if target is not None:
+            out[verb] = target
+    return out
 
 
 def compound_of(tool: ToolSpec) -> dict[str, Any] | None:

@@ -252,6 +252,8 @@ def generate_state(
                     taken.add(str(record[entity.key]))
                     break
         state[entity.table] = table
+    _refer_back(spec, state, random.Random(rng.random()))
+    _same_owner(spec, state, random.Random(rng.random()))
     _settle_nested(spec, state, random.Random(rng.random()), world)
     _pair_kinds(spec, state)
     _apart(spec, state, random.Random(rng.random()))
@@ -272,6 +274,53 @@ def generate_state(
             f"generated state for {spec.name} breaks {len(problems)} invariants, e.g. {problems[0]}"
         )
     return state
+
+
+def _refer_back(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
+    """References into a table made after their own (where two entities refer to each other, one is
+    made first) point at its records once it exists: a task belongs to a project even where projects
+    were made after tasks. A nullable one stays empty as often as any; a reference a uniqueness rule
+    covers is left as it was."""
+    order = {e.name: i for i, e in enumerate(entity_order(spec))}
+    for e in spec.entities:
+        unique = {a for r in spec.rules if r.kind == "unique" and r.entity == e.name for a in r.attrs}
+        later = [
+            a
+            for a in e.attributes
+            if a.type == "ref" and a.ref in order and order[a.ref] > order[e.name] and a.name not in unique
+        ]
+        for a in later:
+            targets = state.get(_table(spec, a.ref), {})
+            keys = sorted(targets)
+            for record in state.get(e.table, {}).values() if keys else ():
+                if record.get(a.name) is None and not (_may_be_null(a) and rng.random() < 0.08):
+                    record[a.name] = _ref_value(spec, a, targets[rng.choice(keys)])
+
+
+def _same_owner(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
+    """What a record refers to belongs to the record's own owner where both name one: a user's
+    recurring bill is paid from that user's account and filed under that user's category, not
+    another household's. A reference changes only to a record of the same owner, where there is one."""
+    for e in spec.entities:
+        unique = {a for r in spec.rules if r.kind == "unique" and r.entity == e.name for a in r.attrs}
+        refs = [a for a in e.attributes if a.type == "ref" and a.ref and a.ref != e.name]
+        for owner in refs:
+            for a in refs:
+                target = spec.entity(a.ref or "") if a is not owner and a.name not in unique else None
+                held = target.attribute(owner.name) if target is not None else None
+                if target is None or held is None or held.type != "ref" or held.ref != owner.ref:
+                    continue
+                table = state.get(target.table, {})
+                by_owner: dict[str, list[str]] = {}
+                for k, rec in sorted(table.items()):
+                    by_owner.setdefault(str(rec.get(owner.name)), []).append(k)
+                for record in state.get(e.table, {}).values():
+                    mine, pointed = record.get(owner.name), lookup(table, record.get(a.name))
+                    if mine is None or pointed is None or str(pointed.get(owner.name)) == str(mine):
+                        continue
+                    choices = by_owner.get(str(mine))
+                    if choices:
+                        record[a.name] = _ref_value(spec, a, table[rng.choice(choices)])
 
 
 def same_fact_pairs(entity: EntitySpec) -> list[tuple[AttributeSpec, AttributeSpec]]:

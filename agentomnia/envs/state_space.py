@@ -417,9 +417,11 @@ def build_state_space(
                     report.seed_attributes_added += 1
                 elif new.type == "enum" and current.type == "enum" and not set(new.enum) <= set(current.enum):
                     # both vocabularies stay legal: the knowledge base's and the one the seed's tools send
-                    attrs[entity][pname] = current.model_copy(
-                        update={"enum": tuple(dict.fromkeys((*current.enum, *new.enum)))}
-                    )
+                    merged = tuple(dict.fromkeys((*current.enum, *new.enum)))
+                    declared = current.declared
+                    if declared is not None and isinstance(declared.get("enum"), list):
+                        declared = {**declared, "enum": list(merged)}  # two tools, two reasons: both hold
+                    attrs[entity][pname] = current.model_copy(update={"enum": merged, "declared": declared})
                     seed_orders[(entity, pname)] = new.enum
                 elif new.type == "enum" and current.type in ("str", "text"):
                     attrs[entity][pname] = new.model_copy(update={"nullable": current.nullable})
@@ -476,8 +478,9 @@ def build_state_space(
             (a for a in table.values() if a.type == "enum" and a.name in ("status", "state", "stage")), None
         )
         if status is None:
+            start = "inactive" if target == "active" else "active"  # a scene is activated from inactive
             table["status"] = AttributeSpec(
-                name="status", type="enum", enum=("active", target), default="active", source="derived"
+                name="status", type="enum", enum=(start, target), default=start, source="derived"
             )
         elif target not in status.enum and not any(t in status.enum for t in naming.TRANSITION_VERBS[verb]):
             table[status.name] = status.model_copy(update={"enum": (*status.enum, target)})
@@ -571,9 +574,12 @@ def _with_implied_moves(rule: Rule, implied: list[tuple[str, str, str]]) -> Rule
 def _with_seed_stages(rule: Rule, seed_orders: Mapping[tuple[str, str], tuple[str, ...]]) -> Rule:
     """A lifecycle with the stages the seed's own tools move records through: a seed whose
     applications go applied, recruiter_screen, hiring_manager_screen, onsite, offer where the domain
-    knows applied, screen, interview, offer. Each stage the domain does not know moves on to the next
-    one in the seed's order and to the ends every stage may go to (rejected, withdrawn); the stage
-    before it may move to it. A lifecycle the seed adds nothing to is kept as it is."""
+    knows applied, screen, interview, offer.
+
+    A stage the domain does not know moves on to the next of the seed's stages, in the seed's order,
+    and the stage before it may move to it; an end the seed adds (rejected, withdrawn) is no step
+    of that order but is reached from every stage that moves on, as are the ends the domain lets
+    every stage go to. A lifecycle the seed adds nothing to is kept as it is."""
     order = seed_orders.get((rule.entity or "", rule.attr or "")) if rule.kind == "transition" else None
     if not order:
         return rule
@@ -584,12 +590,16 @@ def _with_seed_stages(rule: Rule, seed_orders: Mapping[tuple[str, str], tuple[st
     new = [s for s in order if s not in known]
     if not new:
         return rule
-    for i, stage in enumerate(order):
-        following = order[i + 1] if i + 1 < len(order) else None
-        if stage in new and following is not None and following not in ends:
+    ending = [s for s in new if s in naming.ENDING_STATUSES]
+    chain = [s for s in order if s not in ends and s not in naming.ENDING_STATUSES]
+    for stage, following in zip(chain, chain[1:], strict=False):
+        if stage in new:
             allowed[stage] = list(dict.fromkeys((following, *ends)))
-        if following in new and stage not in ends and following not in allowed.get(stage, []):
-            allowed.setdefault(stage, list(ends)).append(following)
+        if following in new and following not in allowed.setdefault(stage, list(ends)):
+            allowed[stage].append(following)
+    for moves in allowed.values():
+        if moves:
+            moves.extend(s for s in ending if s not in moves)
     return rule.model_copy(update={"allowed": {k: tuple(v) for k, v in allowed.items()}})
 
 

@@ -902,6 +902,8 @@ def _tally_steps(
             words = attr.name.split("_")
             if attr.type != "int" or not (words[-1] == "count" or words[0] == "num"):
                 continue
+            if attr.enum or (attr.declared is not None and "enum" in attr.declared):
+                continue  # a package's lesson_count of 5, 10 or 20 is its size, not a tally
             counted = "_".join(w for w in words if w not in ("count", "num", "total"))
             if counted and (
                 counted in (e.name, e.table)
@@ -1078,6 +1080,17 @@ def adopt_behaviour(seed: ToolSpec, domain: ToolSpec) -> ToolSpec | None:
     }
     if derived & set(seed.binding.get("fields", {}).values()):
         return None
+    if seed.op == "create":
+        # a new record names only what the seed's call gives it: a requirement read through a
+        # reference it cannot give (the sender of a message the seed sends as whoever is signed in)
+        # could never hold, and is left out
+        given = set(seed.binding.get("fields", {}).values()) | {st["path"] for st in found.get("steps", [])}
+        requires = [
+            r
+            for r in found.get("requires", [])
+            if "->" not in str(r.get("left")) or r["left"].split("->")[0] in given
+        ]
+        found = {**found, "requires": requires}
     return seed.model_copy(update={"binding": {**seed.binding, "compound": {**found, "from": domain.name}}})
 
 

@@ -287,6 +287,29 @@ def test_a_seed_pipeline_the_domain_does_not_know_is_the_lifecycle_its_tools_mov
         ("openapi/harborview-property-management.json", "createLease", "create"),
         ("mcp/ev-charging-network.json", "cancel_reservation", None),
         ("mcp/game-live-ops.json", "create_store_offer", "create"),
+        ("openapi/folio-document-control.yaml", "checkOutDocument", None),
+        ("mcp/stayfinder-hotels.json", "create_reservation", "create"),
+        ("mcp/store-operations.json", "create_shift", "create"),
+        # a seed's manage tool offers its own verbs: an offer `accept`ed is `accepted`, a device that
+        # is locked is unlocked; a scene is activated from inactive (its derived status was active or
+        # active)
+        ("mcp/secondhand-marketplace.json", "manage_offer", "manage"),
+        ("mcp/smart-home-hub.json", "manage_smart_device", "manage"),
+        ("mcp/smart-home-hub.json", "activate_scene", "transition"),
+        # tasks made before their projects belong to one once projects exist
+        ("mcp/task-board.json", "assign_task", None),
+        ("mcp/task-board.json", "move_task_to_section", None),
+        ("mcp/aircraft-maintenance-log.json", "reopen_work_package", None),
+        # a bill's account and category are its own user's
+        ("mcp/household-budget.json", "set_recurring_bill_account", "assign"),
+        # two tools' reasons are both a record's reasons
+        ("mcp/game-live-ops.json", "revoke_items", None),
+        # a package's lesson_count (5, 10 or 20) is no tally of attempts
+        ("mcp/language-tutor-scheduler.json", "create_lesson_attempt", "create"),
+        # rejected is an end reached from any stage, not the step after picked_up
+        ("mcp/pharmacy-dispensing.json", "reject_prescription", "transition"),
+        # the sender a message is sent as is no argument of the seed's send_message
+        ("mcp/chatline-messenger.json", "send_message", "create"),
     ],
 )
 def test_a_seeds_tools_are_kept_with_the_behaviour_their_names_and_ids_say(
@@ -311,3 +334,14 @@ def test_a_seeds_tools_are_kept_with_the_behaviour_their_names_and_ids_say(
         assert spec.tool(tool).op == op
     if "visa" in seed:
         assert report["seed_tools_kept"] == report["seed_tools"] == 12
+    state = json.loads((tmp_path / "env" / "s0.json").read_text(encoding="utf-8"))
+    if "pharmacy" in seed:  # staging never gives a prescription -1 refills used
+        assert all(r["refills_used"] >= 0 for r in state["prescriptions"].values())
+    if "household" in seed:
+        for bill in state["recurring_bills"].values():
+            for table, ref in (("fin_accounts", "account_id"), ("categories", "category_id")):
+                owned = state[table].get(str(bill[ref]))
+                theirs = any(r["user_id"] == bill["user_id"] for r in state[table].values())
+                assert owned is None or owned["user_id"] == bill["user_id"] or not theirs, (ref, bill)
+    if "task-board" in seed:
+        assert all(t["project_id"] is not None for t in state["tasks"].values())
