@@ -156,6 +156,13 @@ _ALLERGIES = ("Penicillin", "Peanuts", "Latex", "Sulfa drugs", "Shellfish", "No 
 _MEDICATIONS = ("Metformin 500 mg twice daily", "Lisinopril 10 mg daily", "Atorvastatin 20 mg at night", "Levothyroxine 50 mcg daily", "Amlodipine 5 mg daily", "Omeprazole 20 mg daily", "Albuterol inhaler as needed", "Sertraline 50 mg daily", "Ibuprofen 400 mg as needed", "Insulin glargine 20 units at night")  # fmt: skip
 _WEATHER = ["Sunny, light wind", "Overcast", "Light rain", "Heavy rain, site paused", "Clear and cold", "Hot and humid", "Fog until mid-morning", "Gusty wind", "Snow showers", "Partly cloudy"]  # fmt: skip
 _CURRENCY = {"en_US": "USD", "en_GB": "GBP", "ja_JP": "JPY", "en_CA": "CAD", "en_AU": "AUD", "de_CH": "CHF", "zh_CN": "CNY", "ko_KR": "KRW", "en_IN": "INR", "pt_BR": "BRL", "es_MX": "MXN"}  # fmt: skip
+# Roughly what one US dollar buys in each currency (amounts are drawn on a dollar's scale), and the
+# currencies written without minor units.
+UNITS_PER_USD = {"JPY": 150.0, "KRW": 1350.0, "INR": 83.0, "CNY": 7.2, "HKD": 7.8, "MXN": 17.0, "BRL": 5.0,
+                 "ZAR": 18.0, "SEK": 10.5, "NOK": 10.5, "DKK": 6.9, "PLN": 4.0, "TRY": 32.0, "IDR": 15600.0,
+                 "THB": 36.0, "PHP": 56.0, "TWD": 32.0, "CZK": 23.0, "HUF": 360.0, "VND": 24500.0,
+                 "CLP": 930.0, "COP": 3900.0, "ARS": 870.0, "NGN": 1400.0, "EGP": 48.0}  # fmt: skip
+WHOLE_UNITS = frozenset({"JPY", "KRW", "IDR", "VND", "CLP", "HUF", "TWD", "COP"})
 _SYMBOL = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$", "INR": "₹", "CNY": "¥"}
 _AIRLINES = ["AA", "DL", "UA", "BA", "LH", "AF", "KL", "EK", "QR", "SQ", "NH", "JL", "AC", "IB", "TP"]
 _FAMILY_FIRST = ("ja_JP", "zh_CN", "zh_TW", "ko_KR", "hu_HU")

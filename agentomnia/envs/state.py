@@ -20,6 +20,8 @@ from typing import Any
 from agentomnia.envs import naming
 from agentomnia.envs.semantic import (
     MISSING,
+    UNITS_PER_USD,
+    WHOLE_UNITS,
     World,
     before_clock,
     is_derived,
@@ -714,6 +716,7 @@ def _settle_nested(
                     _walk_objects(settled, lambda obj: obj.update(one_place(obj, world, rng)))
                     currency = currency or _first_currency(settled)
                     _one_currency(settled, currency)
+                    _walk_objects(settled, _priced_in_own_currency)
                     _same_period(
                         settled, {k: record[k] for k in _PERIODS if isinstance(record.get(k), (str, int))}
                     )
@@ -749,6 +752,35 @@ def _first_currency(value: Any) -> str | None:
             return str(value["currency"])
         return next((c for v in value.values() if (c := _first_currency(v)) is not None), None)
     return None
+
+
+# the amounts of an object that its `currency` prices (not its quantities, rates or shares)
+_PRICED = re.compile(
+    r"(^|_)(amount|price|total|subtotal|fee|fees|cost|balance|value|tax|discount|tip|deposit|rent|salary"
+    r"|budget|spent|planned|paid|due|charge|refund|limit)(_|$)"
+)
+_UNPRICED = re.compile(r"(^|_)(pct|percent|rate|ratio|count|qty|quantity|units|score|days|hours)(_|$)")
+
+
+def _priced_in_own_currency(obj: dict[str, Any]) -> None:
+    """An object's amounts on the scale of its own currency, in place: a budget line in yen is
+    ¥16,860, not ¥112.4 (amounts are drawn on a dollar's scale; a currency within a factor of three
+    of the dollar's is left as drawn). Written as they were: a string stays a string, and a currency
+    without minor units gets none."""
+    currency = obj.get("currency")
+    rate = UNITS_PER_USD.get(currency) if isinstance(currency, str) else None
+    if rate is None or 1 / 3 <= rate <= 3:
+        return
+    whole = currency in WHOLE_UNITS
+    for key, value in list(obj.items()):
+        if not isinstance(key, str) or not _PRICED.search(key) or _UNPRICED.search(key):
+            continue
+        if _is_number(value):
+            scaled = value * rate
+            obj[key] = round(scaled) if whole or isinstance(value, int) else round(scaled, 2)
+        elif isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d+)?", value):
+            scaled = float(value) * rate
+            obj[key] = str(round(scaled)) if whole or "." not in value else f"{scaled:.2f}"
 
 
 def _one_currency(value: Any, currency: str | None) -> None:

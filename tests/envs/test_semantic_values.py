@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 from datetime import datetime, timedelta
@@ -1069,3 +1070,28 @@ def test_an_address_inside_a_seeds_object_names_one_place() -> None:
         assert not where["postal_code"].startswith("POS-"), where
         countries.add(where["country"])
     assert len(countries) == 1 and len(countries.pop()) == 2
+
+
+def test_an_amount_in_yen_is_on_the_yens_scale() -> None:
+    """A budget line priced in yen reads ¥16,860, not ¥112.4: amounts inside a seed's objects are
+    scaled to the currency they are in, written as declared (a string stays a string) and without
+    minor units where the currency has none; a line in euros keeps its cents."""
+    money = {"type": "object", "required": ["amount", "currency"], "properties": {
+        "amount": {"type": "string", "pattern": r"^-?\d+(\.\d{1,2})?$"},
+        "currency": {"type": "string", "enum": ["JPY", "EUR"]}}}  # fmt: skip
+    line = {"type": "object", "required": ["planned"], "properties": {"planned": money}}
+    budget = _entity("budget", _a("lines", "list", declared={"type": "array", "minItems": 2, "items": line}))
+    spec = EnvSpec(name="budget", class_name="Budget", description="Budgets.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="budget", seed_ids=(), entities=(budget,), relations=(), rules=(), tools=())  # fmt: skip
+    amounts: dict[str, list[float]] = {"JPY": [], "EUR": []}
+    for seed in range(4):
+        state = generate_state(spec, seed=seed, sizes={"budget": 12})
+        assert not state_violations(spec, state)
+        for record in state["budgets"].values():
+            for item in record["lines"]:
+                amount, currency = item["planned"]["amount"], item["planned"]["currency"]
+                assert currency == "EUR" or "." not in amount, item
+                amounts[currency].append(abs(float(amount)))
+    assert amounts["JPY"] and amounts["EUR"]
+    assert statistics.median(amounts["JPY"]) > 20 * statistics.median(amounts["EUR"]), amounts

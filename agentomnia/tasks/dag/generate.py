@@ -24,7 +24,7 @@ import networkx as nx
 from agentomnia.envs.calls import _precondition_ok as precondition_ok
 from agentomnia.envs.calls import fit_compared_values, reference_admits, requirement_problem
 from agentomnia.envs.naming import article
-from agentomnia.envs.semantic import World, timely_date
+from agentomnia.envs.semantic import World, is_derived, timely_date
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec, compound_of
 from agentomnia.envs.state import make_value, world_for
 from agentomnia.envs.values import as_declared, conforms
@@ -79,6 +79,12 @@ def _stated(value: Any, phrase: str) -> bool:
         return False
     forms = {str(value), words(str(value))} - {""}
     return any(re.search(rf"(?<![\w.]){re.escape(f)}(?!\w)", phrase, re.IGNORECASE) for f in forms)
+
+
+def is_derived_param(entity: EntitySpec, binding: Mapping[str, Any], param: str) -> bool:
+    """Whether a tool's parameter sets a value that reads from the record's others (an e-mail)."""
+    attr = entity.attribute(binding.get("fields", {}).get(param, param))
+    return attr is not None and is_derived(attr)
 
 
 class Reject(Exception):
@@ -515,9 +521,15 @@ class Generator:
                 return target in r.allowed.get(str(current), ())
         return current != target
 
-    def _new_value(self, tool: ToolSpec, param: str, current: Any) -> Any:
+    def _new_value(
+        self, tool: ToolSpec, param: str, current: Any, given: Mapping[str, Any] | None = None
+    ) -> Any:
+        """A value for `param` that differs from `current`; text that reads from a record (an e-mail,
+        a note) reads from the values `given` to the same call."""
         schema = tool.parameters.get("properties", {}).get(param, {})
         entity = self.spec.entity(tool.entity)
+        fields = tool.binding.get("fields", {})
+        record = {fields.get(k, k): v for k, v in (given or {}).items()}
         attr_name = tool.binding.get("fields", {}).get(param, param)
         attr = entity.attribute(attr_name)
         if "enum" in schema:
@@ -566,7 +578,9 @@ class Generator:
             for _ in range(6):
                 if self._world is None:  # the domain's vocabulary, the state's names taken
                     self._world = world_for(self.spec, self.initial)
-                value = make_value(attr, entity, self.rng, self.rng.randint(2, 98), world=self._world)
+                value = make_value(
+                    attr, entity, self.rng, self.rng.randint(2, 98), world=self._world, record=dict(record)
+                )
                 if value != current and value is not None:
                     return value
         return None
@@ -813,6 +827,11 @@ class Generator:
         b = tool.binding
         props = tool.parameters.get("properties", {})
         required = list(tool.parameters.get("required", []))
+        # a new record's e-mail and notes read from its name and its other values: drawn after them,
+        # for this record's person only
+        required.sort(key=lambda p: is_derived_param(entity, b, p))
+        if self._world is not None:
+            self._world.person = None
         args: dict[str, Any] = {}
         sources: dict[str, str] = {}
         focus: tuple[str, str] | None = None
@@ -891,7 +910,7 @@ class Generator:
             elif tool.op == "search" and p == "query":
                 args[p], sources[p] = self._search_term(entity, tool), "query"
             else:
-                value = self._new_value(tool, p, record().get(p))
+                value = self._new_value(tool, p, record().get(p), given=args)
                 if value is None:
                     raise Reject("grounding", f"cannot ground required argument {tool.name}.{p}")
                 args[p], sources[p] = value, "query"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from datetime import date, datetime
+from pathlib import Path
 
 import networkx as nx
 
@@ -207,3 +208,34 @@ def test_a_large_figure_is_written_out() -> None:
 
     assert say(1433463.86) == "1433463.86" and say(2500000.0) == "2500000"
     assert say(2398.61) == "2398.61" and say(12.0) == "12" and say(0.5) == "0.5"
+
+
+def test_a_new_persons_email_is_made_from_their_name(tmp_path: Path, sandbox: Sandbox) -> None:
+    """'Register a new account manager with email jacob_bolton@hotmail.com and full name Kevin
+    White' reads as made up: a new record's e-mail is drawn after its name, from it."""
+    import contextlib
+    import io
+
+    from agentomnia.cli import main
+
+    seed = Path(__file__).parents[3] / "agentomnia/seeds/corpus/openapi/folio-document-control.yaml"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["env", "build", "--seed", str(seed), "--out", str(tmp_path / "folio"), "--json"]) == 0
+    spec = EnvSpec.model_validate_json((tmp_path / "folio" / "spec.json").read_text(encoding="utf-8"))
+    bundle = Bundle.load(tmp_path / "folio")
+    tool = spec.tool("create_user")
+    fields = {a: p for p, a in tool.binding["fields"].items()}
+    name, mail = fields["full_name"], fields["email"]
+    tool = tool.model_copy(
+        update={"parameters": {**tool.parameters, "required": [mail, name]}}
+    )  # e-mail first
+    session = sandbox.open(bundle, bundle.s0)
+    try:
+        gen = Generator(spec, session, nx.MultiDiGraph(), random.Random(3), allow_ids=True)
+        for _ in range(6):
+            args = gen.ground(tool, None)[0]
+            first, *_, last = str(args[name]).lower().split()
+            local = str(args[mail]).split("@")[0]
+            assert first[0] in local and (first in local or last in local), (args[name], args[mail])
+    finally:
+        session.close()
