@@ -549,18 +549,9 @@ def valid_calls(
     records = _records(state, spec, e.name)
     if tool.op == "transition":
         # records whose lifecycle allows the move come first
-        allowed = next(
-            (
-                r.allowed
-                for r in spec.rules
-                if r.kind == "transition" and r.entity == e.name and r.attr == b.get("attr")
-            ),
-            None,
-        )
 
         def fits(rec: dict[str, Any]) -> bool:
-            cur = rec.get(b["attr"])
-            return cur != b["value"] and (allowed is None or b["value"] in allowed.get(str(cur), ()))
+            return _transition_fits(spec, tool, rec)
 
         records = [r for r in records if fits(r)] + [r for r in records if not fits(r)]
     else:

@@ -501,6 +501,10 @@ _FOUND_EXPECTED = (
     ("actual", "planned"),
     ("actual", "expected"),
 )
+# a goal is reached once its progress meets its target
+_REACHED = ("achieved", "completed", "met", "reached", "is_achieved", "goal_met", "target_met")
+_PROGRESS = ("progress", "current", "current_value", "progress_value", "saved_amount", "saved", "raised")
+_TARGETS = ("target", "target_value", "target_amount", "goal", "goal_amount")
 # what a record's lines add up to, when the lines hold no field of its own name
 _LINE_SUMS = {"subtotal": ("line_total", "amount", "subtotal", "total"), "total": ("line_total", "amount", "total"),
               "total_amount": ("line_total", "amount", "total_amount"), "amount": ("amount",)}  # fmt: skip
@@ -522,7 +526,8 @@ def _numbers_in_order(obj: dict[str, Any]) -> None:
       expected;
     - a record's sum is the sum of its lines (`total_hours` of the days' `worked_hours`, an expense's
       `amount` of its lines' amounts);
-    - a total is its subtotal plus taxes, fees and tip, less discounts (never more than the subtotal).
+    - a total is its subtotal plus taxes, fees and tip, less discounts (never more than the subtotal);
+    - a goal is achieved exactly when its progress meets its target.
     """
     for value in obj.values():
         for child in value if isinstance(value, list) else (value,):
@@ -559,6 +564,11 @@ def _numbers_in_order(obj: dict[str, Any]) -> None:
             if part is not None:
                 obj[key] = _as_number(sum(part), obj[key], *part)
                 break
+    reached = next((k for k in _REACHED if isinstance(obj.get(k), bool)), None)
+    progress = next((k for k in _PROGRESS if k in numbers), None)
+    target = next((k for k in _TARGETS if k in numbers), None)
+    if reached is not None and progress is not None and target is not None:
+        obj[reached] = obj[progress] >= obj[target]  # no goal "achieved" at 277 of 2,500 km
     total = next((k for k in _TOTALS if k in numbers), None)
     if subtotal is not None and total is not None:
         parts = [obj[subtotal], *(obj[k] for k in _ADDED if k in numbers)]
@@ -862,13 +872,18 @@ _NOT_YET = frozenset({
 def _not_yet(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
     """A record that has not got that far has no date of getting there: an inbound receipt still
     `expected` was not received, an `open` invoice not paid, a `draft` article not published. Its
-    end dates (`semantic.phase` 3) that may be empty are emptied."""
+    end dates (`semantic.phase` 3) that may be empty are emptied, and so is a date named for one of
+    its later stages (`received_at` where a receipt may be `received`, whatever phase the word
+    reads as elsewhere)."""
     for entity in spec.entities:
         status = entity.status_attribute
+        stages = {v for v in status.enum if v not in _NOT_YET} if status is not None else set()
         ends = [
             a
             for a in entity.attributes
-            if a.type in ("date", "datetime") and a.nullable and phase(a.name) == 3
+            if a.type in ("date", "datetime")
+            and a.nullable
+            and (phase(a.name) == 3 or re.sub(r"_(at|on|date|time)$", "", a.name) in stages)
         ]
         if status is None or not ends:
             continue

@@ -1011,6 +1011,13 @@ def test_a_record_that_has_not_got_that_far_has_no_date_of_getting_there() -> No
     assert {r["status"] for r in records} == {"open", "in_progress", "closed"}
     assert all(r["closed_at"] is None for r in records if r["status"] != "closed")
     assert any(r["closed_at"] is not None for r in records if r["status"] == "closed")
+    # "received" starts an order's life but ends a receipt's: a receipt still expected has no received_at
+    receipt = _entity("receipt", _a("status", "enum", enum=("expected", "received", "put_away")),
+                      _a("received_at", "datetime", nullable=True))  # fmt: skip
+    spec = spec.model_copy(update={"entities": (receipt,)})
+    records = [r for seed in range(3) for r in generate_state(spec, seed=seed)["receipts"].values()]
+    assert all(r["received_at"] is None for r in records if r["status"] == "expected")
+    assert any(r["received_at"] is not None for r in records if r["status"] == "received")
 
 
 def test_a_records_related_numbers_are_in_order() -> None:
@@ -1025,6 +1032,7 @@ def test_a_records_related_numbers_are_in_order() -> None:
                        _a("elapsed_seconds", "int", source="seed", declared={"type": "integer"}),
                        _a("price_min", "money"), _a("price_max", "money"),
                        _a("subtotal", "money"), _a("delivery_fee", "money"), _a("discount", "money"), _a("total", "money"),
+                       _a("progress", "float"), _a("target", "float"), _a("achieved", "bool"),
                        _a("characteristics", "list", declared={"type": "array", "minItems": 2, "items": tolerance}))  # fmt: skip
     spec = EnvSpec(name="stride", class_name="Stride", description="Activities.",
                    coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
@@ -1042,6 +1050,7 @@ def test_a_records_related_numbers_are_in_order() -> None:
             assert r["total"] == round(r["subtotal"] + r["delivery_fee"] - r["discount"], 2), r
             for c in r["characteristics"]:
                 assert c["lower_tol"] <= c["nominal"] <= c["upper_tol"], c
+            assert r["achieved"] == (r["progress"] >= r["target"]), r
             swapped += r["moving_seconds"] != r["elapsed_seconds"]
     assert swapped  # the two numbers stay two draws, not one copied into the other
 
