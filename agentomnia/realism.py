@@ -1,7 +1,9 @@
 """How real a round's worlds, tools and requests read: the figures an agent team checks by reading.
 
-Three families of figures, each computed from what a round produced, so a regression shows:
+Four families of figures, each computed from what a round produced, so a regression shows:
 
+- **consistency** (`consistency_metrics`): the share of records whose related numbers disagree, and
+  of references that point at another owner's record;
 - **values** (`value_metrics`): over the free-text values of every environment's initial state, the
   share that are placeholders — a value that names its own entity or attribute together with a number
   ("Quartz Provider 1", "Atlas Address 2"), that ends in filler ("... alpha falcon follow-up.") or that
@@ -32,6 +34,8 @@ from agentomnia.envs.spec import EntitySpec, EnvSpec
 TARGETS: dict[str, tuple[str, float]] = {
     "placeholder_share": ("<", 0.02),
     "distinct_words": (">", 5000),
+    "numbers_disagree_share": ("<", 0.002),
+    "other_owner_share": ("<", 0.1),
     "chained_of_share": ("<", 0.02),
     "stacked_possessive_share": ("<", 0.05),
     "mean_sentence_words": ("<", 22.0),
@@ -187,6 +191,38 @@ def tool_metrics(specs: Sequence[EnvSpec]) -> dict[str, Any]:
     }
 
 
+def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Whether a world's facts agree with each other: the share of records whose related numbers
+    disagree (a min above its max, a moving time above the elapsed time, a total that is not its
+    lines' sum; `state.numbers_out_of_order`), and the share of references that point at another
+    owner's record where the owner has one of its own (a user's bill paid from another user's account;
+    `state.owned_references`)."""
+    from agentomnia.envs.state import numbers_out_of_order, owned_references, owner_disagrees
+
+    records = disordered = checked = elsewhere = 0
+    examples: list[str] = []
+    for spec, state in worlds:
+        for e in spec.entities:
+            for key, record in (state.get(e.table) or {}).items():
+                records += 1
+                if numbers_out_of_order(record):
+                    disordered += 1
+                    if len(examples) < 5:
+                        examples.append(f"{e.table}[{key}]")
+        for record, a, owner, by_owner in owned_references(spec, state):
+            differs = owner_disagrees(state, spec, record, a, owner)
+            if differs is not None and by_owner.get(str(record.get(owner.name))):
+                checked += 1
+                elsewhere += differs
+    return {
+        "records": records,
+        "numbers_disagree_share": round(disordered / records, 4) if records else 0.0,
+        "numbers_disagree_examples": examples,
+        "owned_references": checked,
+        "other_owner_share": round(elsewhere / checked, 4) if checked else 0.0,
+    }
+
+
 def read_bundles(folders: Iterable[Path]) -> list[tuple[EnvSpec, dict[str, Any]]]:
     """(spec, s0) of each environment bundle folder (spec.json and s0.json)."""
     out = []
@@ -206,6 +242,7 @@ def realism_figures(
 
     figures: dict[str, Any] = {
         **value_metrics(worlds),
+        **consistency_metrics(worlds),
         **tool_metrics([spec for spec, _ in worlds]),
         **query_metrics(list(queries)),
     }

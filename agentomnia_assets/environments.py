@@ -19,7 +19,7 @@ from agentomnia.envs.stats import stats_histogram_png
 from agentomnia.envs.toolset import ToolsetConfig
 from agentomnia.envs.verify import record_verdict
 from agentomnia.progress import tracked_map
-from agentomnia.realism import read_bundles, tool_metrics, value_metrics
+from agentomnia.realism import consistency_metrics, read_bundles, tool_metrics, value_metrics
 from agentomnia.stages import (
     StageContext,
     StagedSpec,
@@ -264,7 +264,7 @@ def environment_stats(context: dg.AssetExecutionContext, storage: StorageResourc
     write_parquet(artifacts.path(ENVIRONMENT_STATS), [stats])
     # how real the worlds and tools read (the round's HTML report shows these beside their targets)
     worlds = read_bundles(Path(e["path"]) for e in artifacts.environments() if e.get("path"))
-    realism = {**value_metrics(worlds), **tool_metrics(specs)}
+    realism = {**value_metrics(worlds), **consistency_metrics(worlds), **tool_metrics(specs)}
     return dg.MaterializeResult(
         metadata={
             **{k: v for k, v in stats.items() if isinstance(v, (int, float))},

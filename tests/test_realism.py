@@ -141,3 +141,38 @@ def test_strings_inside_lists_and_objects_are_counted() -> None:
         ("acts", "Ironwood Launch"), ("acts", "Maria Lopez"), ("venue.name", "Kestrel Horizon"),
     ]  # fmt: skip
     assert value_metrics([(spec, state)])["placeholder_share"] == round(2 / 3, 4)
+
+
+def test_consistency_metrics_find_numbers_that_disagree_and_another_owners_records() -> None:
+    """A generated world agrees with itself; a price range drawn the wrong way round and a bill paid
+    from another user's account are counted."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.realism import consistency_metrics
+    from agentomnia.taxonomy import Coordinate
+    from tests.fixtures.domains import LOGISTICS_DOMAIN_ID
+
+    def entity(name: str, *attrs: AttributeSpec) -> EntitySpec:
+        return EntitySpec(name=name, table=f"{name}s", description=name, key=f"{name}_id", id_prefix=name[:3].upper(),
+                          attributes=(AttributeSpec(name=f"{name}_id", type="str"), *attrs))  # fmt: skip
+
+    user = entity("user", AttributeSpec(name="name", type="str"))
+    account = entity("account", AttributeSpec(name="user_id", type="ref", ref="user"))
+    bill = entity("bill", AttributeSpec(name="user_id", type="ref", ref="user"),
+                  AttributeSpec(name="account_id", type="ref", ref="account"),
+                  AttributeSpec(name="price_min", type="money"), AttributeSpec(name="price_max", type="money"))  # fmt: skip
+    spec = EnvSpec(name="home", class_name="Home", description="Bills.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="home", seed_ids=(), entities=(user, account, bill), relations=(), rules=(),
+                   tools=())  # fmt: skip
+    state = generate_state(spec, seed=0, sizes={"user": 3, "account": 6, "bill": 8})
+    clean = consistency_metrics([(spec, state)])
+    assert clean["numbers_disagree_share"] == 0 and clean["other_owner_share"] == 0
+    assert clean["owned_references"] >= 6
+    first = state["bills"][sorted(state["bills"])[0]]
+    first["price_min"], first["price_max"] = first["price_max"] + 1, first["price_max"]
+    theirs = next(k for k, a in state["accounts"].items() if a["user_id"] != first["user_id"])
+    first["account_id"] = theirs
+    broken = consistency_metrics([(spec, state)])
+    assert broken["numbers_disagree_share"] == round(1 / broken["records"], 4)
+    assert broken["other_owner_share"] == round(1 / broken["owned_references"], 4)
+    assert broken["numbers_disagree_examples"] == [f"bills[{sorted(state['bills'])[0]}]"]

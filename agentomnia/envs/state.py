@@ -13,7 +13,7 @@ import copy
 import functools
 import random
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -299,10 +299,13 @@ def _refer_back(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng:
                     record[a.name] = _ref_value(spec, a, targets[rng.choice(keys)])
 
 
-def _same_owner(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
-    """What a record refers to belongs to the record's own owner where both name one: a user's
-    recurring bill is paid from that user's account and filed under that user's category, not
-    another household's. A reference changes only to a record of the same owner, where there is one."""
+def owned_references(
+    spec: EnvSpec, state: Mapping[str, Any]
+) -> Iterator[tuple[dict[str, Any], AttributeSpec, AttributeSpec, dict[str, list[str]]]]:
+    """(record, reference, owner reference, the referenced table's keys by owner) for every reference
+    of a record into a table whose records name an owner the record names too: a recurring bill's
+    `account_id` beside its `user_id`, where accounts have a `user_id`. A reference a uniqueness rule
+    covers is not one."""
     for e in spec.entities:
         unique = {a for r in spec.rules if r.kind == "unique" and r.entity == e.name for a in r.attrs}
         refs = [a for a in e.attributes if a.type == "ref" and a.ref and a.ref != e.name]
@@ -312,17 +315,33 @@ def _same_owner(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng:
                 held = target.attribute(owner.name) if target is not None else None
                 if target is None or held is None or held.type != "ref" or held.ref != owner.ref:
                     continue
-                table = state.get(target.table, {})
                 by_owner: dict[str, list[str]] = {}
-                for k, rec in sorted(table.items()):
+                for k, rec in sorted((state.get(target.table) or {}).items()):
                     by_owner.setdefault(str(rec.get(owner.name)), []).append(k)
-                for record in state.get(e.table, {}).values():
-                    mine, pointed = record.get(owner.name), lookup(table, record.get(a.name))
-                    if mine is None or pointed is None or str(pointed.get(owner.name)) == str(mine):
-                        continue
-                    choices = by_owner.get(str(mine))
-                    if choices:
-                        record[a.name] = _ref_value(spec, a, table[rng.choice(choices)])
+                for record in (state.get(e.table) or {}).values():
+                    yield record, a, owner, by_owner
+
+
+def owner_disagrees(
+    state: Mapping[str, Any], spec: EnvSpec, record: Mapping[str, Any], a: AttributeSpec, owner: AttributeSpec
+) -> bool | None:
+    """Whether `record`'s reference `a` points at another owner's record (None: nothing to compare)."""
+    mine = record.get(owner.name)
+    pointed = lookup(state.get(_table(spec, a.ref)), record.get(a.name))
+    if mine is None or pointed is None:
+        return None
+    return str(pointed.get(owner.name)) != str(mine)
+
+
+def _same_owner(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
+    """What a record refers to belongs to the record's own owner where both name one: a user's
+    recurring bill is paid from that user's account and filed under that user's category, not
+    another household's. A reference changes only to a record of the same owner, where there is one."""
+    for record, a, owner, by_owner in list(owned_references(spec, state)):
+        choices = by_owner.get(str(record.get(owner.name)))
+        if owner_disagrees(state, spec, record, a, owner) and choices:
+            table = state[_table(spec, a.ref)]
+            record[a.name] = _ref_value(spec, a, table[rng.choice(choices)])
 
 
 def same_fact_pairs(entity: EntitySpec) -> list[tuple[AttributeSpec, AttributeSpec]]:
@@ -578,6 +597,13 @@ def _numbers_in_order(obj: dict[str, Any]) -> None:
                 obj[k] = _as_number(obj[subtotal] / 10 / len(taken_off), obj[k], obj[k])
         off = [obj[k] for k in taken_off]
         obj[total] = _as_number(sum(parts) - sum(off), obj[total], *parts, *off)
+
+
+def numbers_out_of_order(record: Mapping[str, Any]) -> bool:
+    """Whether a record's related numbers disagree (`_numbers_in_order` would change them)."""
+    ordered = copy.deepcopy(dict(record))
+    _numbers_in_order(ordered)
+    return ordered != record
 
 
 def _one_named(names: list[str], word: str) -> str | None:
