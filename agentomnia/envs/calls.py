@@ -355,12 +355,14 @@ def _meet_requirements(
     bound = _bound(tool)
 
     def holds(settled: set[str]) -> bool:
-        """The requirements that read only references already chosen (and plain fields) hold."""
+        """The requirements that read only references already chosen (and plain fields) hold; an
+        amount the call gives is brought within its bound afterwards (`fit_compared_values`), so a
+        refund's amount does not rule out the one order that may be refunded."""
         record = target_view(spec, state, tool, args, before_move=True) or {}
         return all(
             requirement_failure(spec, dict(state), tool.entity, record, req, now) is None
             for req in found.get("requires", [])
-            if _reads(req) & chosen <= settled
+            if _reads(req) & chosen <= settled and not _fitted_later(req, props)
         )
 
     params = [(p, t) for p, t in _ref_params(spec, tool) if p in args]
@@ -391,6 +393,13 @@ def _meet_requirements(
 
     search(0, set())
     fit_compared_values(spec, state, tool, args)
+
+
+def _fitted_later(req: Mapping[str, Any], props: Mapping[str, Any]) -> bool:
+    """Whether a requirement compares a number the call itself gives (which `fit_compared_values`
+    brings within bounds)."""
+    left = str(req.get("left", ""))
+    return req.get("kind") == "compare" and "->" not in left and left in props
 
 
 def fit_compared_values(
@@ -569,6 +578,17 @@ def valid_calls(
         kp = b["key"]
 
         def meets(rec: dict[str, Any]) -> bool:
+            if tool.op == "assign" and b.get("param") and b.get("attr"):
+                # a record some other target may be assigned to under the requirements (a bill moved to
+                # an account of its own user, where the user has another)
+                target = e.attribute(b["attr"])
+                pool = _records(state, spec, target.ref) if target is not None and target.ref else []
+                tkey = spec.entity(target.ref).key if target is not None and target.ref else ""
+                return any(
+                    not _same_key(t[tkey], rec.get(b["attr"]))
+                    and requirement_problem(spec, state, tool, {kp: rec[e.key], b["param"]: t[tkey]}) is None
+                    for t in pool[:40]
+                )
             return requirement_problem(spec, state, tool, {kp: rec[e.key]}) is None
 
         records = [r for r in records if meets(r)] + [r for r in records if not meets(r)]
@@ -786,6 +806,9 @@ def stage_requirements(
     for tool in sorted(spec.tools, key=lambda t: t.name) * 2:
         if tool.name in staged:
             continue
+        if _stage_preconditions(spec, state, tool, claimed):
+            staged.append(tool.name)
+            continue
         found = compound_of(tool)
         requires = [r for r in (found or {}).get("requires", []) if r["kind"] in ("in", "compare", "none")]
         if not requires:
@@ -839,6 +862,42 @@ def _stage_none(
         undo.append((rec, attr, rec.get(attr)))
         rec[attr] = free[0]
     return True
+
+
+def _stage_preconditions(
+    spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], tool: ToolSpec, claimed: set[int]
+) -> bool:
+    """Where no record the tool may act on meets the domain's precondition on it (no planned trip has
+    an available vehicle), bring the record it reads through one that the move fits into a state the
+    precondition names, if every invariant still holds. True when so staged."""
+    rules = [r for r in spec.rules if r.kind == "precondition" and r.operation == tool.name and r.values]
+    key = tool.binding.get("key")
+    if not rules or not key or tool.op == "create":
+        return False
+    e = spec.entity(tool.entity)
+    records = [r for _, r in sorted((state.get(e.table) or {}).items())]
+    fitting = [r for r in records if tool.op != "transition" or _transition_fits(spec, tool, r)]
+    if not fitting or any(_precondition_ok(spec, state, tool, r) for r in fitting):
+        return False
+    for rec in fitting[:3]:
+        undo: list[tuple[dict[str, Any], str, Any]] = []
+        for r in rules:
+            subject: Any = rec
+            if r.entity != e.name:
+                ref = next((a for a in e.attributes if a.type == "ref" and a.ref == r.entity), None)
+                target = spec.entity(r.entity or "") if ref else None
+                subject = lookup(state.get(target.table), rec.get(ref.name)) if ref and target else None
+            if not isinstance(subject, dict) or id(subject) in claimed or not r.attr:
+                break
+            if subject.get(r.attr) not in r.values:
+                undo.append((subject, r.attr, subject.get(r.attr)))
+                subject[r.attr] = r.values[0]
+        if undo and _precondition_ok(spec, state, tool, rec) and not state_violations(spec, state):
+            claimed.update(id(subject) for subject, _, _ in undo)
+            return True
+        for subject, attr, old in reversed(undo):
+            subject[attr] = old
+    return False
 
 
 def _number(value: Any) -> bool:

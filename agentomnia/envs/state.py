@@ -487,6 +487,7 @@ _BOUNDS = _RANGE_ENDS + (
     ("overtime", "worked"),
     ("accepted", "received"),
 )
+_READING = re.compile(r"mileage|odometer|(^|_)(hour_?)?meter(_|$)|reading")
 # a value named for where its range is centred: a part's nominal size sits within its tolerance limits
 _CENTRES = ("nominal", "target", "setpoint")
 # a line's total is its quantity times its unit price
@@ -553,7 +554,8 @@ def _numbers_in_order(obj: dict[str, Any]) -> None:
             if isinstance(child, dict):
                 _numbers_in_order(child)
     numbers = [k for k, v in obj.items() if isinstance(k, str) and _is_number(v)]
-    for low, high in _named_pairs(numbers, _BOUNDS):
+    readings = [n for n in numbers if _READING.search(n)]  # an odometer reads more when a car leaves
+    for low, high in _named_pairs(numbers, _BOUNDS) + _named_pairs(readings, (("in", "out"),)):
         if obj[low] > obj[high]:
             obj[low], obj[high] = obj[high], obj[low]
     ranges = _named_pairs(numbers, _RANGE_ENDS)

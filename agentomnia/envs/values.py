@@ -301,6 +301,8 @@ def hint_string(name: str, rng: random.Random, index: int = 1) -> str:
 MEASURE_RANGES: tuple[tuple[re.Pattern[str], float, float, int], ...] = tuple(
     (re.compile(p), lo, hi, dec)
     for p, lo, hi, dec in (
+        (r"(^|_)max(imum)?_(hr|heart_?rate)(_bpm)?$", 165, 205, 0),  # the most it beats, not a rate at rest
+        (r"(^|_)resting_(hr|heart_?rate)(_bpm)?$", 45, 80, 0),
         (r"heart_?rate|pulse|(^|_)hr(_bpm)?$", 58, 125, 0),
         (r"systolic", 100, 150, 0),
         (r"diastolic", 60, 95, 0),
@@ -332,6 +334,8 @@ def measure_range(name: str, where: str = "") -> tuple[float, float, int] | None
     place = (where or LEAF_WHERE.get()).lower()
     if re.search(r"(^|_)temp(erature)?(_|$)", n) and _CLINICAL.search(place):
         return (97.3, 103.1, 1) if re.search(r"_f$|fahrenheit", n) else (36.3, 39.5, 1)
+    if _PHOTO.search(place) and re.fullmatch(r"(width|height)(_px)?", n):  # a camera's frame, in pixels
+        return (1080.0, 8192.0, 0)
     if _PHOTO.search(place) and (slider := _SLIDER.search(n)):  # a photo edit's develop settings
         if slider[0].startswith("temp"):
             return (2800.0, 7500.0, 0)  # white balance in kelvin, as a raw editor keeps it
@@ -340,7 +344,83 @@ def measure_range(name: str, where: str = "") -> tuple[float, float, int] | None
 
 
 _NUMBER_RANGES: list[tuple[str, float, float, int]] = [
-    # (name pattern, low, high, decimals) for money/float/int attributes
+    # (name pattern, low, high, decimals) for money/float/int attributes; the first that matches wins, so
+    # what a name says precisely (a capability index, a tariff per kWh) comes before what it says loosely
+    # (a price, an amount, a count, hours)
+    # -- measurements and counts with a scale of their own
+    (r"(^|_)bathrooms$", 1, 4, 0),
+    (r"(^|_)(cpk|ppk)$", 0.6, 2.5, 2),  # process capability index
+    (r"(^|_)(aperture|f_?stop|f_?number)$", 1.4, 22, 1),  # a lens's f-number
+    (r"(^|_)iso(_speed)?$", 100, 6400, 0),  # a camera's sensitivity
+    (r"(^|_)(perceived_effort|rpe)$", 1, 10, 0),  # rate of perceived exertion
+    (r"(^|_)sets$", 2, 6, 0),
+    (r"(^|_)reps$", 3, 20, 0),
+    (r"(^|_)cvss", 0.1, 10, 1),
+    (r"(^|_)csat(_average|_avg|_score)?$", 1, 5, 2),  # customer satisfaction on a five-point scale
+    (r"(^|_)saturation$", 0, 100, 0),
+    (r"(^|_)(age_limit|min_age|minimum_age)$", 12, 21, 0),
+    (r"(^|_)(attempts?|retries|retry_count)(_number|_no|_per_[a-z]+)?$", 1, 5, 0),
+    (r"(^|_)extensions(_used|_granted|_taken)?$", 0, 3, 0),
+    (r"(^|_)refills(_remaining|_authorized|_allowed|_left|_used)?$", 0, 11, 0),
+    (r"(^|_)active_(holds|loans|deferrals|reservations)$", 0, 8, 0),
+    (r"(^|_)open_(defects|queries|issues|findings|deferrals)$", 0, 15, 0),
+    (r"(^|_)(out_of_tolerance|nonconforming|defectives)$", 0, 6, 0),  # parts of an inspected sample
+    (r"(^|_)(min|minimum|required)_(staff|staffing|coverage|headcount)$", 1, 6, 0),
+    (r"(^|_)suspended$", 0, 5, 0),
+    (r"(^|_)credits_(remaining|left)$", 0, 20, 0),
+    (r"^credits$", 0.5, 12, 1),  # course credits, a housekeeper's workload credits
+    (r"^((start|end|first|last|current)_)?page(_number|_no)?$", 1, 250, 0),  # not a rate per page
+    (r"(^|_)print_run$", 500, 20000, 0),
+    (r"word_count", 800, 110000, 0),
+    (r"file_size_kb|(^|_)size_kb$", 12, 25000, 0),
+    (r"(^|_)(file_)?size_bytes$|(^|_)bytes$", 2000, 25000000, 0),
+    (r"storage_used_mb|(^|_)storage_mb$", 50, 50000, 1),
+    (r"roaming(_data)?_gb$", 0, 8, 2),
+    (r"(^|_)data(_allowance|_used|_usage)?_gb$", 1, 100, 2),  # a mobile line's month
+    (r"(^|_)(length|width|depth)_cm$", 10, 120, 1),  # a parcel's sides
+    (r"square_feet|sq_?ft", 400, 2800, 0),  # a home's floor area
+    (r"(^|_)(capacity_pallets|pallet_capacity|pallet_positions)$", 20, 2000, 0),
+    (r"(^|_)(pallets|pallet_count)$", 1, 33, 0),  # a truck's load
+    (r"battery(_capacity)?_kwh$", 35, 110, 1),  # an electric car's battery
+    (r"per_kwh$", 0.15, 0.85, 2),  # a charging or power tariff
+    (r"^kwh$|energy_kwh$|kwh_(used|delivered|consumed|charged)$", 0.5, 75, 2),  # a day's or a charge's
+    (r"ramp_rate", 0.5, 25, 1),  # a generating unit's MW per minute
+    (r"yield_t_(per_)?ha$|(^|_)(t|tonnes)_per_ha$", 1, 15, 2),  # a crop's tonnes per hectare
+    (r"dose_mg_per_kg|mg_per_kg", 0.1, 50, 2),
+    (r"(^|_)wind_(speed|gust)(_kmh|_kph)?$", 0, 90, 1),
+    (r"odometer|(^|_)mileage(_km|_mi|_in|_out|_reading)?$", 5000, 180000, 0),  # a vehicle's odometer
+    (r"(^|_)distance_m$", 200, 25000, 1),
+    (r"(^|_)(flight|engine|operating|machine|airframe)_hours$|hours_since_|hours?_meter$", 100, 40000, 1),
+    (r"(^|_)(service_due|life_limit)_hours$", 100, 40000, 1),  # hour-meter readings, not a day's hours
+    (r"(^|_)flight_cycles$|cycles_since_", 200, 40000, 0),
+    (r"accrual_per_month|monthly_accrual", 1.25, 2.5, 2),  # days of leave earned a month
+    (r"useful_life_months", 24, 120, 0),
+    (r"(^|_)(duration|term|contract|lease_term|min_term)_months$", 3, 36, 0),
+    (r"equity_units|stock_options|(^|_)rsus?$", 500, 20000, 0),
+    (r"(^|_)(management|commission|agency|platform|broker)_fee_(pct|percent)$", 3, 12, 1),
+    (r"(^|_)(pct|percent)$", 0, 100, 1),  # before `budget` and `fee`: an error budget's percent left
+    # -- money whose scale the name says
+    (r"(^|_)(hourly_)?wage$|(^|_)pay_rate$", 12, 45, 2),
+    (r"labou?r_rate$", 80, 220, 2),  # a workshop's rate per hour
+    (r"(^|_)(daily|nightly|day|night|per_diem)_rate$|(^|_)per_diem$", 45, 380, 2),
+    (r"(rate|price|cost|allowance)_per_(km|mile)$|(^|_)mileage_rate$", 0.25, 0.75, 2),
+    (r"(fee|price|cost|rate|charge)_per_min(ute)?$", 0.1, 1.0, 2),
+    (r"(^|_)(delivery|service|booking|convenience|shipping)_fee$", 0.99, 15, 2),
+    (r"(^|_)(late_cancellation|cancellation|no_show|late)_fee$", 15, 150, 2),
+    (r"(^|_)tip(_amount)?$|gratuity", 1, 30, 2),
+    (r"(^|_)discount(_amount|_value)?$", 1, 60, 2),
+    (r"(^|_)deductible$", 250, 2500, 0),
+    (r"(^|_)overage(_charges?|_fees?|_amount)?$", 0, 150, 2),  # a phone line's month over its plan
+    (r"(^|_)(monthly_|market_|base_|asking_)?rent(_amount)?$", 650, 4200, 2),
+    (r"actual_cash_value|(^|_)acv$", 2500, 40000, 2),  # a car's
+    (r"signing_bonus|sign_on_bonus|relocation_bonus", 1000, 25000, 0),
+    (r"(^|_)(net|gross)_sales$", 1000, 15000, 2),  # a store's or a department's day
+    # a cost code's cost to date, committed and at completion, and a budget's contingency left: on the
+    # scale of a line's budget (a record's own budget is not known here)
+    (r"(actual|spent)_to_date$|(^|_)committed$|estimate_at_completion|(^|_)eac$", 500, 25000, 2),
+    (r"contingency_(remaining|used|balance)$", 500, 25000, 2),
+    (r"approval_(threshold|limit)", 1000, 50000, 0),
+    # -- the loose ones
     (r"(total|weekly|week|contracted)_hours", 8, 48, 1),  # before `total`: hours, not an amount
     (r"hours", 0.5, 12, 1),
     (r"salary|annual_income|income", 32000, 185000, 0),
@@ -351,19 +431,20 @@ _NUMBER_RANGES: list[tuple[str, float, float, int]] = [
     (r"ticket_price|fare", 12, 480, 2),
     (r"copay|co_pay", 5, 75, 2),
     (r"deposit", 50, 2500, 2),
-    (r"unit_price|unit_cost|price|cost|fee", 4, 900, 2),
+    (r"unit_price|unit_cost|price|cost|(^|_)fees?($|_)", 4, 900, 2),  # a fee, not a square foot
     (r"amount|total|paid|refund|value", 15, 4800, 2),
     (r"weight_kg|weight", 0.2, 95, 1),
     (r"height_cm", 150, 198, 0),
     (r"height_m|depth_m|length_m|span_m|width_m", 1.5, 60, 2),
     (r"area_m2|floor_area|sq_?m", 40, 12000, 0),
-    (r"temp|temperature", -5, 38, 1),
+    (r"(^|_)temp(erature)?(_|$)", -5, 38, 1),  # not an attempt
+    (r"speed_kmh|speed", 10, 120, 0),  # before `km`
     (r"distance_km|km", 1, 850, 1),
-    (r"speed_kmh|speed", 10, 120, 0),
-    (r"age$|age_years", 18, 84, 0),
+    (r"(^|_)age(_years|_in_years)?$", 18, 84, 0),  # not a page, an average or a wage
     (r"latitude|lat$", -55, 65, 4),
     (r"longitude|lng$|lon$", -160, 170, 4),
-    (r"percent|pct|_rate$|ratio|share|probability|confidence|utilization", 0.02, 0.98, 3),
+    # `(^|_)ratio`: not a duration, a concentration or a registration
+    (r"percent|pct|_rate$|(^|_)ratio|share|probability|confidence|utilization", 0.02, 0.98, 3),
     (r"quantity|qty|units|count|pieces", 1, 48, 0),
     (r"capacity|seats|slots", 4, 240, 0),
     (r"stock|on_hand|inventory|available", 0, 420, 0),
@@ -446,7 +527,7 @@ def _number_hint(name: str, rng: random.Random) -> float:
         return round(rng.uniform(-60, 60), 4)
     if re.search("lon|lng", n):
         return round(rng.uniform(-170, 170), 4)
-    if re.search("salary|budget|limit|revenue|credit", n):
+    if re.search("salary|budget|limit|revenue|credit(?!s$)", n):  # workload or course `credits` are few
         return round(rng.uniform(500, 20000), 2)
     if (found := _named_range(n)) is not None:  # a day's hours, a weight, a distance
         return round(rng.uniform(found[0], found[1]), found[2])

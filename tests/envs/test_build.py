@@ -310,6 +310,10 @@ def test_a_seed_pipeline_the_domain_does_not_know_is_the_lifecycle_its_tools_mov
         ("mcp/pharmacy-dispensing.json", "reject_prescription", "transition"),
         # the sender a message is sent as is no argument of the seed's send_message
         ("mcp/chatline-messenger.json", "send_message", "create"),
+        # no planned trip had an available vehicle: staging makes one so (the precondition on dispatch)
+        ("mcp/fleet-dispatch.json", "dispatch_trip", "transition"),
+        # a refund's amount is fitted after the order is chosen, not held against the one order it may be
+        ("mcp/food-delivery-orders.json", "request_refund", "create"),
     ],
 )
 def test_a_seeds_tools_are_kept_with_the_behaviour_their_names_and_ids_say(
@@ -338,10 +342,13 @@ def test_a_seeds_tools_are_kept_with_the_behaviour_their_names_and_ids_say(
     if "pharmacy" in seed:  # staging never gives a prescription -1 refills used
         assert all(r["refills_used"] >= 0 for r in state["prescriptions"].values())
     if "household" in seed:
+        elsewhere = []  # (staging may bend one record so that a requirement can be met from s0)
         for bill in state["recurring_bills"].values():
             for table, ref in (("fin_accounts", "account_id"), ("categories", "category_id")):
                 owned = state[table].get(str(bill[ref]))
                 theirs = any(r["user_id"] == bill["user_id"] for r in state[table].values())
-                assert owned is None or owned["user_id"] == bill["user_id"] or not theirs, (ref, bill)
+                if not (owned is None or owned["user_id"] == bill["user_id"] or not theirs):
+                    elsewhere.append((ref, bill))
+        assert len(elsewhere) <= 1, elsewhere
     if "task-board" in seed:
         assert all(t["project_id"] is not None for t in state["tasks"].values())

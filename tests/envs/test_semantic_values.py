@@ -1033,6 +1033,7 @@ def test_a_records_related_numbers_are_in_order() -> None:
                        _a("price_min", "money"), _a("price_max", "money"),
                        _a("subtotal", "money"), _a("delivery_fee", "money"), _a("discount", "money"), _a("total", "money"),
                        _a("progress", "float"), _a("target", "float"), _a("achieved", "bool"),
+                       _a("mileage_in", "int"), _a("mileage_out", "int"),
                        _a("characteristics", "list", declared={"type": "array", "minItems": 2, "items": tolerance}))  # fmt: skip
     spec = EnvSpec(name="stride", class_name="Stride", description="Activities.",
                    coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
@@ -1051,6 +1052,7 @@ def test_a_records_related_numbers_are_in_order() -> None:
             for c in r["characteristics"]:
                 assert c["lower_tol"] <= c["nominal"] <= c["upper_tol"], c
             assert r["achieved"] == (r["progress"] >= r["target"]), r
+            assert r["mileage_in"] <= r["mileage_out"], r
             swapped += r["moving_seconds"] != r["elapsed_seconds"]
     assert swapped  # the two numbers stay two draws, not one copied into the other
 
