@@ -886,6 +886,9 @@ def leaf_string(name: str, rng: random.Random, world: World, where: str = "") ->
                 value = from_vocab(entry, AttributeSpec(name=attr, type="str"), _stub(owner), world, rng)
                 if value is not MISSING:
                     return str(value)
+            listed = vocab.names(owner, attr) if owner and entry is None else ()
+            if listed:  # a name the vocabulary keeps beside its code
+                return rng.choice(listed)
     head, _, tail = name.rpartition("_")
     named = _class_name(head or name, world, rng)
     if named is not None:
@@ -970,6 +973,9 @@ def _named_after(attr: AttributeSpec, entity: EntitySpec, world: World, rng: ran
             found = vocab.entry(owner, label)
             if found is not None and found.kind == "list":
                 return from_vocab(found, AttributeSpec(name=label, type="str"), _stub(owner), world, rng)
+            listed = vocab.names(owner, label)  # names kept beside their codes in a linked group
+            if listed:
+                return rng.choice(listed)
     return MISSING
 
 

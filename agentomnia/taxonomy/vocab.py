@@ -108,6 +108,18 @@ class DomainVocab:
         """The linked group an attribute belongs to, if any."""
         return next((g for g in self.linked.get(entity, ()) if attr in g.attrs), None)
 
+    def names(self, entity: str, attr: str) -> tuple[str, ...]:
+        """The words an attribute is listed with, in a plain list or as a linked group's column
+        (an airport's names beside their codes): what another entity may borrow."""
+        entry = self.entry(entity, attr)
+        if entry is not None and entry.kind == "list":
+            return tuple(str(v) for v in entry.values if isinstance(v, str))
+        group = self.group(entity, attr)
+        if group is None:
+            return ()
+        i = group.column(attr)
+        return tuple(dict.fromkeys(str(row[i]) for row in group.rows if isinstance(row[i], str)))
+
 
 def data_dir() -> Path:
     return Path(str(resources.files("agentomnia.taxonomy") / "data" / "vocab"))
@@ -660,10 +672,12 @@ def _name_lists() -> dict[str, tuple[tuple[int, tuple[str, ...]], ...]]:
                     add(f"{entity}.{attr}", did, entry.values)
                 else:
                     add(f".{attr}", did, entry.values)
-        for groups in vocab.linked.values():
+        for entity, groups in vocab.linked.items():
             for group in groups:
                 for i, attr in enumerate(group.attrs):
-                    if attr not in NAME_ATTRS and not free_text("str", attr):
+                    if attr in NAME_ATTRS:  # what records are called, lent as a plain list's are
+                        add(f"{entity}.{attr}", did, (row[i] for row in group.rows))
+                    elif not free_text("str", attr):
                         add(f".{attr}", did, (row[i] for row in group.rows))
     return {k: tuple(v) for k, v in out.items()}
 

@@ -1106,3 +1106,19 @@ def test_an_amount_in_yen_is_on_the_yens_scale() -> None:
                 amounts[currency].append(abs(float(amount)))
     assert amounts["JPY"] and amounts["EUR"]
     assert statistics.median(amounts["JPY"]) > 20 * statistics.median(amounts["EUR"]), amounts
+
+
+def test_names_kept_beside_their_codes_are_still_lent() -> None:
+    """An airport's names live in a linked group beside their ICAO codes; other fields and related
+    domains still borrow them as they did the plain list (a group's names were lent to no one)."""
+    from agentomnia.taxonomy.vocab import name_lists
+
+    vocab = vocab_for(20040)
+    assert vocab is not None and vocab.entry("airport", "name") is None
+    assert "London Heathrow" in vocab.names("airport", "name")
+    assert 20040 in [did for did, _ in name_lists()["airport.name"]]
+    world = World(vocab=vocab)
+    flight = _entity("flight", _a("airport"))
+    assert make_value(flight.attribute("airport"), flight, random.Random(1), 1, world=world) in vocab.names(
+        "airport", "name"
+    )
