@@ -535,6 +535,25 @@ def cmd_bench_rewards(args: argparse.Namespace) -> Result:
     return result, format_rewards_bench(result)
 
 
+def cmd_bench_sft(args: argparse.Namespace) -> Result:
+    _dagster_layer()  # the trainers live in the checkout beside the Dagster layer
+    from trainers.bench import bench_sft, format_sft_bench
+
+    folder = Path(args.dataset) if args.dataset else None
+    if folder is None:
+        made = sorted((Storage().root / "datasets" / "sft").glob("r*/hf"), key=lambda p: p.stat().st_mtime)
+        if not made:
+            raise CLIError(
+                "no SFT dataset in the platform home yet; run `agentomnia run` or pass a dataset folder"
+            )
+        folder = made[-1]
+    try:
+        result = bench_sft(folder, steps=args.steps, repeats=args.repeats, rows=args.n)
+    except (ValueError, OSError) as exc:
+        raise CLIError(str(exc)) from exc
+    return result, format_sft_bench(result)
+
+
 def cmd_bench_specs(args: argparse.Namespace) -> Result:
     from agentomnia.envs.bench import format_specs_bench, run_specs_bench
 
@@ -1066,6 +1085,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--generation-ms", type=float, default=20.0, help="one batched decoding step of the policy"
     )
     p.add_argument("--workers", type=int, default=4, help="threads scoring rollouts as they end")
+    p = verb(
+        bench, "sft", cmd_bench_sft,
+        "SFT steps per second with TRL's chunked LM head against the loss from the full logits, same rows",
+    )  # fmt: skip
+    p.add_argument("dataset", nargs="?", help="an SFT dataset folder (default: the home's newest round)")
+    p.add_argument("-n", type=int, default=0, help="how many rows (0: all)")
+    p.add_argument("--steps", type=int, default=8, help="optimizer steps per run")
+    p.add_argument("--repeats", type=int, default=3, help="runs per loss path; medians are reported")
     p = verb(
         bench, "specs", cmd_bench_specs,
         "per seed file of a folder (OpenAPI specs, MCP tool lists): operations kept as tools, seconds to ingest, infer and build",

@@ -25,7 +25,7 @@ import random
 import re
 import string
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from datetime import date, datetime, timedelta
 from fractions import Fraction
@@ -897,6 +897,18 @@ def _written_dates(day: date, at: datetime) -> list[str]:
     ]  # fmt: skip
 
 
+def _numbers_as_text(name: str, rng: random.Random) -> Iterator[str]:
+    """A number its name gives a scale to, written the ways a pattern of digits may want it: an
+    `amount` held as text is "129.50", not what the pattern alone makes ("-0258.9"). Nothing for a
+    name that says no scale (a code of digits stays the pattern's)."""
+    found = number_range(name.lower())
+    if found is None:
+        return
+    value = round(rng.uniform(found[0], found[1]), found[2])
+    for decimals in (found[2], 2, 1, 0):
+        yield f"{value:.{decimals}f}"
+
+
 def _string(schema: Mapping[str, Any], rng: random.Random, name: str, index: int) -> str:
     low = int(schema.get("minLength") or 0)
     high = int(schema["maxLength"]) if _num(schema.get("maxLength")) else None
@@ -932,7 +944,7 @@ def _string(schema: Mapping[str, Any], rng: random.Random, name: str, index: int
                 return again
     else:
         # a `month` pinned to "^[0-9]{4}-[0-9]{2}$" is a month near the clock, not the year 4983
-        for text in _dated_texts(name, rng):
+        for text in (*_dated_texts(name, rng), *_numbers_as_text(name, rng)):
             if good(text):
                 return text
         made = regex_string(pattern, rng, min_len=low, max_len=high, accept=fits_format)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 ID_PATTERN = re.compile(r"(?<![A-Za-z0-9_-])[A-Z][A-Z0-9]{1,7}-\d{2,}(?![A-Za-z0-9_])")
@@ -85,8 +86,32 @@ def combines(value: float, grounded: Sequence[float]) -> bool:
     return False
 
 
-def _token_pattern(value: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![A-Za-z0-9_-])" + re.escape(value.casefold()) + r"(?![A-Za-z0-9_])")
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def has_token(text: str, needle: str) -> bool:
+    """Whether `needle` occurs in `text` as a whole token: no letter, digit, `_` or `-` just before it and
+    no letter, digit or `_` just after it (`CLA-0012` does not hold `CLA-001`; "order 7." holds "7").
+    Found by substring search: the run's text holds every tool schema, and a regular expression that
+    tries each of its positions is many times slower than `str.find`."""
+    if not needle:
+        return False
+    start = text.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        if (start == 0 or (text[start - 1] not in _WORD and text[start - 1] != "-")) and (
+            end == len(text) or text[end] not in _WORD
+        ):
+            return True
+        start = text.find(needle, start + 1)
+    return False
+
+
+@lru_cache(maxsize=256)
+def _schema_text(text: str) -> tuple[str, frozenset[str]]:
+    """(masked text, its numbers) of a tool list's JSON, made once per tool list, not once per step."""
+    masked = ID_PATTERN.sub("<id>", text)
+    return masked, frozenset(_num_key(n) for n in numbers_in(masked))
 
 
 class Evidence:
@@ -103,7 +128,12 @@ class Evidence:
     def from_tools(cls, tools: Sequence[Mapping[str, Any]]) -> Evidence:
         # Ids in schemas are format examples ("e.g. CLA-001"), not evidence that a record is the one
         # the user means; they are masked so only the request and observations can supply ids.
-        return cls(ID_PATTERN.sub("<id>", json.dumps(list(tools), sort_keys=True, default=str)))
+        masked, numbers = _schema_text(json.dumps(list(tools), sort_keys=True, default=str))
+        evidence = cls()
+        evidence._texts.append(("the tool schemas", masked))
+        evidence._blob = "\n" + masked.casefold()
+        evidence._numbers.update(numbers)
+        return evidence
 
     def copy(self) -> Evidence:
         other = Evidence()
@@ -125,18 +155,16 @@ class Evidence:
 
     def where(self, value: Any) -> str | None:
         """Label of the most recent text that mentions `value` (for reasoning that cites its source)."""
-        needle = str(value).strip()
+        needle = str(value).strip().casefold()
         if not needle:
             return None
-        pattern = _token_pattern(needle)
         for label, text in reversed(self._texts):
-            if pattern.search(text.casefold()):
+            if has_token(text.casefold(), needle):
                 return label
         return None
 
     def has_string(self, value: str) -> bool:
-        value = value.strip()
-        return bool(value) and _token_pattern(value).search(self._blob) is not None
+        return has_token(self._blob, value.strip().casefold())
 
     def has_number(self, value: float) -> bool:
         return is_small(value) or _num_key(value) in self._numbers

@@ -2,10 +2,11 @@
 a lens's f-number, a process capability index or a workshop's labour rate, not the generic 0.5-500."""
 
 import random
+import re
 
 import pytest
 
-from agentomnia.envs.values import int_hint, number_range
+from agentomnia.envs.values import int_hint, number_range, schema_value
 
 PLAUSIBLE = [
     # (name, lowest and highest a value may be, decimals at most)
@@ -103,3 +104,28 @@ def test_a_pattern_matches_a_word_not_letters_inside_one(
     name: str, letters_of: tuple[float, float, int]
 ) -> None:
     assert number_range(name) != letters_of
+
+
+@pytest.mark.parametrize(
+    ("name", "pattern"),
+    [
+        ("amount", r"^-?\d+(\.\d{1,2})?$"),
+        ("unit_price", r"^[0-9]+\.[0-9]{2}$"),
+        ("weight_kg", r"^\d+(\.\d+)?$"),
+    ],
+)
+def test_a_number_held_as_text_is_on_its_names_scale(name: str, pattern: str) -> None:
+    """A seed that keeps an amount as a string of digits gets an amount ("129.50"), not what its
+    pattern alone would make ("-0258.9"); a code of digits stays the pattern's."""
+    found = number_range(name)
+    assert found is not None
+    rng = random.Random(3)
+    for _ in range(20):
+        text = schema_value({"type": "string", "pattern": pattern}, rng, name=name)
+        assert re.search(pattern, text)
+        assert found[0] <= float(text) <= found[1], text
+        assert not text.startswith(("0", "-")) or text.startswith("0."), text
+    codes = {
+        schema_value({"type": "string", "pattern": r"^\d{5}$"}, rng, name="postal_code") for _ in range(20)
+    }
+    assert all(len(c) == 5 for c in codes) and len(codes) > 10

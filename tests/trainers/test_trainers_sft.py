@@ -73,3 +73,32 @@ def test_rows_longer_than_max_length_are_cut_and_counted(rows: Any, tiny_model: 
     longer = sum(1 for n in lengths if n > limit)
     assert report["max_length"] == limit and report["longest_row_tokens"] <= limit
     assert longer >= 1 and report["rows_truncated"] + report["rows_dropped"] >= longer
+
+
+@pytest.mark.slow
+def test_the_loss_from_full_logits_is_the_chunked_heads(
+    rows: Any, tiny_model: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """For a small vocabulary the loss comes from the full logits, not TRL's chunked LM head: the same
+    loss, entropy, token accuracy and token count at every logged step, from the same weights. The
+    bench that times the two runs them side by side and prints its table."""
+    from agentomnia.cli import main
+
+    data = load_sft_dataset(save_sft_dataset(rows[0], tmp_path / "sft"))
+    logged = {}
+    for vocab in (0, 32_768):
+        settings = SFTSettings(model=tiny_model, max_steps=4, logging_steps=2, full_logits_max_vocab=vocab)
+        trainer = build_sft_trainer(data, settings, tmp_path / f"out{vocab}")
+        trainer.train()
+        logged[vocab] = [row for row in trainer.state.log_history if "loss" in row]
+    assert len(logged[0]) == len(logged[32_768]) == 2
+    for chunked, full in zip(logged[0], logged[32_768], strict=True):
+        for key in ("loss", "entropy", "mean_token_accuracy"):
+            assert full[key] == pytest.approx(chunked[key], rel=1e-5), key
+        assert full["num_tokens"] == chunked["num_tokens"] > 0
+    capsys.readouterr()
+    assert main(["bench", "sft", str(tmp_path / "sft"), "--steps", "1", "--repeats", "1", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["chunked_loss"] == pytest.approx(result["full_loss"], rel=1e-5)
+    assert result["chunked_seconds"] > 0 and result["full_seconds"] > 0 and result["rows"] == len(data)
+    assert main(["bench", "sft", str(tmp_path / "missing")]) == 1

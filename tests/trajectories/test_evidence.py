@@ -1,8 +1,12 @@
-"""One arithmetic step from stated values is derived; anything further is not."""
+"""One arithmetic step from stated values is derived; anything further is not. A string is found as a
+whole token."""
 
 from __future__ import annotations
 
-from agentomnia.trajectories.evidence import combines
+import random
+import re
+
+from agentomnia.trajectories.evidence import combines, has_token
 
 
 def test_sums_differences_and_ratios_of_stated_values_are_derived() -> None:
@@ -14,3 +18,20 @@ def test_values_two_steps_away_or_from_one_number_are_not() -> None:
     assert not combines(13, [1, 4, 6])  # 1 + 4 + 6 = 11, and no pair gives 13
     assert not combines(8, [4])  # a single value cannot be combined with itself
     assert not combines(3, [])
+
+
+def test_a_token_is_found_as_the_regular_expression_finds_it() -> None:
+    """`has_token` (substring search) agrees with the whole-token regular expression it replaced, on
+    needles placed at the edges of words, ids and numbers."""
+
+    def by_pattern(text: str, needle: str) -> bool:
+        return re.search(r"(?<![A-Za-z0-9_-])" + re.escape(needle) + r"(?![A-Za-z0-9_])", text) is not None
+
+    rng = random.Random(5)
+    pieces = ["cla-001", "cla-0012", "7", "17", "7.5", "a b", "_x", "-", " ", ".", "é", "x", "\n", '"']
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        needle = rng.choice(pieces[:6]) if rng.random() < 0.8 else text[1:4]
+        assert has_token(text, needle) == (bool(needle) and by_pattern(text, needle)), (text, needle)
+    assert has_token("order cla-001.", "cla-001") and not has_token("order cla-0012", "cla-001")
+    assert not has_token("x-7", "7") and has_token("7-x", "7")
