@@ -176,3 +176,33 @@ def test_consistency_metrics_find_numbers_that_disagree_and_another_owners_recor
     assert broken["numbers_disagree_share"] == round(1 / broken["records"], 4)
     assert broken["other_owner_share"] == round(1 / broken["owned_references"], 4)
     assert broken["numbers_disagree_examples"] == [f"bills[{sorted(state['bills'])[0]}]"]
+
+
+def test_a_record_with_two_owners_points_at_a_record_of_both() -> None:
+    """A visit names its patient, its veterinarian and its appointment: the appointment is that
+    patient's with that veterinarian, and where the patient has none with them, the visit takes the
+    appointment's veterinarian."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.taxonomy import Coordinate
+    from tests.fixtures.domains import LOGISTICS_DOMAIN_ID
+
+    def entity(name: str, *refs: str) -> EntitySpec:
+        return EntitySpec(name=name, table=f"{name}s", description=name, key=f"{name}_id", id_prefix=name[:3].upper(),
+                          attributes=(AttributeSpec(name=f"{name}_id", type="str"),
+                                      *(AttributeSpec(name=f"{r}_id", type="ref", ref=r) for r in refs)))  # fmt: skip
+
+    entities = (entity("patient"), entity("vet"), entity("appointment", "patient", "vet"),
+                entity("visit", "patient", "vet", "appointment"))  # fmt: skip
+    spec = EnvSpec(name="clinic", class_name="Clinic", description="Visits.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="clinic", seed_ids=(), entities=entities, relations=(), rules=(), tools=())  # fmt: skip
+    for seed in range(5):
+        state = generate_state(
+            spec, seed=seed, sizes={"patient": 4, "vet": 3, "appointment": 10, "visit": 12}
+        )
+        for visit in state["visits"].values():
+            appointment = state["appointments"][visit["appointment_id"]]
+            assert (appointment["patient_id"], appointment["vet_id"]) == (
+                visit["patient_id"],
+                visit["vet_id"],
+            )

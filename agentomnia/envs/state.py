@@ -336,12 +336,48 @@ def owner_disagrees(
 def _same_owner(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
     """What a record refers to belongs to the record's own owner where both name one: a user's
     recurring bill is paid from that user's account and filed under that user's category, not
-    another household's. A reference changes only to a record of the same owner, where there is one."""
-    for record, a, owner, by_owner in list(owned_references(spec, state)):
-        choices = by_owner.get(str(record.get(owner.name)))
-        if owner_disagrees(state, spec, record, a, owner) and choices:
+    another household's. A reference changes only to a record of the same owner, where there is one.
+    Aligning one reference can move what another points at (a budget's category is moved to the
+    user's, whose account was itself aligned), so the passes repeat until nothing moves (a few at most).
+    A record with two owners the referenced table also names (a visit's patient and veterinarian, and
+    the appointment's) points at a record of both; where there is none, the record takes the other
+    owner from the one it points at (the visit's veterinarian is the appointment's)."""
+    for _ in range(6):
+        moved = False
+        for record, a, owner, by_owner in list(owned_references(spec, state)):
+            choices = by_owner.get(str(record.get(owner.name)))
+            if not choices or not owner_disagrees(state, spec, record, a, owner):
+                continue
             table = state[_table(spec, a.ref)]
-            record[a.name] = _ref_value(spec, a, table[rng.choice(choices)])
+            others = _other_owners(spec, a, owner)
+            both = [k for k in choices if all(str(table[k].get(o)) == str(record.get(o)) for o in others)]
+            target = table[rng.choice(both or choices)]
+            record[a.name] = _ref_value(spec, a, target)
+            for o in others if not both else ():
+                if target.get(o) is not None:
+                    record[o] = target[o]
+            moved = True
+        if not moved:
+            return
+
+
+def _other_owners(spec: EnvSpec, a: AttributeSpec, owner: AttributeSpec) -> list[str]:
+    """Attributes besides `owner` that the entity holding reference `a` and the entity it refers to
+    both hold as references to the same table (a visit's and its appointment's `veterinarian_id`),
+    leaving out references a uniqueness rule covers."""
+    holder = next((e for e in spec.entities if any(x is a for x in e.attributes)), None)
+    target = spec.entity(a.ref or "")
+    if holder is None or target is None:
+        return []
+    unique = {n for r in spec.rules if r.kind == "unique" and r.entity == holder.name for n in r.attrs}
+    out = []
+    for b in holder.attributes:
+        held = target.attribute(b.name)
+        if b is a or b is owner or b.type != "ref" or b.name in unique or b.ref in (None, holder.name):
+            continue
+        if held is not None and held.type == "ref" and held.ref == b.ref:
+            out.append(b.name)
+    return out
 
 
 def same_fact_pairs(entity: EntitySpec) -> list[tuple[AttributeSpec, AttributeSpec]]:
