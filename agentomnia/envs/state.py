@@ -523,6 +523,8 @@ _BOUNDS = _RANGE_ENDS + (
     ("overtime", "worked"),
     ("accepted", "received"),
 )
+# what is paid back or paid of an amount is at most the amount (a refund above the order's total)
+_AT_MOST = (("refunded", "total"), ("refunded", "paid"), ("paid", "total"), ("refunded", "amount"))
 _READING = re.compile(r"mileage|odometer|(^|_)(hour_?)?meter(_|$)|reading")
 # a value named for where its range is centred: a part's nominal size sits within its tolerance limits
 _CENTRES = ("nominal", "target", "setpoint")
@@ -582,7 +584,8 @@ def _numbers_in_order(obj: dict[str, Any]) -> None:
       expected;
     - a record's sum is the sum of its lines (`total_hours` of the days' `worked_hours`, an expense's
       `amount` of its lines' amounts);
-    - a total is its subtotal plus taxes, fees and tip, less discounts (never more than the subtotal);
+    - a total is its subtotal plus taxes, fees and tip, less discounts (never more than the subtotal),
+      and what was refunded or paid of it is at most the total;
     - a goal is achieved exactly when its progress meets its target.
     """
     for value in obj.values():
@@ -635,6 +638,9 @@ def _numbers_in_order(obj: dict[str, Any]) -> None:
                 obj[k] = _as_number(obj[subtotal] / 10 / len(taken_off), obj[k], obj[k])
         off = [obj[k] for k in taken_off]
         obj[total] = _as_number(sum(parts) - sum(off), obj[total], *parts, *off)
+    for part, whole in _named_pairs(numbers, _AT_MOST):  # once the total is known: never refund more
+        if obj[part] > obj[whole]:
+            obj[part] = _as_number(obj[whole], obj[part], obj[whole])
 
 
 def numbers_out_of_order(record: Mapping[str, Any]) -> bool:

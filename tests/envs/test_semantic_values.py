@@ -1023,8 +1023,8 @@ def test_a_record_that_has_not_got_that_far_has_no_date_of_getting_there() -> No
 def test_a_records_related_numbers_are_in_order() -> None:
     """Numbers drawn apart are put in order: a price range's min is not above its max, an activity moves
     for no longer than it takes (and the domain's name for its moving time says the same), a part's
-    nominal size sits within its tolerance limits, and an order's total is its subtotal plus fees, less
-    its discount (was, over the 59 corpus seeds: 54 of 113 such pairs the wrong way round)."""
+    nominal size sits within its tolerance limits, an order's total is its subtotal plus fees, less
+    its discount, and no more than it is refunded (was, over the 59 corpus seeds: 54 of 113 such pairs the wrong way round)."""
     tolerance = {"type": "object", "required": ["lower_tol", "nominal", "upper_tol"], "properties": {
         "lower_tol": {"type": "number"}, "nominal": {"type": "number"}, "upper_tol": {"type": "number"}}}  # fmt: skip
     activity = _entity("activity", _a("moving_time_s", "int", source="kb"),
@@ -1032,7 +1032,7 @@ def test_a_records_related_numbers_are_in_order() -> None:
                        _a("elapsed_seconds", "int", source="seed", declared={"type": "integer"}),
                        _a("price_min", "money"), _a("price_max", "money"),
                        _a("subtotal", "money"), _a("delivery_fee", "money"), _a("discount", "money"), _a("total", "money"),
-                       _a("progress", "float"), _a("target", "float"), _a("achieved", "bool"),
+                       _a("refunded", "money"), _a("progress", "float"), _a("target", "float"), _a("achieved", "bool"),
                        _a("mileage_in", "int"), _a("mileage_out", "int"),
                        _a("characteristics", "list", declared={"type": "array", "minItems": 2, "items": tolerance}))  # fmt: skip
     spec = EnvSpec(name="stride", class_name="Stride", description="Activities.",
@@ -1049,6 +1049,7 @@ def test_a_records_related_numbers_are_in_order() -> None:
             assert r["price_min"] <= r["price_max"], r
             assert r["discount"] <= r["subtotal"], r
             assert r["total"] == round(r["subtotal"] + r["delivery_fee"] - r["discount"], 2), r
+            assert r["refunded"] <= r["total"], r
             for c in r["characteristics"]:
                 assert c["lower_tol"] <= c["nominal"] <= c["upper_tol"], c
             assert r["achieved"] == (r["progress"] >= r["target"]), r
