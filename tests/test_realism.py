@@ -206,3 +206,25 @@ def test_a_record_with_two_owners_points_at_a_record_of_both() -> None:
                 visit["patient_id"],
                 visit["vet_id"],
             )
+
+
+def test_a_record_whose_owner_has_none_takes_the_owner_of_what_it_points_at() -> None:
+    """Most teams have no members yet: a rotation's current member is still one of the rotation's
+    team, because the rotation takes its member's team (was: 5 of 7 rotations on another team)."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.taxonomy import Coordinate
+    from tests.fixtures.domains import LOGISTICS_DOMAIN_ID
+
+    def entity(name: str, *refs: str) -> EntitySpec:
+        return EntitySpec(name=name, table=f"{name}s", description=name, key=f"{name}_id", id_prefix=name[:3].upper(),
+                          attributes=(AttributeSpec(name=f"{name}_id", type="str"),
+                                      *(AttributeSpec(name=f"{r}_id", type="ref", ref=r) for r in refs)))  # fmt: skip
+
+    entities = (entity("team"), entity("member", "team"), entity("rotation", "team", "member"))
+    spec = EnvSpec(name="oncall", class_name="Oncall", description="Rotations.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="oncall", seed_ids=(), entities=entities, relations=(), rules=(), tools=())  # fmt: skip
+    for seed in range(5):
+        state = generate_state(spec, seed=seed, sizes={"team": 12, "member": 3, "rotation": 8})
+        for rotation in state["rotations"].values():
+            assert state["members"][rotation["member_id"]]["team_id"] == rotation["team_id"], rotation

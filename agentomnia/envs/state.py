@@ -336,19 +336,36 @@ def owner_disagrees(
 def _same_owner(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
     """What a record refers to belongs to the record's own owner where both name one: a user's
     recurring bill is paid from that user's account and filed under that user's category, not
-    another household's. A reference changes only to a record of the same owner, where there is one.
-    Aligning one reference can move what another points at (a budget's category is moved to the
+    another household's. A reference changes to a record of the same owner, where there is one; where
+    the owner has none, the record takes the owner of what it points at (a rotation's team is its
+    current member's team). Aligning one reference can move what another points at (a budget's category is moved to the
     user's, whose account was itself aligned), so the passes repeat until nothing moves (a few at most).
     A record with two owners the referenced table also names (a visit's patient and veterinarian, and
     the appointment's) points at a record of both; where there is none, the record takes the other
     owner from the one it points at (the visit's veterinarian is the appointment's)."""
+    holders = {id(x): e for e in spec.entities for x in e.attributes}
+
+    def unique(a: AttributeSpec) -> set[str]:
+        e = holders[id(a)]
+        return {n for r in spec.rules if r.kind == "unique" and r.entity == e.name for n in r.attrs}
+
     for _ in range(6):
         moved = False
         for record, a, owner, by_owner in list(owned_references(spec, state)):
-            choices = by_owner.get(str(record.get(owner.name)))
-            if not choices or not owner_disagrees(state, spec, record, a, owner):
+            if not owner_disagrees(state, spec, record, a, owner):
                 continue
             table = state[_table(spec, a.ref)]
+            choices = by_owner.get(str(record.get(owner.name)))
+            if not choices:  # the owner has none: the record takes the owner of the one it points at
+                pointed = lookup(table, record.get(a.name))
+                if (
+                    pointed is not None
+                    and pointed.get(owner.name) is not None
+                    and owner.name not in unique(a)
+                ):
+                    record[owner.name] = pointed[owner.name]
+                    moved = True
+                continue
             others = _other_owners(spec, a, owner)
             both = [k for k in choices if all(str(table[k].get(o)) == str(record.get(o)) for o in others)]
             target = table[rng.choice(both or choices)]
@@ -638,9 +655,9 @@ def _numbers_in_order(obj: dict[str, Any]) -> None:
                 obj[k] = _as_number(obj[subtotal] / 10 / len(taken_off), obj[k], obj[k])
         off = [obj[k] for k in taken_off]
         obj[total] = _as_number(sum(parts) - sum(off), obj[total], *parts, *off)
-    for part, whole in _named_pairs(numbers, _AT_MOST):  # once the total is known: never refund more
-        if obj[part] > obj[whole]:
-            obj[part] = _as_number(obj[whole], obj[part], obj[whole])
+    for back, whole in _named_pairs(numbers, _AT_MOST):  # once the total is known: never refund more
+        if obj[back] > obj[whole]:
+            obj[back] = _as_number(obj[whole], obj[back], obj[whole])
 
 
 def numbers_out_of_order(record: Mapping[str, Any]) -> bool:
