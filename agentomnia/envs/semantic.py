@@ -1205,6 +1205,9 @@ def email_for(world: World, rng: random.Random, record: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- vocabulary entries
 
 
+_HOLE = re.compile(r"\{[a-z_]+\}")
+
+
 def from_vocab(
     entry: VocabEntry, attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random
 ) -> Any:
@@ -1218,7 +1221,11 @@ def from_vocab(
             return str(getattr(faker(world.locale, rng), entry.faker)())
         except (AttributeError, TypeError):
             return MISSING
-    values = list(entry.values)
+    # a sentence with holes ("{skill} scored {score} out of 5") is filled from its own record's fields
+    # by `text_for`; drawn here, for a record or an object without them, its holes would show
+    values = [v for v in entry.values if not (isinstance(v, str) and _HOLE.search(v))]
+    if not values:
+        return MISSING
     if attr.type in ("int", "float", "money"):
         v = rng.choice(values)
         return money_floor(attr, int(v) if attr.type == "int" else float(v))
@@ -1539,11 +1546,8 @@ def semantic_value(
             for _ in range(8):
                 if value not in used:
                     break
-                value = (
-                    from_vocab(entry, attr, entity, world, rng)
-                    if entry is not None
-                    else string_for(attr, entity, world, rng, record)
-                )
+                again = from_vocab(entry, attr, entity, world, rng) if entry is not None else MISSING
+                value = again if again is not MISSING else string_for(attr, entity, world, rng, record)
             base = str(value)
             for _ in range(40):  # an edition of the value, then an edition of an edition
                 if value not in used:

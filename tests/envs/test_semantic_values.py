@@ -1123,3 +1123,21 @@ def test_names_kept_beside_their_codes_are_still_lent() -> None:
     assert make_value(flight.attribute("airport"), flight, random.Random(1), 1, world=world) in vocab.names(
         "airport", "name"
     )
+
+
+def test_a_vocabulary_sentence_with_holes_never_shows_them() -> None:
+    """The dog-training domain's assessment plans include sentences filled from the record's own
+    fields ("Problem: {issue}, severity {severity}. ..."). A plan inside a seed's object, or a record
+    without those fields, gets one of the plain sentences (was: the holes themselves, in 4 of 212
+    environments of a default run)."""
+    from agentomnia.envs.semantic import leaf_string
+    from agentomnia.taxonomy.vocab import vocab_for
+
+    vocab = vocab_for(20149)
+    assert vocab is not None
+    entry = vocab.entry("behavior_assessment", "plan")
+    assert entry is not None and any("{issue}" in str(v) for v in entry.values)
+    world = World(vocab=vocab, domain=20149)
+    plans = {leaf_string("behavior_assessment_plan", random.Random(seed), world) for seed in range(40)}
+    assert plans and None not in plans and len(plans) > 3
+    assert not any("{" in str(p) for p in plans), plans
