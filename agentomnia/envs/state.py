@@ -954,6 +954,8 @@ _NOT_YET = frozenset({
     "queued", "awaiting", "booked", "ordered", "placed", "in_progress", "active", "assigned", "proposed",
     "upcoming", "not_started", "todo", "waiting", "under_review", "in_review", "received_pending",
 })  # fmt: skip
+# what never got there: a missed visit has no actual date, a no-show no check-out
+_NEVER = frozenset({"missed", "no_show", "noshow", "skipped", "not_done"})
 
 
 def _not_yet(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
@@ -961,7 +963,8 @@ def _not_yet(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None
     `expected` was not received, an `open` invoice not paid, a `draft` article not published. Its
     end dates (`semantic.phase` 3) that may be empty are emptied, and so is a date named for one of
     its later stages (`received_at` where a receipt may be `received`, whatever phase the word
-    reads as elsewhere)."""
+    reads as elsewhere). A record that never got there (a `missed` visit) has no end date either
+    (its `actual_date`), though a date named for what happened instead (`missed_at`) stays."""
     for entity in spec.entities:
         status = entity.status_attribute
         stages = {v for v in status.enum if v not in _NOT_YET} if status is not None else set()
@@ -975,9 +978,14 @@ def _not_yet(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None
         if status is None or not ends:
             continue
         for record in state.get(entity.table, {}).values():
-            if str(record.get(status.name)) in _NOT_YET:
+            said = str(record.get(status.name))
+            if said in _NOT_YET:
                 for a in ends:
                     record[a.name] = None
+            elif said in _NEVER:
+                for a in ends:
+                    if phase(a.name) == 3 and not a.name.startswith(said):
+                        record[a.name] = None
 
 
 def _free_deletable(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:

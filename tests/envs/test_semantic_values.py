@@ -1001,7 +1001,7 @@ def test_a_vocabulary_sentence_takes_the_article_its_value_sounds_with() -> None
 
 def test_a_record_that_has_not_got_that_far_has_no_date_of_getting_there() -> None:
     """An open ticket was not closed and a draft article not published: their end dates are empty,
-    while a closed ticket keeps its own."""
+    while a closed ticket keeps its own. A missed visit never happened: no actual date."""
     ticket = _entity("ticket", _a("status", "enum", enum=("open", "in_progress", "closed")),
                      _a("opened_at", "datetime"), _a("closed_at", "datetime", nullable=True))  # fmt: skip
     spec = EnvSpec(name="desk", class_name="Desk", description="Support tickets.",
@@ -1018,6 +1018,16 @@ def test_a_record_that_has_not_got_that_far_has_no_date_of_getting_there() -> No
     records = [r for seed in range(3) for r in generate_state(spec, seed=seed)["receipts"].values()]
     assert all(r["received_at"] is None for r in records if r["status"] == "expected")
     assert any(r["received_at"] is not None for r in records if r["status"] == "received")
+    # a trial visit still scheduled, or missed, has no actual date; a missed one keeps when it was missed
+    visit = _entity("visit", _a("status", "enum", enum=("scheduled", "completed", "missed")),
+                    _a("scheduled_date", "date"), _a("actual_date", "date", nullable=True),
+                    _a("missed_at", "datetime", nullable=True))  # fmt: skip
+    spec = spec.model_copy(update={"entities": (visit,)})
+    records = [r for seed in range(4) for r in generate_state(spec, seed=seed)["visits"].values()]
+    assert {r["status"] for r in records} == {"scheduled", "completed", "missed"}
+    assert all(r["actual_date"] is None for r in records if r["status"] != "completed")
+    assert any(r["actual_date"] is not None for r in records if r["status"] == "completed")
+    assert any(r["missed_at"] is not None for r in records if r["status"] == "missed")
 
 
 def test_a_records_related_numbers_are_in_order() -> None:
