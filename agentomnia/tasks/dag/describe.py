@@ -120,6 +120,12 @@ def field_label(name: str) -> str:
     return words(name)
 
 
+def compared_label(name: str) -> str:
+    """A field as a comparison names it, without its unit: "the highest price", not "the highest
+    price cents" or "the highest water temp (°C)"."""
+    return re.sub(r" (cents|pence)$", "", re.sub(r" \([^)]*\)$", "", field_label(name)))
+
+
 # dates that say when something is due or planned to happen, not when it happened: "the most
 # recently scheduled" would misread them
 _PLANNED = frozenset({"scheduled", "planned", "expected", "estimated", "promised", "needed", "required"})

@@ -31,6 +31,7 @@ from agentomnia.envs.values import as_declared, conforms
 from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
 from agentomnia.tasks.dag.describe import (
+    compared_label,
     cue,
     describe_record,
     done_when,
@@ -795,7 +796,7 @@ class Generator:
                     continue
                 top = max(values)  # type: ignore[type-var]
                 if values.count(top) == 1:
-                    return values.index(top), f"with the highest {field_label(a.name)}"
+                    return values.index(top), f"with the highest {compared_label(a.name)}"
         for a in entity.attributes:  # no telling number: the most recent date decides
             if a.type in ("date", "datetime"):
                 dates = [str(i.get(a.name) or "") for i in items]

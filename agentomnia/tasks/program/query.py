@@ -13,7 +13,7 @@ import re
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.records import content_hash
-from agentomnia.tasks.dag.describe import done_when, field_label, is_state_word, plural, words
+from agentomnia.tasks.dag.describe import compared_label, done_when, field_label, is_state_word, plural, words
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.program.plan import Predicate, ProgramPlan
 from agentomnia.tasks.wording import opening
@@ -114,7 +114,7 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
     pred = plan.predicate
     action = _action(plan, digest)
     top = _pick(digest, "top", ("the {m} {a}", "the {m} {a} of all", "the very {m} {a}")).format(
-        m="latest" if pred.kind == "date" else "highest", a=field_label(pred.attr)
+        m="latest" if pred.kind == "date" else "highest", a=compared_label(pred.attr)
     )
     done = done_when(pred.attr) if pred.kind == "date" else None
     # the record a fallback picks: "the one with the highest price", "the one submitted most recently"

@@ -300,3 +300,13 @@ def test_a_chain_that_comes_back_to_the_new_record_calls_it_the_new_one() -> Non
     assert gen._named(quote, "RAT-9") == "the new rate quote"
     gen.out.calls.append(Executed(1, made, {}, {}, {}, ("rate_quote", "RAT-10"), "the new rate quote"))
     assert gen._named(quote, "RAT-9") is None
+
+
+def test_a_comparison_names_its_field_without_its_unit() -> None:
+    """ "Whichever of those sections has the highest price", not "the highest price cents"; a value
+    beside its field keeps the unit ("water temp (°C)")."""
+    from agentomnia.tasks.dag.describe import compared_label, field_label
+
+    assert compared_label("price_cents") == "price" and compared_label("unit_price_pence") == "unit price"
+    assert compared_label("water_temp_c") == "water temp" and field_label("water_temp_c") == "water temp (°C)"
+    assert compared_label("rotation_length_days") == "rotation length" and compared_label("plays") == "plays"
