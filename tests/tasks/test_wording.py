@@ -86,7 +86,7 @@ def test_a_possessive_stacked_on_a_possessive_is_counted_once_per_sentence() -> 
 
     assert stacked_possessive("Pull up that cash count's store's customer returns.")
     assert stacked_possessive("Could you find out that store task's assigned to's hourly wage?")
-    assert not stacked_possessive("Pull up the customer returns with the same store as that cash count.")
+    assert not stacked_possessive("Pull up the customer returns for that cash count's store.")
     # a comma ends the clause: two owners side by side are not a chain
     assert not stacked_possessive("Set the order's status, and the customer's email, as agreed.")
     m = query_metrics(["Look at that order's customer's invoices. Then close that order's ticket."])
@@ -96,10 +96,10 @@ def test_a_possessive_stacked_on_a_possessive_is_counted_once_per_sentence() -> 
 def test_a_list_of_what_a_record_points_at_says_the_same_not_a_chain() -> None:
     from agentomnia.tasks.dag.generate import _alongside
 
-    # the list filters by the link the phrase names: said as "with the same ... as"
+    # the list filters by the link the phrase names: said as the records "for" that link
     assert (
         _alongside("that cash count's store", "store", "customer returns")
-        == "the customer returns with the same store as that cash count"
+        == "the customer returns for that cash count's store"
     )
     # another link (audit events by actor, reached through "approved by"): the chain stays, as it is
     # true, said with "of" rather than a second possessive

@@ -220,12 +220,12 @@ def round_figure(value: float, near: int) -> int:
 
 def _alongside(owner_phrase: str, link: str, many: str) -> str:
     """The records of a list filtered by what another record points at, said the way people say
-    it: "the customer returns with the same store as that cash count", where the chain would read
-    "that cash count's store's customer returns". Only when the list's filter is the very link the
-    phrase names (a list of audit events by actor is not "the same approved by")."""
+    it: "the customer returns for that cash count's store", where the chain would read "that cash
+    count's store's customer returns". Only when the list's filter is the very link the phrase names
+    (a list of audit events by actor is not "for that baseline's approved by")."""
     owner, sep, noun = owner_phrase.rpartition("'s ")
     if sep and is_handle(owner) and "'s " not in owner and noun == link:
-        return f"the {many} with the same {link} as {owner}"
+        return f"the {many} for {owner_phrase}"
     return possessive(owner_phrase, many)
 
 
