@@ -787,7 +787,8 @@ def _settle_nested(
       after it was issued);
     - amounts are in one currency, the record's own where it has one (a budget's planned and spent
       amounts are not in yen and euros);
-    - an address's street, city, postcode and country name one place (`semantic.one_place`).
+    - an address's street, city, postcode and country name one place (`semantic.one_place`);
+    - the days of a week's record (a timesheet's) fall in that week.
 
     A record's value changes only where the declared schema takes the settled one."""
     targets: dict[str, list[Any]] = {}
@@ -817,6 +818,9 @@ def _settle_nested(
                     _same_period(
                         settled, {k: record[k] for k in _PERIODS if isinstance(record.get(k), (str, int))}
                     )
+                    start = _week_start(record)
+                    if start is not None:
+                        _same_week(settled, start)
                     if settled != value and conforms(settled, a.declared):
                         record[a.name] = settled
 
@@ -839,6 +843,37 @@ def _same_period(value: Any, periods: Mapping[str, Any]) -> None:
                 value[k] = periods[k]
             elif isinstance(value[k], (dict, list)):
                 _same_period(value[k], periods)
+
+
+_ISO_WEEK = re.compile(r"^(\d{4})-?W(\d{2})$")
+_WEEK_STARTS = ("week_start", "week_starting", "week_start_date", "week_beginning", "week_of")
+
+
+def _week_start(record: Mapping[str, Any]) -> date | None:
+    """The first day of the week a record covers: the Monday of its ISO `week` ("2025-W27"), or its
+    `week_start` date; None for a record of no one week."""
+    week = record.get("week")
+    if isinstance(week, str) and (m := _ISO_WEEK.match(week)) is not None:
+        try:
+            return date.fromisocalendar(int(m[1]), int(m[2]), 1)
+        except ValueError:
+            return None
+    for name in _WEEK_STARTS:
+        value = record.get(name)
+        if isinstance(value, str) and _is_date(value[:10]):
+            return date.fromisoformat(value[:10])
+    return None
+
+
+def _same_week(value: Any, start: date) -> None:
+    """The days of a week's record (a timesheet's `days`) fall in that week, in their order: the
+    timesheet for 2025-W27 has no day in June 2026. A datetime keeps its time of day."""
+    n = 0
+    for item in value if isinstance(value, list) else ():
+        day = item.get("date") if isinstance(item, dict) else None
+        if isinstance(day, str) and _is_date(day[:10]):
+            item["date"] = (start + timedelta(days=min(n, 6))).isoformat() + day[10:]
+            n += 1
 
 
 def _first_currency(value: Any) -> str | None:

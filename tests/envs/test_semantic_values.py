@@ -1151,3 +1151,29 @@ def test_a_vocabulary_sentence_with_holes_never_shows_them() -> None:
     plans = {leaf_string("behavior_assessment_plan", random.Random(seed), world) for seed in range(40)}
     assert plans and None not in plans and len(plans) > 3
     assert not any("{" in str(p) for p in plans), plans
+
+
+def test_a_weeks_days_fall_in_that_week() -> None:
+    """A timesheet for week 2025-W27 lists days of that week, Monday first (was: a day in June 2026);
+    one kept by its `week_start` date starts on it."""
+    from datetime import date, timedelta
+
+    day = {"type": "object", "required": ["date", "worked_hours"], "properties": {
+        "date": {"type": "string", "format": "date"}, "worked_hours": {"type": "number"}}}  # fmt: skip
+    days = {"type": "array", "minItems": 2, "maxItems": 5, "items": day}
+    sheet = _entity("timesheet", _a("week", "str", declared={"type": "string", "pattern": r"^\d{4}-W\d{2}$"}),
+                    _a("days", "list", declared=days))  # fmt: skip
+    rota = _entity("rota", _a("week_start", "date"), _a("days", "list", declared=days))
+    spec = EnvSpec(name="rollcall", class_name="Rollcall", description="Timesheets.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="rollcall", seed_ids=(), entities=(sheet, rota), relations=(), rules=(), tools=())  # fmt: skip
+    for seed in range(3):
+        state = generate_state(spec, seed=seed, sizes={"timesheet": 8, "rota": 6})
+        assert not state_violations(spec, state)
+        for record in state["timesheets"].values():
+            year, week = map(int, record["week"].split("-W"))
+            monday = date.fromisocalendar(year, week, 1)
+            said = [date.fromisoformat(d["date"]) for d in record["days"]]
+            assert said == [monday + timedelta(days=i) for i in range(len(said))], record
+        for record in state["rotas"].values():
+            assert record["days"][0]["date"] == record["week_start"], record
