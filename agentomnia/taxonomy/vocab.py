@@ -653,13 +653,19 @@ def vocab_for(domain_id: int) -> DomainVocab | None:
 NAME_ATTRS = ("name", "title", "display_name", "label")
 
 
+_HOLE = re.compile(r"\{[a-z_]+\}")
+
+
 def _name_lists() -> dict[str, tuple[tuple[int, tuple[str, ...]], ...]]:
     """Lists of words, by `entity.attr` (what records are called) and by `.attr` (what a field holds
     in any entity: a `channel`, a `vaccine`, a car's `make`), each with the domain that gives it."""
     out: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
 
     def add(key: str, did: int, values: Any) -> None:
-        words = tuple(dict.fromkeys(str(v) for v in values if isinstance(v, str) and v.strip()))
+        # a sentence with holes ("{skill} scored {score} out of 5") is its own records' to fill: never lent
+        words = tuple(
+            dict.fromkeys(str(v) for v in values if isinstance(v, str) and v.strip() and not _HOLE.search(v))
+        )
         if words:
             out.setdefault(key, []).append((did, words))
 

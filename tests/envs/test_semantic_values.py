@@ -1151,6 +1151,10 @@ def test_a_vocabulary_sentence_with_holes_never_shows_them() -> None:
     plans = {leaf_string("behavior_assessment_plan", random.Random(seed), world) for seed in range(40)}
     assert plans and None not in plans and len(plans) > 3
     assert not any("{" in str(p) for p in plans), plans
+    # lent to a related domain: a veterinary visit's `notes.plan` borrows the plans, never the holes
+    vet = World(vocab=vocab_for(20146), domain=20146)
+    lent = {leaf_string("plan", random.Random(seed), vet, "visit.notes") for seed in range(40)}
+    assert lent and None not in lent and not any("{" in str(p) for p in lent), lent
 
 
 def test_a_weeks_days_fall_in_that_week() -> None:
