@@ -28,6 +28,7 @@ from agentomnia.envs.spec import AttributeSpec, EntitySpec
 from agentomnia.envs.values import measure_range, number_range, regex_string
 from agentomnia.taxonomy.kinds import kind_values
 from agentomnia.taxonomy.vocab import (
+    HOLE,
     NAME_ATTRS,
     PLACE_FIELD,
     DomainVocab,
@@ -1205,9 +1206,6 @@ def email_for(world: World, rng: random.Random, record: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- vocabulary entries
 
 
-_HOLE = re.compile(r"\{[a-z_]+\}")
-
-
 def from_vocab(
     entry: VocabEntry, attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random
 ) -> Any:
@@ -1223,7 +1221,7 @@ def from_vocab(
             return MISSING
     # a sentence with holes ("{skill} scored {score} out of 5") is filled from its own record's fields
     # by `text_for`; drawn here, for a record or an object without them, its holes would show
-    values = [v for v in entry.values if not (isinstance(v, str) and _HOLE.search(v))]
+    values = [v for v in entry.values if not (isinstance(v, str) and HOLE.search(v))]
     if not values:
         return MISSING
     if attr.type in ("int", "float", "money"):

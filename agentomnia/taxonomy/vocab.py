@@ -653,7 +653,8 @@ def vocab_for(domain_id: int) -> DomainVocab | None:
 NAME_ATTRS = ("name", "title", "display_name", "label")
 
 
-_HOLE = re.compile(r"\{[a-z_]+\}")
+# a hole of a vocabulary sentence ("{skill} scored {score} out of 5"), filled from its record's fields
+HOLE = re.compile(r"\{[a-z_]+\}")
 
 
 def _name_lists() -> dict[str, tuple[tuple[int, tuple[str, ...]], ...]]:
@@ -664,7 +665,7 @@ def _name_lists() -> dict[str, tuple[tuple[int, tuple[str, ...]], ...]]:
     def add(key: str, did: int, values: Any) -> None:
         # a sentence with holes ("{skill} scored {score} out of 5") is its own records' to fill: never lent
         words = tuple(
-            dict.fromkeys(str(v) for v in values if isinstance(v, str) and v.strip() and not _HOLE.search(v))
+            dict.fromkeys(str(v) for v in values if isinstance(v, str) and v.strip() and not HOLE.search(v))
         )
         if words:
             out.setdefault(key, []).append((did, words))
