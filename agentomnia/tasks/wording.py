@@ -136,6 +136,20 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(" ".join(text.split())) if s.strip()]
 
 
+# an aside a request does not repeat: "(e.g. while on holiday)", ", e.g. one over the limit"
+_ASIDE = re.compile(
+    r"\s*\([^()]*\)|,?\s+\b(?:e\.g\.|i\.e\.|for example|for instance)[^.;:!?()]*", re.IGNORECASE
+)
+
+
+def lead_clause(description: str) -> str:
+    """A description's first clause without its asides and final stop: "Disable every enabled
+    automation that runs a scene (e.g. while on holiday). ..." -> "Disable every enabled automation
+    that runs a scene"; a period inside "e.g." ends nothing."""
+    text = _ASIDE.sub("", " ".join(description.split()))
+    return re.split(r"(?<=[.;:!?])\s|;", text.strip())[0].strip().rstrip(".;:!?").strip()
+
+
 def sentence_words(sentence: str) -> list[str]:
     return [w.casefold() for w in _WORD.findall(sentence)]
 

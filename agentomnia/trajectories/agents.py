@@ -31,6 +31,7 @@ from agentomnia.llm.protocol import LLM
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.tasks.dag.describe import lead_word
 from agentomnia.tasks.models import ReferenceCall, Task
+from agentomnia.tasks.wording import lead_clause
 from agentomnia.trajectories.evidence import (
     ID_PATTERN,
     Evidence,
@@ -122,7 +123,7 @@ class LLMAgent:
 
 
 def _first_sentence(text: str) -> str:
-    sentence = text.strip().split(". ")[0].rstrip(".")
+    sentence = lead_clause(text)
     return sentence[:1].lower() + sentence[1:] if sentence else "do the next step"
 
 

@@ -81,11 +81,11 @@ def test_well_formed_replies() -> None:
     assert not well_formed(call + '<tool_call>\n{"name": "get_claim", "arguments": {</tool_call>', names)
 
 
-def _tiny(tmp_path: Path, probes: list[Any]) -> tuple[Any, Any]:
+def _tiny(tmp_path: Path, probes: list[Any], local_window: int = 0) -> tuple[Any, Any]:
     from trainers.model import ModelSettings, build_tiny_model, build_tokenizer, rows_as_text
 
     settings = ModelSettings(vocab_size=1500, hidden_size=48, num_layers=2, num_heads=4, num_kv_heads=2,
-                             intermediate_size=96)  # fmt: skip
+                             intermediate_size=96, local_window=local_window)  # fmt: skip
     rows = [{"messages": list(p.messages), "tools": list(p.tools)} for p in probes]
     targets = [reference_reply(p.tool, p.arguments) for p in probes]
     tokenizer = build_tokenizer([*rows_as_text(rows, repeats=3), *targets * 5], settings.vocab_size)
@@ -100,23 +100,36 @@ def _prompt(tokenizer: Any, probe: Any) -> str:
     )
 
 
-def test_tool_scores_equal_a_full_forward_pass(tmp_path: Path, parcel: Parcel, tasks: list[Task]) -> None:
+@pytest.mark.parametrize("window", [0, 48], ids=["packed", "windowed-batches"])
+def test_tool_scores_equal_a_full_forward_pass(
+    tmp_path: Path, parcel: Parcel, tasks: list[Task], window: int
+) -> None:
+    """Continuations of different lengths (the whole reference reply beside each tool's call opening)
+    scored in one call equal a full forward pass over prompt and continuation, one at a time: packed
+    into one row after the prompt's cache, or, for a model with windowed attention, in batches."""
     import torch
 
+    from agentomnia.omniabench.learning import continuation_log_likelihoods
+
     probes = _probes(parcel, tasks)
-    model, tokenizer = _tiny(tmp_path, probes)
+    model, tokenizer = _tiny(tmp_path, probes, local_window=window)
     model.eval()
     prompt = _prompt(tokenizer, probes[0])
     names = [t["function"]["name"] for t in probes[0].tools]
     fast = tool_scores(model, tokenizer, prompt, names)
     begin = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+    continuations = [reference_reply(probes[0].tool, probes[0].arguments), *map(call_head, names)]
     slow = []
-    for name in names:
-        seq = tokenizer(prompt + call_head(name), add_special_tokens=False)["input_ids"]
+    for text in continuations:
+        seq = tokenizer(prompt + text, add_special_tokens=False)["input_ids"]
         with torch.inference_mode():
             logp = torch.log_softmax(model(input_ids=torch.tensor([seq])).logits[0].float(), -1)
         slow.append(sum(float(logp[i - 1, seq[i]]) for i in range(begin, len(seq))))
-    assert fast == pytest.approx(slow, abs=1e-3)
+    assert fast == pytest.approx(slow[1:], abs=1e-3)
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    together = continuation_log_likelihoods(model, tokenizer, ids, continuations)
+    assert [total for total, _ in together] == pytest.approx(slow, abs=1e-3)
+    assert len({n for _, n in together}) > 1  # the lengths differ: the reply is longer than a call's opening
     # the likelihood of a whole reference reply, read the same way, equals the full pass's
     reply = reference_reply(probes[0].tool, probes[0].arguments)
     ids = tokenizer(prompt + reply, add_special_tokens=False)["input_ids"]

@@ -54,6 +54,7 @@ from agentomnia.tasks.dag.phrasing import (
     possessive,
 )
 from agentomnia.tasks.dag.sampling import ToolGroup
+from agentomnia.tasks.wording import lead_clause
 
 _SCALAR = ("str", "int", "float", "money", "enum", "bool", "date")
 _NUMERIC = ("int", "float", "money")
@@ -143,7 +144,7 @@ def operation_clause(tool: ToolSpec, entity: EntitySpec, phrase: str) -> str | N
     record put in ("Pay citation CIT-003", "Approve package review PAC-002 and record when it was
     decided"). None for a plain edit, whose request names the fields instead."""
     verb = lead_word(tool.name)
-    sentence = re.split(r"(?<=[.;:])\s|;", tool.description.strip())[0].strip().rstrip(".;:")
+    sentence = lead_clause(tool.description)
     if verb in _EDIT_VERBS or not sentence or "refused" in sentence.lower():
         return None
     noun = words(entity.name)

@@ -136,6 +136,21 @@ def test_a_domain_operation_is_asked_for_as_itself() -> None:
         == "end playback for stream STR-7"
     )
     assert clause("update_plan_item", "Change fields of a plan item.", "plan_item", "that plan item") is None
+    # an aside is left out, and the period of "e.g." ends no clause (it had read "... that automation's
+    # scene (e.g, and make sure its icon is 'lock'.")
+    assert (
+        clause(
+            "disable_scene_automations",
+            "Disable every enabled automation that runs a scene (e.g. while on holiday).",
+            "scene",
+            "that automation's scene",
+        )
+        == "Disable every enabled automation that runs that automation's scene"
+    )
+    assert (
+        clause("pause_watches", "Pause every active watch of a user, e.g. one over the limit.", "user", "Ann")
+        == "Pause every active watch of Ann"
+    )
 
 
 def test_a_figure_is_checked_against_a_round_level() -> None:
