@@ -480,6 +480,21 @@ def cmd_taxonomy_find(args: argparse.Namespace) -> Result:
     )
 
 
+def cmd_taxonomy_vectors(args: argparse.Namespace) -> Result:
+    from agentomnia.taxonomy.search import shipped_vectors
+
+    data = shipped_vectors(write=args.write)
+    text = f"{data['file']}: {data['covered']} of {data['domains']} domain texts"
+    if data["not_covered"]:
+        shown = ", ".join(str(i) for i in data["not_covered"][:8])
+        more = len(data["not_covered"]) - 8
+        text += (
+            f"; not covered: {shown}{f' and {more} more' if more > 0 else ''} (their knowledge changed: "
+            "run `agentomnia taxonomy vectors --write` and commit the file)"
+        )
+    return data, text
+
+
 def cmd_bench_sandbox(args: argparse.Namespace) -> Result:
     from agentomnia.sandbox.bench import format_table, run_bench
 
@@ -1036,6 +1051,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text")
     p.add_argument("-k", type=int, default=3)
     p.add_argument("--split", choices=["toc", "tob", "toe"])
+    p = verb(
+        tax, "vectors", cmd_taxonomy_vectors,
+        "the domain vectors the package ships (a new home embeds none of the 354 domains itself)",
+    )  # fmt: skip
+    p.add_argument(
+        "--write", action="store_true", help="embed every domain text again and ship those vectors"
+    )
 
     bench = verbs.add_parser(
         "bench", help="benchmarks (medians and ratios, measured side by side)"

@@ -54,6 +54,27 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+def read_shard(path: Path, dim: int) -> dict[str, np.ndarray]:
+    """text key -> vector from one shard file; empty when the file is missing or holds other vectors."""
+    if not path.is_file():
+        return {}
+    with np.load(path, allow_pickle=False) as data:
+        keys, vectors = data["keys"], data["vectors"]
+    if vectors.ndim != 2 or vectors.shape[1] != dim:
+        return {}
+    return dict(zip((str(k) for k in keys), vectors.astype(np.float32), strict=True))
+
+
+def write_shard(path: Path, vectors: dict[str, np.ndarray]) -> None:
+    """One shard file of `vectors` (text key -> vector), keys sorted, written whole or not at all."""
+    keys = np.array(sorted(vectors), dtype=str)
+    stacked = np.stack([vectors[k] for k in keys]).astype(np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".tmp-{uuid.uuid4().hex}.npz"
+    np.savez(tmp, keys=keys, vectors=stacked)
+    tmp.replace(path)
+
+
 class VectorCache:
     """Text-hash -> vector store on disk, one folder per model.
 
@@ -95,13 +116,8 @@ class VectorCache:
     def flush(self) -> None:
         if not self._pending:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        keys = np.array(sorted(self._pending), dtype=str)
-        vectors = np.stack([self._pending[k] for k in keys]).astype(np.float32)
-        name = hashlib.sha256("".join(keys).encode()).hexdigest()[:16]
-        tmp = self.folder / f".tmp-{uuid.uuid4().hex}.npz"
-        np.savez(tmp, keys=keys, vectors=vectors)
-        tmp.replace(self.folder / f"shard-{name}.npz")
+        name = hashlib.sha256("".join(sorted(self._pending)).encode()).hexdigest()[:16]
+        write_shard(self.folder / f"shard-{name}.npz", self._pending)
         self._pending.clear()
 
 
@@ -246,12 +262,17 @@ class MiniLMEmbedder:
         cache_dir: Path | str | None = None,
         batch_size: int = 64,
         device: str = "cpu",
+        shipped: Path | str | None = None,
     ) -> None:
         self.model_path = Path(model_path) if model_path is not None else packaged_model_path()
         self.batch_size = batch_size
         self.device = device
         self.name = MINILM_NAME if model_path is None else self.model_path.name
-        self._memory: dict[str, np.ndarray] = {}
+        # vectors that come with the package (`shipped`, one shard written by `write_shard`): the packaged
+        # model's vectors of texts every home embeds, read before anything is encoded
+        self._memory: dict[str, np.ndarray] = (
+            read_shard(Path(shipped), MINILM_DIM) if shipped is not None and model_path is None else {}
+        )
         self._disk = VectorCache(Path(cache_dir) / self.name, MINILM_DIM) if cache_dir is not None else None
         self._lock = threading.Lock()
 
@@ -332,6 +353,9 @@ class HashingEmbedder:
 
 
 _DEFAULT: MiniLMEmbedder | None = None
+# The packaged model's vectors of the 354 domains' texts (`taxonomy.search.domain_text`), shipped so a
+# new home places its first seed without loading the model (`agentomnia taxonomy vectors --write`).
+SHIPPED_VECTORS = Path(__file__).resolve().parent / "taxonomy" / "data" / "domain_vectors.npz"
 
 
 def default_embedder() -> MiniLMEmbedder:
@@ -344,7 +368,7 @@ def default_embedder() -> MiniLMEmbedder:
             from agentomnia.config import home
 
             folder = os.environ.get(EMBEDDING_CACHE_ENV) or str(home() / "cache" / "embeddings")
-            _DEFAULT = MiniLMEmbedder(cache_dir=folder)
+            _DEFAULT = MiniLMEmbedder(cache_dir=folder, shipped=SHIPPED_VECTORS)
         return _DEFAULT
 
 

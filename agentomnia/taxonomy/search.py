@@ -94,3 +94,30 @@ def find_rows(
         {"rank": rank, "id": d.id, "split": d.split, "l1": d.l1, "l2": d.l2, "score": round(score, 3)}
         for rank, (d, score) in enumerate(find_domains(text, k, embedder, split=split), start=1)
     ]
+
+
+def shipped_vectors(write: bool = False) -> dict[str, Any]:
+    """How many of the domains' texts the package's shipped vectors cover (`SHIPPED_VECTORS`); with
+    `write`, encode every domain text with the packaged model and ship exactly those vectors."""
+    from agentomnia.embeddings import (
+        MINILM_DIM,
+        SHIPPED_VECTORS,
+        MiniLMEmbedder,
+        read_shard,
+        text_key,
+        write_shard,
+    )
+
+    texts = [domain_text(d) for d in _default_taxonomy().domains]
+    keys = [text_key(t) for t in texts]
+    if write:
+        write_shard(SHIPPED_VECTORS, dict(zip(keys, MiniLMEmbedder().embed(texts), strict=True)))
+    shipped = read_shard(SHIPPED_VECTORS, MINILM_DIM)
+    stale = [d.id for d, key in zip(_default_taxonomy().domains, keys, strict=True) if key not in shipped]
+    return {
+        "file": str(SHIPPED_VECTORS),
+        "domains": len(texts),
+        "covered": len(texts) - len(stale),
+        "not_covered": stale,
+        "unused": len(set(shipped) - set(keys)),
+    }

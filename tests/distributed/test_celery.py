@@ -69,7 +69,8 @@ def cluster(single_process_home: Path) -> Iterator[deployment.Cluster]:
     # a folder of its own under the system temp dir: PostgreSQL's user must be able to reach it
     state = Path(tempfile.mkdtemp(prefix="agentomnia-cluster-"))
     home = state / "home"
-    shutil.copytree(single_process_home / "cache" / "embeddings", home / "cache" / "embeddings")
+    if (single_process_home / "cache" / "embeddings").is_dir():
+        shutil.copytree(single_process_home / "cache" / "embeddings", home / "cache" / "embeddings")
     started = time.perf_counter()
     try:
         up = deployment.up(state, home=home, workers=2, ui=True, web_port=deployment.free_port())

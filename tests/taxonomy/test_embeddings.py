@@ -103,3 +103,28 @@ def test_a_few_texts_are_embedded_without_importing_torch(tmp_path: Path) -> Non
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_shipped_domain_vectors_cover_every_domain_and_are_the_models_own(tmp_path: Path) -> None:
+    """The package ships the packaged model's vector of every domain's text, so a new home embeds none
+    of them; a domain whose knowledge changed is named, with the command that ships it again."""
+    from agentomnia.embeddings import SHIPPED_VECTORS, text_key
+    from agentomnia.taxonomy.search import _default_taxonomy, domain_text, shipped_vectors
+
+    status = shipped_vectors()
+    assert status["not_covered"] == [], (
+        f"the shipped vectors miss domains {status['not_covered'][:10]}: run "
+        "`agentomnia taxonomy vectors --write` and commit agentomnia/taxonomy/data/domain_vectors.npz"
+    )
+    assert status["covered"] == status["domains"] == 354
+    texts = [domain_text(d) for d in _default_taxonomy().domains][::71]  # five of them, encoded here
+    fresh = MiniLMEmbedder().embed(texts)
+    shipped = MiniLMEmbedder(shipped=SHIPPED_VECTORS)
+    shipped._encode = lambda texts: (_ for _ in ()).throw(AssertionError(f"encoded {texts[:1]}"))  # type: ignore[method-assign]
+    vectors = shipped.embed(texts)  # read, not encoded
+    assert np.allclose(np.sum(vectors * fresh, axis=1), 1.0, atol=1e-4)
+    assert text_key(texts[0]) in shipped._memory
+    # a text the package does not ship is encoded as before; another model never reads them
+    assert MiniLMEmbedder(shipped=tmp_path / "missing.npz").embed(texts[:1]).shape == (1, 384)
+    other = MiniLMEmbedder(model_path=SHIPPED_VECTORS.parent, shipped=SHIPPED_VECTORS)
+    assert other._memory == {}
