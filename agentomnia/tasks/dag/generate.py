@@ -139,6 +139,15 @@ _EDIT_VERBS = frozenset(
 )
 
 
+def _filtered_count_keys(entity: str, field: str, value: Any) -> tuple[str, ...]:
+    """Answer field names for how many of a list's records have `field` = `value`, as a person would
+    key them: "generator_equipment_count", "payment_run_count_with_take_early_payment_discounts"."""
+    if isinstance(value, bool):
+        which = f"with {field}" if value else f"without {field}"
+        return (f"{entity} count {which}",)
+    return (f"{value} {entity} count", f"{entity} count with {field} {value}")
+
+
 def operation_clause(tool: ToolSpec, entity: EntitySpec, phrase: str) -> str | None:
     """How a person asks for a domain operation on one record: its description's first clause with the
     record put in ("Pay citation CIT-003", "Approve package review PAC-002 and record when it was
@@ -1528,6 +1537,8 @@ class Generator:
                     else round(a.value) + self.rng.choice((-2, 1, 3))
                 )
                 threshold = round_figure(a.value, threshold)
+            if isinstance(threshold, float) and threshold.is_integer():
+                threshold = int(threshold)  # "10 is the line we work to", not "10.0 ..."
             if a.value >= 0:  # nobody asks whether a count or an amount is at least 0 or -2
                 threshold = max(threshold, 1) if isinstance(threshold, int) else threshold
             text = self.wording.choice(
@@ -1573,7 +1584,7 @@ class Generator:
             text = f"how many of {counted} have {cue(entity, split.name, value)}"
             node = VirtualNode(
                 id=vid, type="FILTER", inputs=(source.node,),
-                field=self._key(f"{entity.table} {shown}", f"{entity.table} {split.name} {shown}"),
+                field=self._key(*_filtered_count_keys(entity.name, split.name, value)),
                 value=len(hits), text=text,
             )  # fmt: skip
             return node, text, f"count:{entity.table}:{split.name}"

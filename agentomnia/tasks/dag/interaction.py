@@ -21,11 +21,19 @@ from agentomnia.taxonomy import Coordinate
 from agentomnia.taxonomy.axes import profile_mask
 
 # What the request says where the withheld detail stood, as a person leaving it for later: after a
-# word that takes an object ("set the name to ...", "the alarm matching ...") it is ASK_ME; after a
-# bare field label ("quantity ...", "name ...") it is ASK_LATER. No apostrophes: quoted values use them.
+# word that takes an object ("set the name to ...", "the alarm matching ...") it says what kind of
+# detail will come (ASK_FOR, by the value's kind; ASK_ME for any other); after a bare field label
+# ("quantity ...", "name ...") it is ASK_LATER. No apostrophes: quoted values use them.
 ASK_ME = "what I will tell you"
 ASK_LATER = "still to be confirmed with me"
-GAP_PHRASES: tuple[str, ...] = (ASK_ME, ASK_LATER)
+ASK_FOR = {
+    "search": "a word I will give you",
+    "time": "a time I will give you",
+    "date": "a date I will give you",
+    "email": "an address I will send you",
+    "number": "a figure I will give you",
+}
+GAP_PHRASES: tuple[str, ...] = (ASK_ME, ASK_LATER, *ASK_FOR.values())
 _TAKES_OBJECT = frozenset(
     ("to", "is", "are", "as", "be", "matching", "named", "called", "of", "for", "with", "by", "at", "from",
      "on", "under", "reads", "says", "equals", "=", ":")
@@ -64,10 +72,31 @@ def withholdable(task: Task) -> list[tuple[str, Any, str]]:
     return out
 
 
-def gap_phrase(query: str, text: str) -> str:
-    """How the request words the gap where `text` stood (see `ASK_ME`, `ASK_LATER`)."""
+def _kind(param: str, value: Any) -> str | None:
+    """Which `ASK_FOR` phrase announces `value` (of parameter `param`); None for any other detail."""
+    if param in ("query", "q", "search", "keyword", "text") and isinstance(value, str):
+        return "search"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "number"
+    if isinstance(value, str):
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2})?\S*", value):
+            return "time"
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            return "date"
+        if re.fullmatch(r"[^@\s]+@[^@\s]+\.\w+", value):
+            return "email"
+    return None
+
+
+def gap_phrase(query: str, text: str, param: str = "", value: Any = None) -> str:
+    """How the request words the gap where `text` (parameter `param`'s `value`) stood: "the album
+    matching a word I will give you", "added at a time I will give you", "its reason is what I will tell
+    you", "title still to be confirmed with me" (see `ASK_FOR`, `ASK_ME`, `ASK_LATER`)."""
     before = query[: query.find(text)].split()
-    return ASK_ME if before and before[-1].lower().strip(",") in _TAKES_OBJECT else ASK_LATER
+    if not before or before[-1].lower().strip(",") not in _TAKES_OBJECT:
+        return ASK_LATER
+    kind = _kind(param, value)
+    return ASK_FOR[kind] if kind is not None else ASK_ME
 
 
 def says_gap(query: str) -> bool:
@@ -99,7 +128,7 @@ def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
     if not options:
         return None
     param, value, text = rng.choice(options)
-    phrase = gap_phrase(task.query, text)
+    phrase = gap_phrase(task.query, text, param, value)
     query = task.query.replace(text, phrase, 1)
     sentences = [s for s in _SENTENCE.split(query.strip()) if s]
     granularity = "terse" if len(sentences) >= 3 and rng.random() < 0.5 else "normal"

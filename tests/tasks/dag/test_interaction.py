@@ -103,3 +103,25 @@ def test_the_gap_reads_as_a_person_would_leave_it() -> None:
     assert gap_phrase("The alarm matching 'Ground' needs updating.", "'Ground'") == ASK_ME
     assert gap_phrase("A new order: that item, quantity 40 and supplier 'Marsh'.", "40") == ASK_LATER
     assert gap_phrase("name 'Relay Finals', starts at noon", "'Relay Finals'") == ASK_LATER
+    # after a word that takes an object, the kind of detail to come is said where it is known
+    assert gap_phrase("Pull up the bookings matching 'Isabel'.", "'Isabel'", "query", "Isabel") == (
+        "a word I will give you"
+    )
+    added = "a new album photo, added at '2026-02-05T13:00:00'"
+    assert (
+        gap_phrase(added, "'2026-02-05T13:00:00'", "added_at", "2026-02-05T13:00:00")
+        == "a time I will give you"
+    )
+    assert gap_phrase("its promised date is '2026-02-25'", "'2026-02-25'", "promised_date", "2026-02-25") == (
+        "a date I will give you"
+    )
+    assert (
+        gap_phrase("set the photo quality to 0.78.", "0.78", "photo_quality", 0.78)
+        == "a figure I will give you"
+    )
+    email = "its contact email is 'monica57@gmail.com'"
+    assert gap_phrase(email, "'monica57@gmail.com'", "contact_email", "monica57@gmail.com") == (
+        "an address I will send you"
+    )
+    assert gap_phrase("its reason is goodwill.", "goodwill", "reason", "goodwill") == ASK_ME
+    assert says_gap("the album matching a word I will give you")

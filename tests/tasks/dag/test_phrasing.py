@@ -325,3 +325,14 @@ def test_a_comparison_names_its_field_without_its_unit() -> None:
     assert compared_label("price_cents") == "price" and compared_label("unit_price_pence") == "unit price"
     assert compared_label("water_temp_c") == "water temp" and field_label("water_temp_c") == "water temp (°C)"
     assert compared_label("rotation_length_days") == "rotation length" and compared_label("plays") == "plays"
+
+
+def test_a_count_of_the_records_with_a_value_is_keyed_as_a_person_would() -> None:
+    from agentomnia.tasks.dag.generate import _filtered_count_keys
+
+    # it had been keyed "equipments_generator" and "payment_runs_true"
+    assert _filtered_count_keys("equipment", "kind", "generator")[0] == "generator equipment count"
+    assert _filtered_count_keys("payment_run", "take_early_payment_discounts", True) == (
+        "payment_run count with take_early_payment_discounts",
+    )
+    assert _filtered_count_keys("listing", "pets_allowed", False) == ("listing count without pets_allowed",)
