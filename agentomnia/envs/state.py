@@ -257,6 +257,8 @@ def generate_state(
     _refer_back(spec, state, random.Random(rng.random()))
     _same_owner(spec, state, random.Random(rng.random()))
     _settle_nested(spec, state, random.Random(rng.random()), world)
+    _month_dates(spec, state)
+    _paced(spec, state)
     _pair_kinds(spec, state)
     _apart(spec, state, random.Random(rng.random()))
     _spread_lifecycles(spec, state)
@@ -823,6 +825,85 @@ def _settle_nested(
                         _same_week(settled, start)
                     if settled != value and conforms(settled, a.declared):
                         record[a.name] = settled
+
+
+_MONTH_DATE = re.compile(r"(^|_)month$|^month_(start|of|beginning)$")
+_YEAR_MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+
+
+def _month_dates(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """A date that names a month (a budget's `month`) is the first day of that month, and of the month
+    the record says elsewhere when it does (a budget keyed "2025-05" is for 2025-05-01, not 2025-09-18)."""
+    for entity in spec.entities:
+        months = [a for a in entity.attributes if a.type == "date" and _MONTH_DATE.search(a.name)]
+        for record in state.get(entity.table, {}).values() if months else ():
+            said = next((v for v in record.values() if isinstance(v, str) and _YEAR_MONTH.match(v)), None)
+            for a in months:
+                value = record.get(a.name)
+                if isinstance(value, str) and _is_date(value[:10]):
+                    first = f"{said}-01" if said else f"{value[:7]}-01"
+                    if a.declared is None or conforms(first, a.declared):
+                        record[a.name] = first
+
+
+# plausible speeds (km/h) of what a record's words say it is: a walk is no 109 km in an evening
+_PACES = (
+    (re.compile(r"walk|stroll|hike|hiking|trek|ramble"), 3.5, 6.0),
+    (re.compile(r"swim"), 1.5, 4.0),
+    (re.compile(r"row|kayak|paddl|canoe"), 6.0, 12.0),
+    (re.compile(r"run|jog|parkrun|marathon|sprint"), 8.0, 15.0),
+    (re.compile(r"ride|cycl|bike|biking|gravel|peloton"), 16.0, 32.0),
+    (re.compile(r"workout|exercise|training|session|mobility|mixed|strength|yoga"), 3.0, 12.0),
+)
+_SPORT_WORDS = ("sport", "activity_type", "kind", "type", "workout_type", "discipline", "mode")
+_DURATION = re.compile(
+    r"^(duration|moving_time|moving|elapsed_time|elapsed|time)_(s|sec|secs|seconds|min|mins|minutes|h|hrs|hours)$"
+)
+_SECONDS = {"s": 1, "sec": 1, "secs": 1, "seconds": 1, "min": 60, "mins": 60, "minutes": 60, "h": 3600, "hrs": 3600, "hours": 3600}  # fmt: skip
+
+
+def _pace(entity: EntitySpec, record: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The speed range (km/h) of what the record is: its sport or kind first, then its name, then
+    what its entity is called; None for a record no word places (a lap, a delivery)."""
+    said = [record.get(n) for n in _SPORT_WORDS] + [record.get("name"), record.get("title"), entity.name]
+    for text in said:
+        if isinstance(text, str):
+            for words, low, high in _PACES:
+                if words.search(text.lower()):
+                    return low, high
+    return None
+
+
+def _paced(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """A record that takes a time to cover a distance (an activity's `distance_km` and `moving_time_s`)
+    covers it at the speed of what it is: a walk at 3.5-6 km/h, a ride at 16-32; every unit of its
+    distance says the same distance."""
+    for entity in spec.entities:
+        times = [a for a in entity.attributes if a.type in ("int", "float") and _DURATION.match(a.name)]
+        spans = [
+            (a, naming._IN_BASE[a.name.rpartition("_")[2]])
+            for a in entity.attributes
+            if a.type in ("int", "float", "money")
+            and naming.measured(a.name) == ("distance", "length")
+            and a.name.rpartition("_")[2] in naming._IN_BASE
+        ]
+        if not times or not spans:
+            continue
+        for key, record in state.get(entity.table, {}).items():
+            took = record.get(times[0].name)
+            pace = _pace(entity, record)
+            if pace is None or not isinstance(took, (int, float)) or isinstance(took, bool) or took <= 0:
+                continue
+            hours = took * _SECONDS[times[0].name.rpartition("_")[2]] / 3600
+            metres = random.Random(f"{entity.table}:{key}").uniform(*pace) * hours * 1000
+            for a, metre_per_unit in spans:
+                was = record.get(a.name)
+                if not isinstance(was, (int, float)) or isinstance(was, bool):
+                    continue
+                places = 2 if metre_per_unit >= 100 and a.type != "int" else 0  # 5.27 km, 5270 m
+                value = round(metres / metre_per_unit, places) if places else round(metres / metre_per_unit)
+                if a.declared is None or conforms(value, a.declared):
+                    record[a.name] = value
 
 
 # fields that say which period a record covers: its lines cover the same one

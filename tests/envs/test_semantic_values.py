@@ -1181,3 +1181,47 @@ def test_a_weeks_days_fall_in_that_week() -> None:
             assert said == [monday + timedelta(days=i) for i in range(len(said))], record
         for record in state["rotas"].values():
             assert record["days"][0]["date"] == record["week_start"], record
+
+
+def test_a_date_that_names_a_month_is_its_first_day_and_the_month_the_record_says() -> None:
+    """A budget keyed "2025-05" is for 2025-05-01 (was: `month` 2025-09-18); a month without another
+    word for it is still a month's first day, and other dates keep their day."""
+    key = {"type": "string", "pattern": r"^\d{4}-(0[1-9]|1[0-2])$"}
+    budget = EntitySpec(name="budget", table="budgets", description="budget", key="budget_id", id_prefix="BUD",
+                        attributes=(_a("budget_id", "str", declared=key), _a("month", "date"),
+                                    _a("limit", "money")))  # fmt: skip
+    plan = _entity("plan", _a("billing_month", "date"), _a("renewed_on", "date"))
+    spec = EnvSpec(name="ledger", class_name="Ledger", description="Budgets.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="ledger", seed_ids=(), entities=(budget, plan), relations=(), rules=(), tools=())  # fmt: skip
+    state = generate_state(spec, seed=0, sizes={"budget": 6, "plan": 8})
+    assert not state_violations(spec, state)
+    for key_value, record in state["budgets"].items():
+        assert record["month"] == f"{key_value}-01", record
+    assert all(r["billing_month"].endswith("-01") for r in state["plans"].values())
+    assert not all(r["renewed_on"].endswith("-01") for r in state["plans"].values())
+
+
+def test_a_distance_is_covered_at_the_speed_of_what_the_record_is() -> None:
+    """An activity's distance follows its time at its sport's speed (was: an 'Evening walk' of 109 km,
+    a 55-minute workout of 219.88 km), in every unit it is kept in."""
+    sports = ["walk", "run", "ride", "swim"]
+    activity = _entity("activity", _a("sport", "enum", enum=sports), _a("moving_time_s", "int"),
+                       _a("distance_km", "float"), _a("distance_m", "float"))  # fmt: skip
+    lap = _entity("lap", _a("duration_s", "int"), _a("distance_km", "float"))
+    spec = EnvSpec(name="tracker", class_name="Tracker", description="Activities.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="tracker", seed_ids=(), entities=(activity, lap), relations=(), rules=(), tools=())  # fmt: skip
+    bands = {"walk": (3.5, 6.0), "run": (8.0, 15.0), "ride": (16.0, 32.0), "swim": (1.5, 4.0)}
+    for seed in range(3):
+        state = generate_state(spec, seed=seed, sizes={"activity": 12, "lap": 5})
+        assert not state_violations(spec, state)
+        for record in state["activitys"].values():
+            low, high = bands[record["sport"]]
+            kmh = record["distance_km"] / (record["moving_time_s"] / 3600)
+            assert low - 0.05 <= kmh <= high + 0.05, record
+            assert abs(record["distance_m"] - record["distance_km"] * 1000) <= 10, record
+    from agentomnia.envs.state import _pace
+
+    assert _pace(activity, {"sport": "trail_run", "name": "Evening walk"}) == (8.0, 15.0)  # the sport decides
+    assert _pace(lap, {"duration_s": 300}) is None  # a lap says nothing of how it was covered
