@@ -817,6 +817,9 @@ def _settle_nested(
                     currency = currency or _first_currency(settled)
                     _one_currency(settled, currency)
                     _walk_objects(settled, _priced_in_own_currency)
+                    total = _total_of(record) or _total_of(_referenced(spec, state, e, record))
+                    if total is not None:
+                        _parts_add_up(settled, total)
                     _same_period(
                         settled, {k: record[k] for k in _PERIODS if isinstance(record.get(k), (str, int))}
                     )
@@ -994,6 +997,73 @@ def _priced_in_own_currency(obj: dict[str, Any]) -> None:
         elif isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d+)?", value):
             scaled = float(value) * rate
             obj[key] = str(round(scaled)) if whole or "." not in value else f"{scaled:.2f}"
+
+
+_TOTALS = ("amount", "total", "total_amount", "amount_total", "grand_total")
+
+
+def _money(value: Any) -> float | None:
+    """The number an amount holds: a number, a string of one ("2350.54"), or a money object's `amount`."""
+    if isinstance(value, dict):
+        return _money(value.get("amount"))
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d+)?", value):
+        return float(value)
+    return None
+
+
+def _total_of(record: Mapping[str, Any] | None) -> float | None:
+    """A record's positive total (a transaction's `amount`), or None."""
+    for name in _TOTALS:
+        total = _money((record or {}).get(name))
+        if total is not None and total > 0:
+            return total
+    return None
+
+
+def _referenced(
+    spec: EnvSpec, state: Mapping[str, Mapping[str, Any]], entity: EntitySpec, record: Mapping[str, Any]
+) -> Mapping[str, Any] | None:
+    """The first record `record` refers to that has a total (a split's transaction)."""
+    for a in entity.attributes:
+        if a.type == "ref" and a.ref is not None and record.get(a.name) is not None:
+            target = state.get(_table(spec, a.ref), {}).get(str(record[a.name]))
+            if _total_of(target) is not None:
+                return target
+    return None
+
+
+def _parts_add_up(value: Any, total: float) -> None:
+    """The parts of a whole (a transaction's splits, each with an `amount`) add up to its `total`,
+    in the shares they had, each written as it was (a number, "203.50", a money object)."""
+    parts = [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+    shares = [_money(item.get("amount")) for item in parts]
+    if len(parts) < 2 or any(v is None for v in shares):
+        return
+    held = [abs(v or 0.0) for v in shares]
+    weights = held if sum(held) > 0 else [1.0] * len(held)
+    written = [
+        item["amount"]["amount"] if isinstance(item["amount"], dict) else item["amount"] for item in parts
+    ]
+    places = max((len(str(w).partition(".")[2]) for w in written if isinstance(w, (str, float))), default=0)
+    places = 2 if not float(total).is_integer() else min(places, 2)  # the parts of 278.12 have cents
+    new = [round(total * w / sum(weights), places) for w in weights[:-1]]
+    new.append(round(total - sum(new), places))
+    if new[-1] < 0:
+        return
+    for item, was, amount in zip(parts, written, new, strict=True):
+        text: Any = (
+            f"{amount:.{places}f}"
+            if isinstance(was, str)
+            else (int(amount) if isinstance(was, int) else amount)
+        )
+        if isinstance(item["amount"], dict):
+            item["amount"]["amount"] = text
+        else:
+            item["amount"] = text
 
 
 def _one_currency(value: Any, currency: str | None) -> None:

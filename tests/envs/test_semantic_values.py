@@ -1225,3 +1225,29 @@ def test_a_distance_is_covered_at_the_speed_of_what_the_record_is() -> None:
 
     assert _pace(activity, {"sport": "trail_run", "name": "Evening walk"}) == (8.0, 15.0)  # the sport decides
     assert _pace(lap, {"duration_s": 300}) is None  # a lap says nothing of how it was covered
+
+
+def test_the_parts_of_a_whole_add_up_to_it() -> None:
+    """A transaction's splits add up to its amount, and so do the parts of a split kept apart, which
+    points at its transaction (was: a 278.12 transaction split into 773.51 + 2734.61 + 1572.95)."""
+    money = {"type": "object", "required": ["amount", "currency"], "properties": {
+        "amount": {"type": "string", "pattern": r"^-?\d+(\.\d{1,2})?$"}, "currency": {"type": "string"}}}  # fmt: skip
+    part = {"type": "object", "required": ["amount", "memo"],
+            "properties": {"amount": money, "memo": {"type": "string"}}}  # fmt: skip
+    parts = {"type": "array", "minItems": 2, "maxItems": 4, "items": part}
+    txn = _entity("transaction", _a("amount", "money"), _a("splits", "list", declared=parts))
+    split = _entity(
+        "split", _a("transaction_id", "ref", ref="transaction"), _a("parts", "list", declared=parts)
+    )
+    spec = EnvSpec(name="ledger", class_name="Ledger", description="Transactions.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="ledger", seed_ids=(), entities=(txn, split), relations=(), rules=(), tools=())  # fmt: skip
+    for seed in range(3):
+        state = generate_state(spec, seed=seed, sizes={"transaction": 8, "split": 6})
+        assert not state_violations(spec, state)
+        for record in state["transactions"].values():
+            total = sum(float(p["amount"]["amount"]) for p in record["splits"])
+            assert abs(total - record["amount"]) < 0.005, record
+        for record in state["splits"].values():
+            whole = state["transactions"][record["transaction_id"]]["amount"]
+            assert abs(sum(float(p["amount"]["amount"]) for p in record["parts"]) - whole) < 0.005, record
