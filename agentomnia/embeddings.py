@@ -54,6 +54,11 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+# The packaged model's vectors of the 354 domains' texts (`taxonomy.search.domain_text`), shipped so a
+# new home places its first seed without loading the model (`agentomnia taxonomy vectors --write`).
+SHIPPED_VECTORS = Path(__file__).resolve().parent / "taxonomy" / "data" / "domain_vectors.npz"
+
+
 def read_shard(path: Path, dim: int) -> dict[str, np.ndarray]:
     """text key -> vector from one shard file; empty when the file is missing or holds other vectors."""
     if not path.is_file():
@@ -262,7 +267,7 @@ class MiniLMEmbedder:
         cache_dir: Path | str | None = None,
         batch_size: int = 64,
         device: str = "cpu",
-        shipped: Path | str | None = None,
+        shipped: Path | str | None = SHIPPED_VECTORS,
     ) -> None:
         self.model_path = Path(model_path) if model_path is not None else packaged_model_path()
         self.batch_size = batch_size
@@ -353,9 +358,6 @@ class HashingEmbedder:
 
 
 _DEFAULT: MiniLMEmbedder | None = None
-# The packaged model's vectors of the 354 domains' texts (`taxonomy.search.domain_text`), shipped so a
-# new home places its first seed without loading the model (`agentomnia taxonomy vectors --write`).
-SHIPPED_VECTORS = Path(__file__).resolve().parent / "taxonomy" / "data" / "domain_vectors.npz"
 
 
 def default_embedder() -> MiniLMEmbedder:
@@ -368,7 +370,7 @@ def default_embedder() -> MiniLMEmbedder:
             from agentomnia.config import home
 
             folder = os.environ.get(EMBEDDING_CACHE_ENV) or str(home() / "cache" / "embeddings")
-            _DEFAULT = MiniLMEmbedder(cache_dir=folder, shipped=SHIPPED_VECTORS)
+            _DEFAULT = MiniLMEmbedder(cache_dir=folder)
         return _DEFAULT
 
 

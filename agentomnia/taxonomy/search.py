@@ -111,7 +111,7 @@ def shipped_vectors(write: bool = False) -> dict[str, Any]:
     texts = [domain_text(d) for d in _default_taxonomy().domains]
     keys = [text_key(t) for t in texts]
     if write:
-        write_shard(SHIPPED_VECTORS, dict(zip(keys, MiniLMEmbedder().embed(texts), strict=True)))
+        write_shard(SHIPPED_VECTORS, dict(zip(keys, MiniLMEmbedder(shipped=None).embed(texts), strict=True)))
     shipped = read_shard(SHIPPED_VECTORS, MINILM_DIM)
     stale = [d.id for d, key in zip(_default_taxonomy().domains, keys, strict=True) if key not in shipped]
     return {

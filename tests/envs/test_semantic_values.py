@@ -1251,3 +1251,14 @@ def test_the_parts_of_a_whole_add_up_to_it() -> None:
         for record in state["splits"].values():
             whole = state["transactions"][record["transaction_id"]]["amount"]
             assert abs(sum(float(p["amount"]["amount"]) for p in record["parts"]) - whole) < 0.005, record
+
+
+def test_an_enum_value_that_says_none_of_these_is_rare() -> None:
+    from agentomnia.envs.state import enum_value
+
+    rng = random.Random(0)
+    drawn = [enum_value(("female", "male", "other", "unknown"), rng) for _ in range(4000)]
+    share = sum(v in ("other", "unknown") for v in drawn) / len(drawn)
+    assert 0.17 < share < 0.23  # 0.5 / 2.5 = 0.2, not one in two
+    assert {enum_value(("none", "n/a"), rng) for _ in range(50)} == {"none", "n/a"}  # all residual: as drawn
+    assert {enum_value(("a", "b"), rng) for _ in range(50)} == {"a", "b"}

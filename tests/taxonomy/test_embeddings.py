@@ -118,13 +118,14 @@ def test_the_shipped_domain_vectors_cover_every_domain_and_are_the_models_own(tm
     )
     assert status["covered"] == status["domains"] == 354
     texts = [domain_text(d) for d in _default_taxonomy().domains][::71]  # five of them, encoded here
-    fresh = MiniLMEmbedder().embed(texts)
-    shipped = MiniLMEmbedder(shipped=SHIPPED_VECTORS)
+    fresh = MiniLMEmbedder(shipped=None).embed(texts)
+    shipped = MiniLMEmbedder()  # the packaged model reads the shipped vectors unless told otherwise
     shipped._encode = lambda texts: (_ for _ in ()).throw(AssertionError(f"encoded {texts[:1]}"))  # type: ignore[method-assign]
     vectors = shipped.embed(texts)  # read, not encoded
     assert np.allclose(np.sum(vectors * fresh, axis=1), 1.0, atol=1e-4)
     assert text_key(texts[0]) in shipped._memory
     # a text the package does not ship is encoded as before; another model never reads them
+    assert SHIPPED_VECTORS.is_file()
     assert MiniLMEmbedder(shipped=tmp_path / "missing.npz").embed(texts[:1]).shape == (1, 384)
     other = MiniLMEmbedder(model_path=SHIPPED_VECTORS.parent, shipped=SHIPPED_VECTORS)
     assert other._memory == {}
