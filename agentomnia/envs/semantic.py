@@ -24,6 +24,7 @@ from functools import cache
 from typing import Any
 
 from agentomnia.envs.naming import article
+from agentomnia.envs.places import city_in, postcode, real_cities
 from agentomnia.envs.spec import AttributeSpec, EntitySpec
 from agentomnia.envs.values import measure_range, number_range, regex_string
 from agentomnia.taxonomy.kinds import kind_values
@@ -230,8 +231,10 @@ def pools(locale: str) -> Pools:
             companies=draw(gen.company, 300),
             streets=draw(gen.street_address, 300),
             secondary=maybe("secondary_address", 60, lambda: f"Suite {gen.random.randint(100, 900)}"),
-            cities=draw(gen.city, 200),
-            states=maybe("state", 120, gen.city),
+            # real cities where Faker makes them up ("West Davidmouth"): a city has its state (`places`)
+            cities=tuple(c.name for c in real_cities(locale)) or draw(gen.city, 200),
+            states=tuple(dict.fromkeys(c.region for c in real_cities(locale)))
+            or maybe("state", 120, gen.city),
             countries=draw(en.country, 120),
             jobs=draw(gen.job, 200),
             phrases=draw(lambda: en.bs().capitalize(), 300),
@@ -852,6 +855,14 @@ def one_place(obj: Mapping[str, Any], world: World, rng: random.Random) -> dict[
         return {}
     p = pools(world.locale)
     gen = faker(world.locale, rng)
+    # a real city, with its state and postcode: the one the object's name mentions ("Kryterion Denver"),
+    # else any of the locale's
+    named = [
+        v for k, v in obj.items() if isinstance(v, str) and re.search(r"(^|_)(name|title|label)$", str(k))
+    ]
+    cities = real_cities(world.locale)
+    city = next((c for v in named if (c := city_in(v, world.locale)) is not None), None)
+    city = city or (rng.choice(cities) if cities else None)
     out: dict[str, str] = {}
     for key, kind in parts.items():
         short = len(obj[key]) <= 3 or key.endswith("_code")
@@ -860,12 +871,15 @@ def one_place(obj: Mapping[str, Any], world: World, rng: random.Random) -> dict[
         elif kind == "secondary":
             out[key] = rng.choice(p.secondary)
         elif kind == "city":
-            out[key] = rng.choice(p.cities)
+            out[key] = city.name if city is not None else rng.choice(p.cities)
         elif kind == "state":
             abbr = getattr(gen, "state_abbr", None)
-            out[key] = str(abbr()) if short and abbr is not None else rng.choice(p.states)
+            if city is not None:
+                out[key] = city.region_code if short else city.region
+            else:
+                out[key] = str(abbr()) if short and abbr is not None else rng.choice(p.states)
         elif kind == "postcode":
-            out[key] = str(gen.postcode())
+            out[key] = postcode(city, world.locale, rng) if city is not None else str(gen.postcode())
         else:
             out[key] = str(gen.current_country_code() if short else gen.current_country())
     return out

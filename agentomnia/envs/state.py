@@ -274,6 +274,7 @@ def generate_state(
     _refer_back(spec, state, random.Random(rng.random()))
     _same_owner(spec, state, random.Random(rng.random()))
     _settle_nested(spec, state, random.Random(rng.random()), world)
+    _one_place_each(spec, state, random.Random(rng.random()), world)
     _month_dates(spec, state)
     _paced(spec, state)
     _pair_kinds(spec, state)
@@ -845,6 +846,21 @@ def _settle_nested(
                         _same_week(settled, start)
                     if settled != value and conforms(settled, a.declared):
                         record[a.name] = settled
+
+
+def _one_place_each(
+    spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random, world: World
+) -> None:
+    """A record's own address fields (`city`, `state`, `zip`) name one place, the city its name mentions
+    where it mentions one: the test centre "Kryterion Denver" is in Denver, CO 802xx, not in
+    "Teresafurt". Text fields only (a lifecycle `state` enum is no address), each as its schema allows."""
+    for entity in spec.entities:
+        texts = {a.name: a for a in entity.attributes if a.type in ("str", "text")}
+        for record in state.get(entity.table, {}).values() if len(texts) >= 2 else ():
+            for key, value in one_place({k: record[k] for k in texts if k in record}, world, rng).items():
+                declared = texts[key].declared
+                if declared is None or conforms(value, declared):
+                    record[key] = value
 
 
 _MONTH_DATE = re.compile(r"(^|_)month$|^month_(start|of|beginning)$")

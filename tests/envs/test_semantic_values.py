@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agentomnia.envs.build import state_stage, toolset_stage
-from agentomnia.envs.semantic import World, is_handle, order_lifecycle, semantic_value
+from agentomnia.envs.semantic import World, is_handle, one_place, order_lifecycle, semantic_value
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
 from agentomnia.envs.state import generate_state, make_value, state_violations
 from agentomnia.envs.toolset import ToolsetConfig
@@ -1262,3 +1262,33 @@ def test_an_enum_value_that_says_none_of_these_is_rare() -> None:
     assert 0.17 < share < 0.23  # 0.5 / 2.5 = 0.2, not one in two
     assert {enum_value(("none", "n/a"), rng) for _ in range(50)} == {"none", "n/a"}  # all residual: as drawn
     assert {enum_value(("a", "b"), rng) for _ in range(50)} == {"a", "b"}
+
+
+def test_a_records_address_names_one_real_place_and_the_city_its_name_mentions() -> None:
+    """A US record's city is a real one with its own state and ZIP prefix (was: "West Davidmouth" beside
+    any state), and a test centre named "Kryterion Denver" is in Denver (was: in "Teresafurt")."""
+    from agentomnia.envs.places import city_in, city_named
+
+    centre = _entity("test_center", _a("name"), _a("city"), _a("state"), _a("zip_code"), _a("status", "enum",
+                     enum=("open", "closed")))  # fmt: skip
+    spec = EnvSpec(name="testing", class_name="Testing", description="Test centres.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="testing", seed_ids=(), entities=(centre,), relations=(), rules=(), tools=())  # fmt: skip
+    for seed in range(3):
+        state = generate_state(spec, seed=seed, sizes={"test_center": 10})
+        assert not state_violations(spec, state)
+        for record in state["test_centers"].values():
+            city = city_named("en_US", record["city"])
+            assert city is not None, record
+            assert record["state"] in (city.region, city.region_code), record
+            assert record["zip_code"].startswith(city.postcode) and len(record["zip_code"]) == 5, record
+            assert record["status"] in ("open", "closed")  # a lifecycle state is no address
+            mentioned = city_in(record["name"], "en_US")
+            assert mentioned is None or mentioned.name == record["city"], record
+    world = World()
+    placed = one_place(
+        {"name": "Kryterion Denver", "city": "Teresafurt", "state": "VT"}, world, random.Random(1)
+    )
+    assert placed == {"city": "Denver", "state": "CO"}
+    assert city_in("Sunset Portland Clinic", "en_US").name == "Portland"  # type: ignore[union-attr]
+    assert city_in("Denverton Storage", "en_US") is None  # a word, not part of one
