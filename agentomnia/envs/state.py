@@ -273,6 +273,7 @@ def generate_state(
         state[entity.table] = table
     _refer_back(spec, state, random.Random(rng.random()))
     _same_owner(spec, state, random.Random(rng.random()))
+    _own_currency_scale(spec, state)
     _settle_nested(spec, state, random.Random(rng.random()), world)
     _one_place_each(spec, state, random.Random(rng.random()), world)
     _month_dates(spec, state)
@@ -1030,6 +1031,33 @@ def _priced_in_own_currency(obj: dict[str, Any]) -> None:
         elif isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d+)?", value):
             scaled = float(value) * rate
             obj[key] = str(round(scaled)) if whole or "." not in value else f"{scaled:.2f}"
+
+
+def _own_currency_scale(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """A record's own amounts on the scale of its own `currency` (`_priced_in_own_currency`): a yen
+    account's balance is ¥1,887,105, not ¥12,580.70. An amount a rule bounds by a figure (a range, a
+    comparison with a number) is left as drawn, and so is one its schema would not take scaled."""
+    bounded = {(r.entity, r.attr) for r in spec.rules if r.kind == "range"} | {
+        tuple(str(r.left).split(".", 1))
+        for r in spec.rules
+        if r.kind == "compare" and not isinstance(r.right, str) and "." in str(r.left)
+    }
+    for entity in spec.entities:
+        if entity.attribute("currency") is None:
+            continue
+        for record in state.get(entity.table, {}).values():
+            before = dict(record)
+            _priced_in_own_currency(record)
+            for key, value in record.items():
+                if value == before[key]:
+                    continue
+                attr = entity.attribute(key)
+                if (
+                    attr is None
+                    or (entity.name, key) in bounded
+                    or (attr.declared is not None and not conforms(value, attr.declared))
+                ):
+                    record[key] = before[key]
 
 
 _TOTALS = ("amount", "total", "total_amount", "amount_total", "grand_total")

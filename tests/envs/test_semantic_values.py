@@ -1292,3 +1292,29 @@ def test_a_records_address_names_one_real_place_and_the_city_its_name_mentions()
     assert placed == {"city": "Denver", "state": "CO"}
     assert city_in("Sunset Portland Clinic", "en_US").name == "Portland"  # type: ignore[union-attr]
     assert city_in("Denverton Storage", "en_US") is None  # a word, not part of one
+
+
+def test_a_records_own_amounts_are_on_its_currencys_scale() -> None:
+    """A yen account's balance is on the yen's scale (was: ¥12,580.70 beside a ¥131,902 opening balance);
+    a dollar or euro account's is as drawn, and an amount a rule bounds is left alone."""
+    from agentomnia.taxonomy.knowledge import Rule
+
+    account = _entity("account", _a("currency", "enum", enum=("USD", "JPY", "EUR")), _a("balance", "money"),
+                      _a("overdraft_limit", "money"))  # fmt: skip
+    bound = Rule(id="r1", text="An overdraft limit is at most 5,000.", kind="range", entity="account",
+                 attr="overdraft_limit", min=0, max=5000)  # fmt: skip
+    spec = EnvSpec(name="bank", class_name="Bank", description="Accounts.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="bank", seed_ids=(), entities=(account,), relations=(), rules=(bound,), tools=())  # fmt: skip
+    yen, other = [], []
+    for seed in range(4):
+        state = generate_state(spec, seed=seed, sizes={"account": 12})
+        assert not state_violations(spec, state)
+        for record in state["accounts"].values():
+            assert record["overdraft_limit"] <= 5000
+            (yen if record["currency"] == "JPY" else other).append(record["balance"])
+    assert yen and other
+    assert min(yen) > 10 * statistics.median(other) / 150 and statistics.median(yen) > 20 * statistics.median(
+        other
+    )
+    assert all(float(v).is_integer() for v in yen)  # a yen has no cents
