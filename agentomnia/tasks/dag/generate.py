@@ -157,7 +157,14 @@ def operation_clause(tool: ToolSpec, entity: EntitySpec, phrase: str) -> str | N
     if verb in _EDIT_VERBS or not sentence or "refused" in sentence.lower():
         return None
     noun = words(entity.name)
-    found = re.search(rf"\b(an?|the|one)\s+(?:[\w-]+\s+){{0,3}}?{re.escape(noun)}\b", sentence, re.IGNORECASE)
+    found = None
+    # the entity's name, else its head word: an `inventory_lot`'s description says "a lot"
+    for name in dict.fromkeys((noun, noun.rpartition(" ")[2])):
+        found = re.search(
+            rf"\b(an?|the|one)\s+(?:[\w-]+\s+){{0,3}}?{re.escape(name)}\b", sentence, re.IGNORECASE
+        )
+        if found is not None:
+            break
     if found is None:
         return f"{sentence[:1].lower() + sentence[1:]} for {phrase}"
     return sentence[: found.start()] + phrase + sentence[found.end() :]

@@ -20,12 +20,12 @@ from agentomnia.tasks.dag.describe import is_state_word, words
 
 _CONTEXT = (
     "This is about {p}.",
-    "Take {p}.",
+    "My question concerns {p}.",
     "Look at {p}.",
     "I'm dealing with {p}.",
     "It concerns {p}.",
     "Pull up {p}.",
-    "Start from {p}.",
+    "I'm looking at {p}.",
     "Have a look at {p}.",
     "Please find {p}.",
 )

@@ -148,6 +148,10 @@ def test_a_domain_operation_is_asked_for_as_itself() -> None:
         == "Disable every enabled automation that runs that automation's scene"
     )
     assert (
+        clause("quarantine_lot", "Take a lot out of dispensing.", "inventory_lot", "that fill's lot")
+        == "Take that fill's lot out of dispensing"  # was "Take a lot out of dispensing for that fill's lot"
+    )
+    assert (
         clause("pause_watches", "Pause every active watch of a user, e.g. one over the limit.", "user", "Ann")
         == "Pause every active watch of Ann"
     )
