@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentomnia.envs.semantic import VARIANT_WORDS, World, is_person, person_name
+from agentomnia.envs.semantic import VARIANT_WORDS, World, is_person, naming_attr, person_name
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
 from agentomnia.envs.state import make_value, repair_rules, state_violations, world_for
 
@@ -276,7 +276,10 @@ def distractor_injection(
             taken = {str(r.get(label.name)) for r in table.values()}
             # drawn from its own generator: the operator's draws, and so the tasks made, stay as they were
             alike = random.Random(f"{original[label.name]}:{i}")
-            clone[label.name] = lookalike(original[label.name], e, world, alike, taken)
+            if naming_attr(label, e):
+                clone[label.name] = lookalike(original[label.name], e, world, alike, taken)
+            else:  # a record known by its weather or its notes: another such value, not "Heavy rain Deluxe"
+                clone[label.name] = _redraw(label, e, alike, original[label.name], world)
         for a in e.attributes:
             v = original.get(a.name)
             if a.name in (e.key, label.name if label else "") or a.type == "ref" or v is None:

@@ -116,6 +116,25 @@ def test_distractors_copy_links_but_not_identity(spec: EnvSpec, s0: dict[str, An
     assert all(r.state["orders"][k]["customer_id"] == s0["orders"][target]["customer_id"] for k in added)
 
 
+def test_a_distractor_known_by_no_name_takes_another_value_not_an_edition() -> None:
+    """A daily log is known by its weather: its look-alikes have other weather, not "Heavy rain Deluxe";
+    a record with a name still gets a near-identical one."""
+    from agentomnia.envs.semantic import VARIANT_WORDS
+
+    log = EntitySpec(name="daily_log", table="daily_logs", description="A site's day.", key="daily_log_id",
+                     id_prefix="DAI", attributes=(AttributeSpec(name="daily_log_id", type="str"),
+                     AttributeSpec(name="weather", type="str"), AttributeSpec(name="workers_on_site", type="int")))  # fmt: skip
+    spec = EnvSpec(name="site", class_name="Site", description="Site logs.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="site", seed_ids=(), entities=(log,), relations=(), rules=(), tools=())  # fmt: skip
+    s0 = generate_state(spec, seed=0, sizes={"daily_log": 6})
+    target = sorted(s0["daily_logs"])[0]
+    r = OPERATORS["distractor_injection"](spec, s0, random.Random(0), entity="daily_log", key=target, count=3)
+    weather = [r.state["daily_logs"][k]["weather"] for k in r.facts["distractors"]]
+    assert len(weather) == 3 and all(isinstance(w, str) and w for w in weather)
+    assert not any(w.split()[-1] in VARIANT_WORDS for w in weather), weather
+
+
 def test_boundary_tie_puts_two_records_on_the_rule_boundary(spec: EnvSpec, s0: dict[str, Any]) -> None:
     keys = sorted(s0["orders"])[:2]
     r = OPERATORS["boundary_tie"](spec, s0, random.Random(0), entity="order", attr="total", keys=keys)
