@@ -1276,8 +1276,97 @@ def from_group(
     return value
 
 
+# the first word of a value that names a piece of work ("Apply kernel security patches"), which has no
+# editions: a second one is a follow-up
+_WORK_VERBS = frozenset(
+    [
+        "add",
+        "adjust",
+        "align",
+        "apply",
+        "approve",
+        "archive",
+        "assess",
+        "audit",
+        "book",
+        "build",
+        "calibrate",
+        "check",
+        "clean",
+        "close",
+        "collect",
+        "configure",
+        "confirm",
+        "deploy",
+        "design",
+        "draft",
+        "enable",
+        "file",
+        "finalise",
+        "finalize",
+        "fix",
+        "hire",
+        "implement",
+        "improve",
+        "increase",
+        "inspect",
+        "install",
+        "interview",
+        "launch",
+        "migrate",
+        "monitor",
+        "move",
+        "order",
+        "organise",
+        "organize",
+        "pay",
+        "plan",
+        "prepare",
+        "publish",
+        "reconcile",
+        "reduce",
+        "refresh",
+        "remove",
+        "renew",
+        "repair",
+        "replace",
+        "reply",
+        "request",
+        "resolve",
+        "restock",
+        "review",
+        "rotate",
+        "run",
+        "schedule",
+        "send",
+        "service",
+        "set",
+        "ship",
+        "submit",
+        "test",
+        "train",
+        "transfer",
+        "update",
+        "upgrade",
+        "validate",
+        "verify",
+        "write",
+    ]
+)
+_FOLLOW_UPS = ("(follow-up)", "(second round)", "(phase two)", "(revisited)")
+_SMALL_WORDS = frozenset(("and", "of", "the", "for", "with", "in", "on", "to", "a", "an", "at", "by", "or"))
+
+
 def vary(value: str, rng: random.Random) -> str:
-    """Another value in the same style when a list runs out: an edition, not a number."""
+    """Another value in the same style when a list runs out: an edition of a product or a place ("Trail
+    Runner Pro"), a follow-up of a piece of work ("Apply kernel security patches (follow-up)", not "...
+    patches Express"); never a number."""
+    words = value.split()
+    sentence_case = len(words) >= 3 and any(
+        w.isalpha() and w.islower() and w not in _SMALL_WORDS for w in words[1:]
+    )  # "Policy and regulation analysis", not a product's "Trail Runner Max"
+    if len(words) > 1 and (words[0].lower() in _WORK_VERBS or sentence_case):
+        return f"{value} {rng.choice(_FOLLOW_UPS)}"
     return f"{value} {rng.choice(VARIANT_WORDS)}"
 
 

@@ -1318,3 +1318,16 @@ def test_a_records_own_amounts_are_on_its_currencys_scale() -> None:
         other
     )
     assert all(float(v).is_integer() for v in yen)  # a yen has no cents
+
+
+def test_a_value_that_ran_out_varies_in_its_own_style() -> None:
+    """A product gets an edition, a piece of work a follow-up: never "Apply kernel security patches
+    Express" or a number."""
+    from agentomnia.envs.semantic import VARIANT_WORDS, vary
+
+    rng = random.Random(0)
+    for value in ("Apply kernel security patches", "Policy and regulation analysis"):
+        varied = vary(value, rng)
+        assert varied.startswith(value + " (") and varied.endswith(")"), varied
+    product = vary("Trail Runner", rng)
+    assert product.split()[-1] in VARIANT_WORDS and not any(c.isdigit() for c in product)
