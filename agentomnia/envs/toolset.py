@@ -53,6 +53,10 @@ from agentomnia.taxonomy.knowledge import Behaviour, Operation
 Fate = Literal["kept", "merged", "split", "rewritten", "removed"]
 
 
+# compound tools kept beyond a full toolset's share, for those verification may still drop
+COMPOUND_MARGIN = 3
+
+
 class ToolsetConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -1340,7 +1344,9 @@ def bounded(
     with domain behaviour stay at least `cfg.min_compound_share` of the toolset: an environment is
     its domain's behaviour with the lookups it needs, not a table editor with a few rules on the side.
     The share gives way below `cfg.min_tools`: a small seed's environment takes plain tools rather than
-    being refused for having too few.
+    being refused for having too few. The bound gives way to domain behaviour where the seed's tools and
+    every entity's reads and create leave it no room for its share (a warehouse seed with 13 entities
+    keeps 37 such tools: 59 tools, 21 with domain behaviour, instead of 56 with 18).
     """
     shaped = [t.name for t in tools if t.origin == "diversified"][:6]
     compound = {t.name for t in tools if is_compound(spec, t)}
@@ -1370,7 +1376,15 @@ def bounded(
     share = cfg.min_compound_share if keep_share else 0.0
     # the hard shapes and the overviews (what a count question reads) come right after enough domain
     # behaviour to hold its share of a full toolset
-    quota = math.ceil(share * cfg.max_tools) - len(keep & compound)
+    # (with a margin: a tool verification drops leaves the share short otherwise). Where the seed's tools
+    # and every entity's reads and create fill so much of the bound that domain behaviour cannot hold its
+    # share inside it, the bound gives way to domain behaviour alone, by as much as that share needs.
+    margin = COMPOUND_MARGIN if share else 0
+    plain = len(keep - compound)
+    stretched = (
+        max(cfg.max_tools, math.ceil(plain / (1 - share)) + margin) if 0 < share < 1 else cfg.max_tools
+    )
+    quota = math.ceil(share * cfg.max_tools) + margin - len(keep & compound)
     first = [t for t in ordered if t.name in compound and t.name not in keep][: max(quota, 0)]
     needed = [t for t in ordered if t not in first and (t.name in shaped or t.op == "overview")]
     ordered = first + needed + [t for t in ordered if t not in first and t not in needed]
@@ -1378,7 +1392,7 @@ def bounded(
     for t in ordered:
         if t.name in keep:
             continue
-        if len(keep) >= cfg.max_tools:
+        if len(keep) >= (stretched if t.name in compound else cfg.max_tools):
             left_out[t.name] = f"over the {cfg.max_tools}-tool bound"
         elif (
             len(keep) >= cfg.min_tools  # below the floor an environment takes plain tools rather than none
