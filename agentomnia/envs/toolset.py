@@ -681,7 +681,7 @@ def _requirement_text(e: EntitySpec, req: dict[str, Any]) -> str:
         return f"the {subject} {verb} {_or(req['right'])}"
     right = req["right"]
     shown = _value_text(right).removeprefix("its ")
-    if "path" in right:
+    if "path" in right and not shown.startswith("the "):  # "the customer's current tier", never "the the"
         shown = "the " + shown
     words = {"<": "below", "<=": "at most", "==": "", "!=": "other than", ">=": "at least", ">": "above"}
     return f"the {subject} must be {words[req['op']] + ' ' if words[req['op']] else ''}{shown}".replace(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agentomnia.envs.naming import plural
-from agentomnia.envs.spec import EnvSpec, is_compound
+from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, is_compound
 from agentomnia.envs.state_space import StateSpaceReport, build_state_space
 from agentomnia.envs.toolset import (
     Normalization,
@@ -136,3 +136,15 @@ def test_a_candidate_merged_into_a_tool_left_out_is_recorded_as_left_out_too() -
     rows = with_left_out(table, [get], {get.name: "over the 56-tool bound"})
     assert {(n.candidate, n.fate) for n in rows} == {(get.name, "removed"), ("fetch_user", "removed")}
     assert all("56-tool bound" in n.reason for n in rows)
+
+
+def test_a_requirement_that_compares_with_another_records_field_reads_once_the() -> None:
+    """'... must be the customer's current tier', not 'must be the the customer's current tier'."""
+    from agentomnia.envs.toolset import _requirement_text
+
+    grace = EntitySpec(name="grace_period", table="grace_periods", description="", key="grace_period_id",
+                       id_prefix="GRA", attributes=(AttributeSpec(name="grace_period_id", type="str"),))  # fmt: skip
+    req = {"kind": "compare", "left": "protected_tier_id", "op": "==",
+           "right": {"path": "customer_id->current_tier_id"}}  # fmt: skip
+    text = _requirement_text(grace, req)
+    assert "the the" not in text and text.endswith("must be the customer's current tier"), text

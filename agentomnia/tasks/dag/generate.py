@@ -729,8 +729,14 @@ class Generator:
                 if that.startswith(many):
                     chosen = one + that.removeprefix(many)
                 elif that.endswith(owned):
-                    # "that courier's only shift", not "the only one of that courier's shifts"
-                    chosen = f"{that.removesuffix(owned)}'s only {words(host.name)}"
+                    # "that courier's only shift", not "the only one of that courier's shifts"; an owner
+                    # that is a possessive already keeps "of" ("the only rate quote of that invoice's carrier")
+                    owner = that.removesuffix(owned)
+                    chosen = (
+                        f"the only {words(host.name)} of {owner}"
+                        if "'s " in owner
+                        else f"{owner}'s only {words(host.name)}"
+                    )
                 elif that == f"those {plural(host.name)}":  # the list the last sentence described
                     chosen = f"the only such {words(host.name)}"
                 else:
@@ -755,7 +761,7 @@ class Generator:
                 return None
             only = (
                 f"{that}'s only {words(entity.name)}"
-                if is_handle(that)
+                if is_handle(that) and "'s " not in that  # never "that invoice's carrier's only quote"
                 else f"the only {words(entity.name)} of {that}"
             )
             return ids[0], f"data.related.{parts[1].rstrip('[]')}[0]", self._named(entity, ids[0]) or only
@@ -926,7 +932,10 @@ class Generator:
             elif tool.op == "aggregate" and p == "group_by":
                 args[p], sources[p] = self.rng.choice(schema.get("enum") or [entity.key]), "query"
             elif tool.op == "search" and p == "query":
-                args[p], sources[p] = self._search_term(entity, tool), "query"
+                term = self._search_term(entity, tool)
+                if term is None:
+                    raise Reject("grounding", f"no word of the {entity.table}' text finds only a few of them")
+                args[p], sources[p] = term, "query"
             else:
                 value = self._new_value(tool, p, record().get(p), given=args)
                 if value is None:
@@ -995,10 +1004,11 @@ class Generator:
             extra[:] = [now if part == said else part for part in extra]
             args[p] = fitted[p]
 
-    def _search_term(self, entity: EntitySpec, tool: ToolSpec) -> str:
+    def _search_term(self, entity: EntitySpec, tool: ToolSpec) -> str | None:
         """A word a person would type to find a few records: a word of the text the search looks
         in (a surname, a company's distinctive word), never a filler word or a number that half the
-        table's text contains ("All", "the")."""
+        table's text contains ("All", "the"); None where every word finds more than three (six bills
+        noted "Customer prefers e-mail over phone calls." and no other)."""
         label = entity.label_attribute
         rows = [r for _k, r in sorted(self._table(entity, self.initial).items())]
         fields = tuple(tool.binding.get("text_fields", ())) or ((label.name,) if label else ())
@@ -1010,14 +1020,8 @@ class Generator:
                 w = w.strip(".,;:()'\"")
                 if len(w) >= 3 and w.isalpha() and w.casefold() not in _FILLER_WORDS and w not in words_seen:
                     words_seen.append(w)
-        if words_seen:
-            hits = {w: sum(w.casefold() in t for t in folded) for w in words_seen}
-            few = [w for w in words_seen if 1 <= hits[w] <= 3]
-            return few[0] if few else min(words_seen, key=lambda w: hits[w])
-        for text in texts:
-            if text.split():
-                return text.split()[0]
-        return "a"
+        hits = {w: sum(w.casefold() in t for t in folded) for w in words_seen}
+        return next((w for w in words_seen if 1 <= hits[w] <= 3), None)
 
     # -- chains, scattered reads and virtual nodes ---------------------------------------------
 

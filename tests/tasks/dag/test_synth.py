@@ -87,7 +87,10 @@ def test_requests_read_as_a_person_writes_them(standard: Synth, challenge: Synth
     assert metrics["chained_of_sentences"] == 0, metrics
     # nor a chain said backwards ("that shipment's carrier's shipments"), nor "the only one of those
     # X" where the last sentence described them ("the only such X")
-    assert metrics["stacked_possessive_sentences"] == 0, metrics
+    from agentomnia.tasks.wording import sentences, stacked_possessive
+
+    stacked = [s for t in tasks for s in sentences(t.query) if stacked_possessive(s)]
+    assert metrics["stacked_possessive_sentences"] == 0, stacked
     assert not any("the only one of those " in t.query for t in tasks)
     assert metrics["mean_sentence_words"] < 22, metrics
     assert len({t.query.split(".")[0] for t in tasks}) >= 3  # openings vary from task to task
@@ -402,7 +405,7 @@ def test_a_search_uses_a_word_that_finds_a_few_records(
             for r in task.init_config[table].values()
             if any(word.casefold() in str(r.get(f) or "").casefold() for f in fields)
         ]
-        assert 1 <= len(found) <= 3, (word, len(found))
+        assert 1 <= len(found) <= 3, (word, len(found), task.metadata.get("hardening_used"), task.id)
 
 
 def test_counts_say_what_they_count_so_only_like_counts_are_combined(freight_spec: EnvSpec) -> None:
