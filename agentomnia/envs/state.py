@@ -1060,7 +1060,13 @@ def _own_currency_scale(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]
                     record[key] = before[key]
 
 
-_TOTALS = ("amount", "total", "total_amount", "amount_total", "grand_total")
+_WHOLES = (
+    "amount",
+    "total",
+    "total_amount",
+    "amount_total",
+    "grand_total",
+)  # what a record's parts add up to
 
 
 def _money(value: Any) -> float | None:
@@ -1078,7 +1084,7 @@ def _money(value: Any) -> float | None:
 
 def _total_of(record: Mapping[str, Any] | None) -> float | None:
     """A record's positive total (a transaction's `amount`), or None."""
-    for name in _TOTALS:
+    for name in _WHOLES:
         total = _money((record or {}).get(name))
         if total is not None and total > 0:
             return total

@@ -1380,9 +1380,9 @@ def bounded(
     # and every entity's reads and create fill so much of the bound that domain behaviour cannot hold its
     # share inside it, the bound gives way to domain behaviour alone, by as much as that share needs.
     margin = COMPOUND_MARGIN if share else 0
-    plain = len(keep - compound)
+    fixed = len(keep - compound)
     stretched = (
-        max(cfg.max_tools, math.ceil(plain / (1 - share)) + margin) if 0 < share < 1 else cfg.max_tools
+        max(cfg.max_tools, math.ceil(fixed / (1 - share)) + margin) if 0 < share < 1 else cfg.max_tools
     )
     quota = math.ceil(share * cfg.max_tools) + margin - len(keep & compound)
     first = [t for t in ordered if t.name in compound and t.name not in keep][: max(quota, 0)]
