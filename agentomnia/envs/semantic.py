@@ -1357,17 +1357,42 @@ _FOLLOW_UPS = ("(follow-up)", "(second round)", "(phase two)", "(revisited)")
 _SMALL_WORDS = frozenset(("and", "of", "the", "for", "with", "in", "on", "to", "a", "an", "at", "by", "or"))
 
 
-def vary(value: str, rng: random.Random) -> str:
-    """Another value in the same style when a list runs out: an edition of a product or a place ("Trail
-    Runner Pro"), a follow-up of a piece of work ("Apply kernel security patches (follow-up)", not "...
-    patches Express"); never a number."""
+# a role's title ("Marketing Operations Manager") has seniorities, an event's name ("Clean Beauty Week")
+# has seasons' editions; neither has a product's "Max" or "Ultra"
+_ROLE = re.compile(
+    r"\b(manager|engineer|specialist|analyst|director|coordinator|assistant|officer|technician|designer|"
+    r"developer|consultant|administrator|accountant|nurse|scientist|architect|representative|associate|lead)$",
+    re.IGNORECASE,
+)
+_SENIORITY = ("Senior", "Lead", "Junior", "Principal", "Associate")
+_EVENT = re.compile(
+    r"\b(week|weekend|day|days|sale|festival|summit|conference|launch|campaign|drive|challenge|fair|expo|"
+    r"series|night|tour|meetup|workshop|webinar|gala|review|party)$",
+    re.IGNORECASE,
+)
+_SEASONS = ("Spring Edition", "Summer Edition", "Autumn Edition", "Winter Edition", "Encore")
+
+
+def editions(value: str) -> list[str]:
+    """Other values in `value`'s style, for when a list runs out or a look-alike is wanted: a role at
+    another seniority ("Senior Marketing Operations Manager"), an event's other edition ("Clean Beauty
+    Week Spring Edition"), a follow-up of a piece of work ("Apply kernel security patches (follow-up)"),
+    a product's edition ("Trail Runner Pro"); never a number."""
     words = value.split()
-    sentence_case = len(words) >= 3 and any(
-        w.isalpha() and w.islower() and w not in _SMALL_WORDS for w in words[1:]
-    )  # "Policy and regulation analysis", not a product's "Trail Runner Max"
-    if len(words) > 1 and (words[0].lower() in _WORK_VERBS or sentence_case):
-        return f"{value} {rng.choice(_FOLLOW_UPS)}"
-    return f"{value} {rng.choice(VARIANT_WORDS)}"
+    lower = any(w.isalpha() and w.islower() and w not in _SMALL_WORDS for w in words[1:])
+    # "Apply kernel security patches", "Policy and regulation analysis"; not "Clean Beauty Week"
+    if lower and (words[0].lower() in _WORK_VERBS or len(words) >= 3):
+        return [f"{value} {f}" for f in _FOLLOW_UPS]
+    if _ROLE.search(value) and words[0] not in _SENIORITY:
+        return [f"{s} {value}" for s in _SENIORITY]
+    if _EVENT.search(value):
+        return [f"{value} {e}" for e in _SEASONS]
+    return [f"{value} {v}" for v in VARIANT_WORDS if v.lower() not in value.lower()]
+
+
+def vary(value: str, rng: random.Random) -> str:
+    """Another value in the same style when a list runs out (`editions`)."""
+    return rng.choice(editions(value) or [f"{value} {rng.choice(VARIANT_WORDS)}"])
 
 
 # ---------------------------------------------------------------- free text about its record

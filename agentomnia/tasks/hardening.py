@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentomnia.envs.semantic import VARIANT_WORDS, World, is_person, naming_attr, person_name
+from agentomnia.envs.semantic import World, editions, is_person, naming_attr, person_name
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
 from agentomnia.envs.state import make_value, repair_rules, state_violations, world_for
 
@@ -238,9 +238,9 @@ def lookalike(name: str, entity: EntitySpec, world: World, rng: random.Random, t
             made = " ".join([first, *words[1:]])
             if first != words[0] and made not in taken:
                 return made
-    variants = [v for v in VARIANT_WORDS if v.lower() not in name.lower()]
+    variants = editions(name)
     rng.shuffle(variants)
-    return next((f"{name} {v}" for v in variants if f"{name} {v}" not in taken), f"{name} (copy)")
+    return next((v for v in variants if v not in taken), f"{name} (copy)")
 
 
 def distractor_injection(

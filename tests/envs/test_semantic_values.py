@@ -1331,3 +1331,10 @@ def test_a_value_that_ran_out_varies_in_its_own_style() -> None:
         assert varied.startswith(value + " (") and varied.endswith(")"), varied
     product = vary("Trail Runner", rng)
     assert product.split()[-1] in VARIANT_WORDS and not any(c.isdigit() for c in product)
+    # a role at another seniority, an event's other edition (was "Marketing Operations Manager Max",
+    # "Clean Beauty Week Ultra")
+    role = vary("Marketing Operations Manager", rng)
+    assert role.endswith(" Marketing Operations Manager") and role.split()[0] in ("Senior", "Lead", "Junior",
+                                                                                   "Principal", "Associate")  # fmt: skip
+    event = vary("Clean Beauty Week", rng)
+    assert event.startswith("Clean Beauty Week ") and event.split()[-1] not in VARIANT_WORDS, event

@@ -167,7 +167,13 @@ def operation_clause(tool: ToolSpec, entity: EntitySpec, phrase: str) -> str | N
             break
     if found is None:
         return f"{sentence[:1].lower() + sentence[1:]} for {phrase}"
-    return sentence[: found.start()] + phrase + sentence[found.end() :]
+    rest = sentence[found.end() :]
+    owned = re.match(r"'s ([\w-]+(?: [\w-]+)?)(?=$| and\b|,)", rest)
+    if (
+        owned is not None and "'s " in phrase
+    ):  # "the approval of that quote's supplier", never "...'s supplier's approval"
+        return sentence[: found.start()] + f"the {owned.group(1)} of {phrase}" + rest[owned.end() :]
+    return sentence[: found.start()] + phrase + rest
 
 
 # Words nobody searches by: they match half of any table's text.

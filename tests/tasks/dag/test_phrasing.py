@@ -151,6 +151,18 @@ def test_a_domain_operation_is_asked_for_as_itself() -> None:
         clause("quarantine_lot", "Take a lot out of dispensing.", "inventory_lot", "that fill's lot")
         == "Take that fill's lot out of dispensing"  # was "Take a lot out of dispensing for that fill's lot"
     )
+    assert clause(
+        "withdraw_approval",
+        "Withdraw a supplier's approval and cancel its orders that are not yet confirmed.",
+        "supplier",
+        "that supplier quote's supplier",
+    ) == (
+        "Withdraw the approval of that supplier quote's supplier and cancel its orders that are not yet confirmed"
+    )  # was "Withdraw that supplier quote's supplier's approval and ..."
+    assert (
+        clause("withdraw_approval", "Withdraw a supplier's approval.", "supplier", "supplier SUP-3")
+        == "Withdraw supplier SUP-3's approval"
+    )
     assert (
         clause("pause_watches", "Pause every active watch of a user, e.g. one over the limit.", "user", "Ann")
         == "Pause every active watch of Ann"
