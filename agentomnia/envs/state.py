@@ -874,7 +874,15 @@ def _month_dates(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> 
     for entity in spec.entities:
         months = [a for a in entity.attributes if a.type == "date" and _MONTH_DATE.search(a.name)]
         for record in state.get(entity.table, {}).values() if months else ():
-            said = next((v for v in record.values() if isinstance(v, str) and _YEAR_MONTH.match(v)), None)
+            # the month its key or a period field says, not any year-month (a card's expiry)
+            said = next(
+                (
+                    v
+                    for k in (entity.key, *_PERIODS)
+                    if isinstance(v := record.get(k), str) and _YEAR_MONTH.match(v)
+                ),
+                None,
+            )
             for a in months:
                 value = record.get(a.name)
                 if isinstance(value, str) and _is_date(value[:10]):
@@ -885,13 +893,13 @@ def _month_dates(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> 
 
 # plausible speeds (km/h) of what a record's words say it is: a walk is no 109 km in an evening
 _PACES = (
-    (re.compile(r"walk|stroll|hike|hiking|trek|ramble"), 3.5, 6.0),
-    (re.compile(r"swim"), 1.5, 4.0),
-    (re.compile(r"row|kayak|paddl|canoe"), 6.0, 12.0),
-    (re.compile(r"run|jog|parkrun|marathon|sprint"), 8.0, 15.0),
-    (re.compile(r"ride|cycl|bike|biking|gravel|peloton"), 16.0, 32.0),
-    (re.compile(r"workout|exercise|training|session|mobility|mixed|strength|yoga"), 3.0, 12.0),
-)
+    (re.compile(r"\b(walk|stroll|hik|trek|ramble)"), 3.5, 6.0),
+    (re.compile(r"\bswim"), 1.5, 4.0),
+    (re.compile(r"\b(row|kayak|paddl|canoe)"), 6.0, 12.0),
+    (re.compile(r"\b(run|trail_run|jog|parkrun|marathon|sprint)"), 8.0, 15.0),
+    (re.compile(r"\b(ride|cycl|bike|biking|gravel|peloton)"), 16.0, 32.0),
+    (re.compile(r"\b(workout|exercise|training|session|mobility|mixed|strength|yoga)"), 3.0, 12.0),
+)  # word starts: "row" is no "throw", "run" no "brunch"
 _SPORT_WORDS = ("sport", "activity_type", "kind", "type", "workout_type", "discipline", "mode")
 _DURATION = re.compile(
     r"^(duration|moving_time|moving|elapsed_time|elapsed|time)_(s|sec|secs|seconds|min|mins|minutes|h|hrs|hours)$"
@@ -918,11 +926,11 @@ def _paced(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
     for entity in spec.entities:
         times = [a for a in entity.attributes if a.type in ("int", "float") and _DURATION.match(a.name)]
         spans = [
-            (a, naming._IN_BASE[a.name.rpartition("_")[2]])
+            (a, factor)
             for a in entity.attributes
             if a.type in ("int", "float", "money")
             and naming.measured(a.name) == ("distance", "length")
-            and a.name.rpartition("_")[2] in naming._IN_BASE
+            and (factor := naming.unit_factor(a.name, "distance_m")) is not None
         ]
         if not times or not spans:
             continue
