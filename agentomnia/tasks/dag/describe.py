@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from agentomnia.envs.naming import article
 from agentomnia.envs.spec import EntitySpec, EnvSpec
 
 _CUE_TYPES = ("enum", "bool", "str", "int", "money", "float", "date")
@@ -251,14 +252,196 @@ def describe_record(
             break
     if others or not chosen:
         return None
-    head = f"the {words(entity.name)}"
-    parts = []
+    named = ""
+    cues: list[str] = []
     for attr in chosen:
         if label is not None and attr == label.name and not re.search(r"(^|_)code$", attr):
-            head = f"the {words(entity.name)} {'named' if 'name' in attr else 'called'} {say(record[attr])}"
+            named = f" {'named' if 'name' in attr else 'called'} {say(record[attr])}"
         else:  # a code is a cue, not a name: "the claim with claim code 76", never "called '76'"
-            parts.append(cue(entity, attr, record[attr]))
-    if not parts:
-        return head
-    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    return f"{head} with {listed}"
+            cues.append(attr)
+    return singled_out(entity, record, cues, named)
+
+
+# Fields whose value says what state a record is in, and fields whose value says what kind of record
+# it is: both are said before the record's noun ("the scheduled laundry order", "the dinner meal").
+_STATE_FIELD = re.compile(r"^(status|state|stage|phase)$|_(status|state)$")
+_KIND_FIELD = re.compile(r"(^|_)(type|kind|category|format|mode|method|channel|slot|sex|gender|source|size)$")
+_GRADE_FIELD = re.compile(r"^(priority|severity|tier|risk|risk_level|grade)$")  # "the high priority ticket"
+# values that read wrongly in front of a noun: "the new order" is the one the request creates
+_NO_MODIFIER = frozenset({"new", "other", "none", "unknown", "n/a", "na", "mixed", "any", "all", "default"})
+_PREPOSITION = frozenset({"in", "on", "at", "under", "out", "off", "awaiting", "pending", "for", "to", "by"})
+_LINKING = ("on", "at", "by", "until", "from", "to", "for", "in")
+_VERB_FIRST = frozenset({"needs", "requires", "allows", "accepts", "includes", "has", "uses", "wants"})
+
+
+_NUMBERING = frozenset({"no", "number", "num", "nr", "index", "rank", "seq", "sequence", "version"})
+# past participles that are not "-ed": "paid on", "sent at", "born on"
+_PARTICIPLES = frozenset({
+    "paid", "sent", "held", "made", "done", "born", "given", "taken", "seen", "built", "sold", "bought",
+    "eaten", "written", "spent", "drawn", "chosen", "run", "set", "put", "read", "won", "lost", "met",
+    "shown", "known", "kept", "left", "due",
+})  # fmt: skip
+
+
+def _introduces(label: str) -> bool:
+    """Whether a field's words already lead into its value after a noun: a participle and its
+    preposition ("eaten on", "administered by", "paid at"), or a participle alone ("approved by" is
+    one, "issued" another when the value is a person or a date)."""
+    said_ = label.lower().split()
+    if len(said_) < 2 or said_[-1] not in _LINKING:
+        return False
+    return _participle(said_[-2])
+
+
+def _participle(word: str) -> bool:
+    return (word.endswith(("ed", "en")) and len(word) > 3) or word in _PARTICIPLES
+
+
+def _plural_word(word: str) -> bool:
+    return word.endswith("s") and not word.endswith(("ss", "us", "is", "ics")) and len(word) > 3
+
+
+def singled_out(
+    entity: EntitySpec, record: Mapping[str, Any], cues: list[str], named: str = "", *, many: bool = False
+) -> str:
+    """The phrase a person uses for one record by some of its values: the values that say its state
+    or kind go before the noun, a yes/no state too ("the sealed bag"), a date or a person that a
+    field's words already introduce goes after it ("the vaccination administered by 'Rebekah
+    Bruce'", "the meal eaten on '2026-02-15'"), a number with its measure ("with a total of 65.77",
+    "with 248123 followers") and other text with its label ("with the garment note 'Small tear'");
+    any other choice is said as what the record's field is ("whose reason is billing error").
+
+    `many` says the records that share the values instead ("the active programs", "the programs
+    whose condition is hypertension")."""
+    are, does = ("are", "do") if many else ("is", "does")
+    states: list[str] = []
+    grades: list[str] = []
+    tail: list[str] = []
+    before: list[str] = []
+    after: list[str] = []
+    having: list[str] = []
+    whose: list[str] = []
+    for attr in cues:
+        a = entity.attribute(attr)
+        value = record.get(attr)
+        label = field_label(attr)
+        last = label.split()[-1].lower()
+        if _introduces(label) and not (a is not None and a.type == "bool"):
+            after.append(
+                f"{label} {said(entity, attr, value)}"
+            )  # "administered by 'X'", "proposed by creditor"
+        elif a is not None and a.type == "enum" and isinstance(value, str):
+            shown = said(entity, attr, value)
+            bare = shown.lower()
+            noun = words(entity.name).split()[-1].lower()  # never "the terminated termination"
+            if bare in _NO_MODIFIER or not re.fullmatch(r"[a-z][a-z -]*", bare) or bare[:5] == noun[:5]:
+                whose.append(f"whose {label} is {shown}")
+            elif _STATE_FIELD.search(attr):
+                first = bare.split()[0]
+                if first in _PREPOSITION and " " in bare:
+                    after.append(shown)  # "the order on hold"
+                elif not states and (" " not in bare or first.endswith("ly") or first == "not"):
+                    states.append(shown)  # "the scheduled order", "the partially paid invoice"
+                else:
+                    whose.append(f"whose {label} is {shown}")  # never "the crew on site outage"
+            elif _KIND_FIELD.search(attr) and not before:  # one kind before a noun, never a pile
+                before.append(shown)
+            elif _GRADE_FIELD.search(attr) and not grades:
+                grades.append(f"{shown} {label}")
+            else:
+                whose.append(f"whose {label} is {shown}")
+        elif a is not None and a.type == "bool":
+            said_ = words(attr).split()
+            head = said_[0].lower()
+            if len(said_) > 1 and _participle(head):  # "approved by client", "not approved by client"
+                (after if value else tail).append(("" if value else "not ") + words(attr))
+                continue
+            if len(said_) > 1 and _participle(said_[-1].lower()) and head not in ("is", "has"):
+                # `signature_captured`: "whose signature is captured", "whose signature is not captured"
+                whose.append(f"whose {' '.join(said_[:-1])} is {'' if value else 'not '}{said_[-1]}")
+                continue
+            flag = words(attr).removeprefix("is ").removeprefix("has ")
+            if " " not in flag and (is_state_word(flag) or head != "has"):
+                (states.append(flag) if value else tail.append(f"that {are} not {flag}"))
+            elif head == "has" and len(words(attr).split()) > 1:  # `has_receipt`
+                (having.append(flag) if value else after.append(f"without {flag}"))
+            elif head in _VERB_FIRST:
+                rest = words(attr).split(" ", 1)[-1]
+                verb = _base(head) if many else head
+                tail.append(f"that {verb} {rest}" if value else f"that {does} not {_base(head)} {rest}")
+            else:  # "with data sharing consent", "without data sharing consent"
+                (having.append(flag) if value else after.append(f"without {flag}"))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            words_ = label.split()
+            if last in _NUMBERING or _participle(words_[0].lower()):
+                having.append(f"{label} {say(value)}")  # "with lap no 2", never "a lap no of 2"
+            elif _plural_word(words_[-1]) and "(" not in label:
+                having.append(
+                    f"{say(value)} {_one(label, -1) if value == 1 else label}"
+                )  # "248123 followers"
+            elif len(words_) > 1 and _plural_word(words_[0]) and "(" not in label:
+                # "with 4 items consumed", "with 20757 records read", "with 1 item consumed"
+                having.append(f"{say(value)} {_one(label, 0) if value == 1 else label}")
+            else:
+                having.append(f"{article(label)} of {say(value)}")  # "with a total of 65.77"
+        elif last == "of":
+            after.append(f"{label} {say(value)}")  # "the statement as of '2026-05-01'"
+        elif last in _LINKING or label.split()[0] in ("is", "has"):
+            having.append(f"{label} {say(value)}")  # "with move out on '2025-08-05'", as the field reads
+        elif a is not None and a.type == "date":
+            having.append(f"{article(label)} of {say(value)}")  # "with a start date of '2026-03-13'"
+        else:
+            having.append(f"the {label} {say(value)}")  # "with the zone 'North Hills'"
+    noun = plural(entity.name) if many else words(entity.name)
+    phrase = " ".join(["the", *states, *grades, *before, noun]) + named
+    if after:
+        phrase += " " + _listing_of(after)
+    if having:
+        phrase += " with " + _listing_of(having)
+    if tail:
+        phrase += " " + _listing_of(tail)
+    if whose:
+        phrase += (", " if having or after or tail else " ") + _listing_of(whose)
+    return phrase
+
+
+def predicate(entity: EntitySpec, attr: str, value: Any) -> str:
+    """What records that share a value are said to do, after "how many of those ...": "are active",
+    "are not sealed", "need accommodation", "have condition hypertension"."""
+    a = entity.attribute(attr)
+    said_ = words(attr).split()
+    if a is not None and a.type == "bool":
+        head = said_[0].lower()
+        flag = " ".join(said_[1:]) if head in ("is", "has") and len(said_) > 1 else " ".join(said_)
+        if head == "has" and len(said_) > 1:
+            return f"have {flag}" if value else f"do not have {flag}"
+        if head in _VERB_FIRST:
+            rest = " ".join(said_[1:])
+            return f"{_base(head)} {rest}" if value else f"do not {_base(head)} {rest}"
+        if " " not in flag or _participle(said_[0].lower()):
+            return f"are {flag}" if value else f"are not {flag}"
+        return f"have {flag}" if value else f"do not have {flag}"
+    if a is not None and a.type == "enum" and isinstance(value, str) and _STATE_FIELD.search(attr):
+        shown = said(entity, attr, value)
+        if " " not in shown and shown.lower() not in _NO_MODIFIER:
+            return f"are {shown}"
+    return f"have {cue(entity, attr, value)}"
+
+
+def _one(label: str, at: int) -> str:
+    """A label with its counted word singular: `guests` -> `guest`, `items consumed` -> `item consumed`."""
+    said_ = label.split()
+    w = said_[at]
+    said_[at] = (
+        w[:-3] + "y" if w.endswith("ies") else w[:-2] if w.endswith(("ches", "shes", "xes")) else w[:-1]
+    )
+    return " ".join(said_)
+
+
+def _base(verb: str) -> str:
+    """`needs` -> `need`, `has` -> `have`: the verb after "does not"."""
+    return "have" if verb == "has" else verb.removesuffix("s")
+
+
+def _listing_of(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

@@ -32,14 +32,15 @@ from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
 from agentomnia.tasks.dag.describe import (
     compared_label,
-    cue,
     describe_record,
     done_when,
     field_label,
     lead_word,
     plural,
+    predicate,
     said,
     say,
+    singled_out,
     words,
 )
 from agentomnia.tasks.dag.graph import carries_value, edge_data
@@ -280,7 +281,17 @@ def _whichever(those: str, how: str) -> str:
     recently", "whichever of the tracks has the highest plays"."""
     if how.startswith(_RECENTLY):
         return f"whichever of {those} was {how.removeprefix(_RECENTLY)} most recently"
+    if how.startswith(("named ", "called ")):  # "whichever of the agents is named 'Jo Reed'"
+        return f"whichever of {those} is {how}"
     return f"whichever of {those} has {how.removeprefix('with ')}"
+
+
+def _naming(label: str) -> str:
+    """How a record is singled out by the field it is known by: a person's or a place's "named", a
+    title's "called", a code's "with code"."""
+    if re.search(r"(^|_)(code|number|no|ref|sku)$", label):
+        return f"with {field_label(label)}"
+    return "named" if "name" in label else "called"
 
 
 _UNQUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)")  # a quoted value, not a possessive's apostrophe
@@ -434,6 +445,10 @@ class Generator:
         self.out = Generated()
         # step index -> (clauses written when its handle was given, the noun the handle stands for)
         self._marks: dict[int, tuple[int, str]] = {}
+        # how a list's filter value was said, by the list's step and parameter: a record picked from
+        # the list points back at it ("the player reports of the new purchase's player", never "of the
+        # player of the only such sanction" when the sanctions were that player's)
+        self._filtered_by: dict[tuple[int, str], str] = {}
         # answer field names must not spell a tool name or a parameter key (the leakage check)
         self._code_words = {t.name.casefold() for t in spec.tools} | {
             p.casefold() for t in spec.tools for p in t.parameters.get("properties", {})
@@ -747,13 +762,23 @@ class Generator:
                     chosen = f"the only such {words(host.name)}"
                 else:
                     chosen = f"the only one of {that}"
+            elif (
+                that == f"all {plural(host.name)}"
+            ):  # the whole table: "the amenity with the highest unit cost"
+                chosen = (
+                    f"the {how} {words(host.name)}"
+                    if how.startswith(_RECENTLY)
+                    else f"the {words(host.name)} {how}"
+                )
             elif self.wording.random() < 0.5:
                 chosen = _whichever(that, how)
             elif how.startswith(_RECENTLY):  # "the most recently opened of those incidents"
                 chosen = f"the {how} of {that}"
             else:
                 chosen = f"the {words(host.name)} {how} among {that}"
-            named = None if parts[1] == host.key else self._named(entity, value)
+            named = (
+                None if parts[1] == host.key else self._named(entity, value) or self._owner(prev, parts[1])
+            )
             if named is not None:  # the chain comes back to a record the request has named
                 phrase = named
             else:
@@ -779,6 +804,17 @@ class Generator:
         concrete = ".".join(["data", *parts])
         phrase = that if attr == host.key else possessive(that, words(self._ref_word(attr)))
         return value, concrete, self._named(entity, value) or phrase
+
+    def _owner(self, prev: Executed, attr: str) -> str | None:
+        """How the request said the record a list was filtered by, when `attr` of a record picked from
+        that list is that filter (a sanction of the player's sanctions has that player)."""
+        filters = prev.tool.binding.get("filters", {})
+        for param in prev.args:
+            if filters.get(param, param) == attr and str(prev.sources.get(param, "")).startswith("out:"):
+                said = self._filtered_by.get((prev.index, param))
+                if said is not None and is_handle(said):
+                    return said
+        return None
 
     def _named(self, entity: EntitySpec, key: Any) -> str | None:
         """How the request already calls the record `key` of `entity`, when a chain comes back to it
@@ -840,7 +876,7 @@ class Generator:
             unique = [n for n in names if isinstance(n, str) and 0 < len(n) <= 60 and names.count(n) == 1]
             if unique:  # chosen without the generator's draw: a prediction and the call agree
                 name = min(unique)
-                return names.index(name), f"with {field_label(label.name)} {say(name)}"
+                return names.index(name), f"{_naming(label.name)} {say(name)}"
         return None
 
     # -- grounding one tool --------------------------------------------------------------------
@@ -881,6 +917,7 @@ class Generator:
                 )
                 if tool.op in ("list", "search", "range"):
                     phrase = _alongside(in_phrase, words(self._ref_word(param)), plural(entity.name))
+                    self._filtered_by[(len(self.out.calls), param)] = in_phrase
         if tool.op == "manage":
             raise Reject(
                 "grounding", f"{tool.name} is a mode-selector tool; DAG chains use single-purpose tools"
@@ -974,14 +1011,15 @@ class Generator:
             required_filter = next((p for p, a in bound.items() if entity.attribute(a) is not None), None)
             if required_filter is not None:
                 value = args[required_filter]
-                shown = cue(entity, bound[required_filter], value[0] if isinstance(value, list) else value)
-                phrase = f"the {plural(entity.name)} with {shown}"
+                attr = bound[required_filter]
+                one = value[0] if isinstance(value, list) else value
+                phrase = singled_out(entity, {attr: one}, [attr], many=True)  # "the active tracks"
             elif filters and rows:
                 p = self.rng.choice(filters)
                 value = self.rng.choice(rows).get(b["filters"][p])
                 if value is not None:
                     args[p], sources[p] = value, "query"
-                    phrase = f"the {plural(entity.name)} with {cue(entity, b['filters'][p], value)}"
+                    phrase = singled_out(entity, {b["filters"][p]: value}, [b["filters"][p]], many=True)
             phrase = phrase or f"all {plural(entity.name)}"
         if tool.op == "search":
             phrase = phrase or f"the {plural(entity.name)} matching {say(args.get('query'))}"
@@ -1033,6 +1071,7 @@ class Generator:
 
     def run_chain(self, chain: Sequence[str]) -> None:
         prev: Executed | None = None
+        said: int | None = None  # the clause that introduced `prev`, if it had one of its own
         nodes: list[str] = []
         for pos, name in enumerate(chain):
             tool = self.spec.tool(name)
@@ -1056,12 +1095,27 @@ class Generator:
                 )
                 self.out.dag.link(f"c{prev.index}", f"c{step.index}", kind)
             self._describe_step(step, extra, last=pos == len(chain) - 1)
-            if pos < len(chain) - 1:
-                self._introduce(step)
+            if prev is not None and said is not None:
+                self._drop_unused(prev, said)
+            said = self._introduce(step) if pos < len(chain) - 1 else None
             prev = step
         self.out.dag.chains.append(nodes)
 
-    def _introduce(self, step: Executed) -> None:
+    def _drop_unused(self, step: Executed, clause: int) -> None:
+        """Take back the sentence that introduced `step` when the next step went on from something
+        else the request had already named ("the player reports of the new purchase's player" after
+        "This is about the sanctions for the new purchase's player"): a sentence nothing refers to
+        reads as a task left half-done."""
+        noun = words(self.spec.entity(step.tool.entity).name)
+        later = " ".join(self.out.clauses[clause + 1 :])
+        if step.handle is None or step.handle in later or f"only such {noun}" in later:
+            return
+        del self.out.clauses[clause]
+        self._marks.pop(step.index, None)
+        self._marks = {i: (m - 1 if m > clause else m, n) for i, (m, n) in self._marks.items()}
+        step.handle = None
+
+    def _introduce(self, step: Executed) -> int | None:
         """Name the record (or the list) a chain goes on from once, so later steps can say "that
         <entity>" ("those <entities>") instead of repeating the whole description.
 
@@ -1070,7 +1124,7 @@ class Generator:
         mentioned since (`_handle`), so a reference never becomes ambiguous."""
         phrase = step.phrase
         if phrase is None or is_handle(phrase):
-            return
+            return None
         entity = self.spec.entity(step.tool.entity)
         if step.focus is not None:
             noun, handle = words(entity.name), demonstrative(entity.name)
@@ -1079,11 +1133,14 @@ class Generator:
         ):
             noun, handle = plural(entity.name), f"those {plural(entity.name)}"
         else:
-            return
+            return None
+        own = None
         if step.tool.kind != "write":
+            own = len(self.out.clauses)
             self.out.clauses.append(context(self.wording, phrase))
         step.handle = handle
         self._marks[step.index] = (len(self.out.clauses), noun)
+        return own
 
     def _handle(self, step: Executed) -> str | None:
         """`step.handle` while it still points at one thing: nothing else of its kind named since."""
@@ -1598,7 +1655,7 @@ class Generator:
             used.add(("list", source.node))
             value = next(i.get(split.name) for i in items if str(i.get(split.name)) == shown)
             hits = [i for i in items if i.get(split.name) == value]
-            text = f"how many of {counted} have {cue(entity, split.name, value)}"
+            text = f"how many of {counted} {predicate(entity, split.name, value)}"
             node = VirtualNode(
                 id=vid, type="FILTER", inputs=(source.node,),
                 field=self._key(*_filtered_count_keys(entity.name, split.name, value)),

@@ -117,12 +117,19 @@ def flag_question(subject: str, flag: str) -> str:
 
 
 def count_question(subject: str) -> str:
-    """How a count is asked: "how many tracks with status active there are" for "the tracks with
-    status active", "how many tracks that artist has" for "that artist's tracks"."""
+    """How a count is asked: "how many active tracks there are" for "the active tracks", "how many
+    tracks are not released" for "the tracks that are not released", "how many tracks there are whose
+    genre is jazz", "how many tracks that artist has" for "that artist's tracks"."""
     owner, sep, noun = subject.rpartition("'s ")
     if sep and owner.startswith(("that ", "the new ")):
         return f"how many {noun} {owner} has"
     if subject.startswith("the ") and not subject.startswith("the only"):
+        head, that, clause = subject[4:].partition(" that ")
+        if that and "'" not in head:  # "how many programs are not active"
+            return f"how many {head} {clause}"
+        head, whose, clause = subject[4:].partition(" whose ")
+        if whose and "'" not in head:  # "how many mail campaigns there are whose region is eu"
+            return f"how many {head} there are whose {clause}"
         return f"how many {subject[4:]} there are"
     if subject.startswith("all "):
         return f"how many {subject[4:]} there are in total"

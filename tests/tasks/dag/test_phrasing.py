@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from agentomnia.envs.naming import article
+from agentomnia.envs.spec import AttributeSpec, EntitySpec
 from agentomnia.tasks.dag.phrasing import (
     answer_format,
     ask,
@@ -26,6 +27,8 @@ def test_a_short_handle_takes_a_possessive_and_a_long_phrase_does_not() -> None:
 
 def test_counts_are_asked_as_questions() -> None:
     assert count_question("the tracks with status active") == "how many tracks with status active there are"
+    assert count_question("the tracks that are not released") == "how many tracks are not released"
+    assert count_question("the tracks whose genre is jazz") == "how many tracks there are whose genre is jazz"
     assert count_question("that artist's tracks") == "how many tracks that artist has"
     assert count_question("all tracks") == "how many tracks there are in total"
 
@@ -240,7 +243,7 @@ def _picking_generator(named: bool):  # type: ignore[no-untyped-def]
         )
         gen._marks[0] = (1, "zone")
     listing = Executed(
-        len(gen.out.calls), SimpleNamespace(op="list", entity="leak_report"), {}, {}, {"items": items}, None,
+        len(gen.out.calls), SimpleNamespace(op="list", entity="leak_report", binding={}), {}, {}, {"items": items}, None,
         "that zone's leak reports",
     )  # fmt: skip
     return gen, listing
@@ -352,3 +355,110 @@ def test_a_count_of_the_records_with_a_value_is_keyed_as_a_person_would() -> Non
         "payment_run count with take_early_payment_discounts",
     )
     assert _filtered_count_keys("listing", "pets_allowed", False) == ("listing count without pets_allowed",)
+
+
+def _entity(name: str, *attrs: tuple[str, str]) -> EntitySpec:
+    return EntitySpec(
+        name=name, table=f"{name}s", description="", key="id", id_prefix="X",
+        attributes=(AttributeSpec(name="id", type="str"), *(
+            AttributeSpec(name=n, type=t, enum=("scheduled", "on_hold", "crew_on_site", "new", "deposit"))  # type: ignore[arg-type]
+            if t == "enum" else AttributeSpec(name=n, type=t)  # type: ignore[arg-type]
+            for n, t in attrs
+        )),
+    )  # fmt: skip
+
+
+def test_a_record_is_singled_out_as_a_person_says_it_not_as_a_field_list() -> None:
+    """A state before the noun, a number with its measure, text with its label, a date or a person
+    that the field's words introduce after it; never "with status scheduled and total 65.77"."""
+    from agentomnia.tasks.dag.describe import singled_out
+
+    order = _entity(
+        "laundry_order", ("status", "enum"), ("total", "money"), ("garment_note", "str"),
+        ("administered_by", "str"), ("guests", "int"), ("sealed", "bool"), ("needs_accommodation", "bool"),
+        ("has_receipt", "bool"), ("kind", "enum"), ("reason", "enum"), ("lap_no", "int"), ("eaten_on", "date"),
+    )  # fmt: skip
+
+    def said(record: dict[str, object], *cues: str, many: bool = False) -> str:
+        return singled_out(order, record, list(cues), many=many)
+
+    assert said({"status": "scheduled", "total": 65.77}, "status", "total") == (
+        "the scheduled laundry order with a total of 65.77"
+    )
+    assert said({"status": "on_hold"}, "status") == "the laundry order on hold"
+    assert said({"status": "crew_on_site"}, "status") == "the laundry order whose status is crew on site"
+    assert said({"status": "new"}, "status") == "the laundry order whose status is new"  # not "the new ..."
+    assert (
+        said({"garment_note": "Small tear"}, "garment_note")
+        == "the laundry order with the garment note 'Small tear'"
+    )
+    assert said({"administered_by": "Rebekah Bruce"}, "administered_by") == (
+        "the laundry order administered by 'Rebekah Bruce'"
+    )
+    assert said({"eaten_on": "2026-02-15"}, "eaten_on") == "the laundry order eaten on '2026-02-15'"
+    assert said({"guests": 1}, "guests") == "the laundry order with 1 guest"
+    assert said({"guests": 3}, "guests") == "the laundry order with 3 guests"
+    assert said({"lap_no": 2}, "lap_no") == "the laundry order with lap no 2"
+    assert said({"sealed": True, "kind": "deposit"}, "sealed", "kind") == "the sealed deposit laundry order"
+    assert (
+        said({"sealed": False, "total": 5}, "sealed", "total")
+        == "the laundry order with a total of 5 that is not sealed"
+    )
+    assert said({"needs_accommodation": False}, "needs_accommodation") == (
+        "the laundry order that does not need accommodation"
+    )
+    assert said({"has_receipt": False}, "has_receipt") == "the laundry order without receipt"
+    assert said({"reason": "deposit", "total": 5}, "reason", "total") == (
+        "the laundry order with a total of 5, whose reason is deposit"
+    )
+    # the records that share a value
+    assert said({"sealed": False}, "sealed", many=True) == "the laundry orders that are not sealed"
+    assert said({"kind": "deposit"}, "kind", many=True) == "the deposit laundry orders"
+
+
+def test_how_many_of_a_list_are_said_by_what_they_share() -> None:
+    from agentomnia.tasks.dag.describe import predicate
+
+    order = _entity("order", ("status", "enum"), ("sealed", "bool"), ("needs_accommodation", "bool"),
+                    ("data_sharing_consent", "bool"), ("reason", "enum"))  # fmt: skip
+    assert predicate(order, "status", "scheduled") == "are scheduled"
+    assert predicate(order, "sealed", False) == "are not sealed"
+    assert predicate(order, "needs_accommodation", True) == "need accommodation"
+    assert predicate(order, "data_sharing_consent", False) == "do not have data sharing consent"
+    assert predicate(order, "reason", "deposit") == "have reason deposit"
+
+
+def test_a_pick_from_a_list_filtered_by_a_record_names_that_record_as_the_request_did() -> None:
+    """A leak report of the leak reports of "the new work order's zone" has that zone: the request says
+    "the new work order's zone" again, never "the pressure zone of whichever of those leak reports"."""
+    from types import SimpleNamespace
+
+    gen, listing = _picking_generator(named=False)
+    listing.tool = SimpleNamespace(
+        op="list", entity="leak_report", binding={"filters": {"zone": "pressure_zone_id"}}
+    )
+    listing.args, listing.sources = {"zone": "PRE-3"}, {"zone": "out:0.data.pressure_zone_id"}
+    gen._filtered_by = {(listing.index, "zone"): "the new work order's zone"}
+    for _ in range(6):
+        assert gen._resolve(listing, "out.items[].pressure_zone_id", "pressure_zone")[2] == (
+            "the new work order's zone"
+        )
+    listing.sources = {"zone": "query"}  # a filter the request stated is no record it named
+    assert (
+        gen._resolve(listing, "out.items[].pressure_zone_id", "pressure_zone")[2]
+        != "the new work order's zone"
+    )
+
+
+def test_a_sentence_that_introduced_a_list_nothing_uses_is_taken_back() -> None:
+    gen, listing = _picking_generator(named=False)
+    gen.out.clauses += ["Pull up that zone's leak reports.", "Close the new work order's zone."]
+    listing.handle = "those leak reports"
+    gen._marks[listing.index] = (2, "leak reports")
+    gen._drop_unused(listing, 1)
+    assert gen.out.clauses == ["It concerns pressure zone PRE-3.", "Close the new work order's zone."]
+    assert listing.handle is None and listing.index not in gen._marks
+    gen.out.clauses += ["Pull up that zone's leak reports.", "Close the only such leak report."]
+    listing.handle = "those leak reports"
+    gen._drop_unused(listing, 2)
+    assert len(gen.out.clauses) == 4 and listing.handle == "those leak reports"

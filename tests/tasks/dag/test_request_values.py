@@ -14,7 +14,7 @@ from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.dag.augment import VirtualNode
 from agentomnia.tasks.dag.describe import field_label, words
-from agentomnia.tasks.dag.generate import Generator
+from agentomnia.tasks.dag.generate import Generator, _naming
 from agentomnia.taxonomy.vocab import vocab_for
 
 
@@ -77,7 +77,7 @@ def test_a_list_record_nothing_numbers_apart_is_told_apart_by_its_name(
     freight_spec: EnvSpec, freight_bundle: Bundle, freight_sandbox: Sandbox
 ) -> None:
     """Where no number or date singles out one of a list's records, a name no other record has does
-    ("the carrier with name 'Atlas'"), chosen without a draw so a prediction and the call agree;
+    ("the carrier named 'Atlas'"), chosen without a draw so a prediction and the call agree;
     a question that asks for that name is not told it."""
     entity = next(e for e in freight_spec.entities if e.label_attribute is not None)
     label = entity.label_attribute
@@ -86,7 +86,9 @@ def test_a_list_record_nothing_numbers_apart_is_told_apart_by_its_name(
     session = freight_sandbox.open(freight_bundle, freight_bundle.s0)
     try:
         gen = Generator(freight_spec, session, nx.MultiDiGraph(), random.Random(5), allow_ids=True)
-        assert gen._pick_item(entity, items) == (1, f"with {field_label(label.name)} 'Atlas'")
+        assert gen._pick_item(entity, items) == (1, f"{_naming(label.name)} 'Atlas'")
+        assert _naming("full_name") == "named" and _naming("title") == "called"
+        assert _naming("tracking_number") == "with tracking number"
         assert gen._pick_item(entity, items, by_name=False) is None
         assert gen._pick_item(entity, [items[0], items[2]]) is None  # no name is its own
     finally:
