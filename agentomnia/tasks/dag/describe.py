@@ -240,6 +240,16 @@ def describe_record(
                 order.append(a.name)
     chosen: list[str] = []
     others = [r for k, r in table.items() if k != key]
+    # the fewest facts a person would give: its name, and one more fact that no other record shares
+    # where one does ("the player with the nickname 'robertsamber'", not "... whose region is eu and
+    # whose reason is compensation" first); else facts added one by one until it is the only one
+    known_as = [a for a in order[:1] if label is not None and a == label.name]
+    left = [r for r in others if all(r.get(a) == record.get(a) for a in known_as)]
+    alone = next(
+        (a for a in order if a not in known_as and all(r.get(a) != record.get(a) for r in left)), None
+    )
+    if not left or alone is not None:
+        order = known_as + ([alone] if left and alone is not None else [])
     for attr in order:
         if len(chosen) == 3:
             break
@@ -373,8 +383,8 @@ def singled_out(
                 (having.append(flag) if value else after.append(f"without {flag}"))
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             words_ = label.split()
-            if last in _NUMBERING or _participle(words_[0].lower()):
-                having.append(f"{label} {say(value)}")  # "with lap no 2", never "a lap no of 2"
+            if last in _NUMBERING or (_participle(words_[0].lower()) and words_[-1].startswith("(")):
+                having.append(f"{label} {say(value)}")  # "with lap no 2", "with worked (minutes) 175"
             elif _plural_word(words_[-1]) and "(" not in label:
                 having.append(
                     f"{say(value)} {_one(label, -1) if value == 1 else label}"

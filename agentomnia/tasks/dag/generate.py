@@ -674,6 +674,9 @@ class Generator:
         if overwritten:
             # "mark it rejected ... now set it to approved": nobody asks for a change and then undoes it
             raise Reject("redundant", f"{tool.name} writes {', '.join(overwritten)} of {focus} a second time")
+        if tool.op == "delete" and focus is not None and self._made_here(focus):
+            # "open a new ledger entry ... the new ledger entry can go, so delete it" undoes itself
+            raise Reject("redundant", f"{tool.name} deletes {focus}, which this request created")
         result = self.session.call(tool.name, args)
         if tool.kind == "write":
             self._live = None  # read tools are declared (and verified) free of side effects
@@ -698,10 +701,16 @@ class Generator:
         fields = {str(b["fields"][p]) for p in args if p in b.get("fields", {})}
         return fields | ({str(b["attr"])} if tool.op == "assign" and b.get("attr") else set())
 
+    def _made_here(self, focus: tuple[str, Any]) -> bool:
+        same = {focus, (focus[0], str(focus[1]))}
+        return any(s.tool.op == "create" and s.focus in same for s in self.out.calls)
+
     def _overwrites(
         self, tool: ToolSpec, args: Mapping[str, Any], focus: tuple[str, Any] | None
     ) -> list[str]:
-        """Fields of the record in `focus` that an earlier write of this request already set."""
+        """Fields of the record in `focus` that an earlier write of this request already set, its
+        creation included ("create it in Receipts ... now switch its folder to Business Cards" is
+        one request a person would write as "create it in Business Cards")."""
         if tool.kind != "write" or focus is None or tool.op not in ("transition", "update", "assign"):
             return []
         now = self._written(tool, args)
@@ -711,7 +720,7 @@ class Generator:
                 self._written(s.tool, s.args)
                 for s in self.out.calls
                 if s.tool.kind == "write"
-                and s.tool.op in ("transition", "update", "assign")
+                and s.tool.op in ("transition", "update", "assign", "create")
                 and s.focus in same
             )
         )
@@ -1071,7 +1080,7 @@ class Generator:
 
     def run_chain(self, chain: Sequence[str]) -> None:
         prev: Executed | None = None
-        said: int | None = None  # the clause that introduced `prev`, if it had one of its own
+        introduced: list[tuple[Executed, int]] = []  # a read and the sentence of its own that named it
         nodes: list[str] = []
         for pos, name in enumerate(chain):
             tool = self.spec.tool(name)
@@ -1095,21 +1104,24 @@ class Generator:
                 )
                 self.out.dag.link(f"c{prev.index}", f"c{step.index}", kind)
             self._describe_step(step, extra, last=pos == len(chain) - 1)
-            if prev is not None and said is not None:
-                self._drop_unused(prev, said)
-            said = self._introduce(step) if pos < len(chain) - 1 else None
+            if pos < len(chain) - 1 and (said := self._introduce(step)) is not None:
+                introduced.append((step, said))
             prev = step
+        for step, said in reversed(introduced):  # the last first: taking one back moves those after it
+            self._drop_unused(step, said)
         self.out.dag.chains.append(nodes)
 
     def _drop_unused(self, step: Executed, clause: int) -> None:
-        """Take back the sentence that introduced `step` when the next step went on from something
-        else the request had already named ("the player reports of the new purchase's player" after
-        "This is about the sanctions for the new purchase's player"): a sentence nothing refers to
-        reads as a task left half-done."""
+        """Take back the sentence that introduced `step` when no later sentence goes on from it (the
+        next step went on from something the request had already named: "the player reports of the
+        new purchase's player" after "This is about the sanctions for the new purchase's player"): a
+        sentence nothing refers to reads as a task left half-done."""
         noun = words(self.spec.entity(step.tool.entity).name)
         later = " ".join(self.out.clauses[clause + 1 :])
         if step.handle is None or step.handle in later or f"only such {noun}" in later:
             return
+        if "query" in step.sources.values():
+            return  # the sentence states what the read was asked with (a search word, a filter)
         del self.out.clauses[clause]
         self._marks.pop(step.index, None)
         self._marks = {i: (m - 1 if m > clause else m, n) for i, (m, n) in self._marks.items()}

@@ -462,3 +462,46 @@ def test_a_sentence_that_introduced_a_list_nothing_uses_is_taken_back() -> None:
     listing.handle = "those leak reports"
     gen._drop_unused(listing, 2)
     assert len(gen.out.clauses) == 4 and listing.handle == "those leak reports"
+
+
+def test_a_record_is_described_by_the_fewest_facts_that_single_it_out() -> None:
+    """One fact that no other record shares beats three that narrow it down one by one."""
+    from types import SimpleNamespace
+
+    from agentomnia.tasks.dag.describe import describe_record
+
+    player = _entity("player", ("status", "enum"), ("kind", "enum"), ("nickname", "str"))
+    spec = SimpleNamespace(entity={"player": player}.__getitem__)
+    state = {
+        "players": {
+            "P1": {"id": "P1", "status": "scheduled", "kind": "deposit", "nickname": "robertsamber"},
+            "P2": {"id": "P2", "status": "scheduled", "kind": "new", "nickname": "kim"},
+            "P3": {"id": "P3", "status": "on_hold", "kind": "deposit", "nickname": "jo"},
+        }
+    }
+    said = describe_record(spec, state, "player", "P1", allow_ids=False)  # type: ignore[arg-type]
+    assert said == "the player with the nickname 'robertsamber'"
+    state["players"]["P2"]["nickname"] = state["players"]["P3"]["nickname"] = "robertsamber"
+    said = describe_record(spec, state, "player", "P1", allow_ids=False)  # type: ignore[arg-type]
+    assert said == "the scheduled deposit player"
+
+
+def test_a_request_never_undoes_what_it_just_created() -> None:
+    """ "Create it in Receipts ... now switch its folder to Business Cards" and "open a new entry ...
+    the new entry can go, so delete it" are not requests a person writes."""
+    from types import SimpleNamespace
+
+    from agentomnia.tasks.dag.generate import Executed, Generated, Generator
+
+    gen = Generator.__new__(Generator)
+    gen.out = Generated()
+    create = SimpleNamespace(
+        op="create", kind="write", binding={"fields": {"folder": "folder_id", "title": "title"}}
+    )
+    gen.out.calls.append(
+        Executed(0, create, {"folder": "F1", "title": "Bill"}, {}, {}, ("doc", "D1"), "the new doc")
+    )  # type: ignore[arg-type]
+    assign = SimpleNamespace(op="assign", kind="write", binding={"attr": "folder_id", "fields": {}})
+    assert gen._overwrites(assign, {"doc_id": "D1"}, ("doc", "D1")) == ["folder_id"]  # type: ignore[arg-type]
+    assert gen._overwrites(assign, {"doc_id": "D2"}, ("doc", "D2")) == []  # type: ignore[arg-type]
+    assert gen._made_here(("doc", "D1")) and not gen._made_here(("doc", "D2"))

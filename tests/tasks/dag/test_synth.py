@@ -385,7 +385,7 @@ def test_a_search_uses_a_word_that_finds_a_few_records(
 
     # a sample of its own beside the shared ones, so that some task searches whatever the world holds
     more = []
-    for seed in range(7, 19):
+    for seed in range(7, 27):
         more += synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=12, seed=seed)[0]
     searches = [
         (t, c)
