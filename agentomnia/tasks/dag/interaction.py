@@ -99,6 +99,16 @@ def gap_phrase(query: str, text: str, param: str = "", value: Any = None) -> str
     return ASK_FOR[kind] if kind is not None else ASK_ME
 
 
+def ended(query: str, text: str, phrase: str) -> str:
+    """`phrase`, standing for `text` in `query`, with the full stop that ended its sentence inside the
+    quote ("... its note is 'Done for now.' Look at ..." -> "... its note is what I will tell you.
+    Look at ..."): a quote that ends with a stop carries its sentence's stop."""
+    after = query[query.find(text) + len(text) :]
+    if re.search(r"[.!?]'$", text) and re.match(r"(\s+[A-Z\"]|\s*$)", after):
+        return phrase + text[-2]
+    return phrase
+
+
 def says_gap(query: str) -> bool:
     """Whether a request leaves a detail for later in the words `make_multi_turn` uses."""
     return any(p in query for p in GAP_PHRASES)
@@ -128,7 +138,7 @@ def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
     if not options:
         return None
     param, value, text = rng.choice(options)
-    phrase = gap_phrase(task.query, text, param, value)
+    phrase = ended(task.query, text, gap_phrase(task.query, text, param, value))
     query = task.query.replace(text, phrase, 1)
     sentences = [s for s in _SENTENCE.split(query.strip()) if s]
     granularity = "terse" if len(sentences) >= 3 and rng.random() < 0.5 else "normal"

@@ -125,3 +125,13 @@ def test_the_gap_reads_as_a_person_would_leave_it() -> None:
     )
     assert gap_phrase("its reason is goodwill.", "goodwill", "reason", "goodwill") == ASK_ME
     assert says_gap("the album matching a word I will give you")
+
+
+def test_a_gap_for_a_quote_that_ended_its_sentence_ends_it_too() -> None:
+    from agentomnia.tasks.dag.interaction import ended
+
+    query = "End it, and make sure its note is 'All checks passed.' Look at the ledgers."
+    assert ended(query, "'All checks passed.'", ASK_ME) == ASK_ME + "."
+    assert ended("Its note is 'Done.'", "'Done.'", ASK_ME) == ASK_ME + "."
+    assert ended("note 'Done.' and amount 5.", "'Done.'", ASK_ME) == ASK_ME  # the stop is the value's
+    assert ended("its reason is 'goodwill' now.", "'goodwill'", ASK_ME) == ASK_ME
