@@ -276,6 +276,19 @@ def _detail(part: str) -> str:
 _RECENTLY = "most recently "  # how `Generator._pick_item` says a record was picked by its latest event
 
 
+_ROLE = re.compile(r"^the ([a-z]+(?: [a-z]+)?) of |^that [a-z ]+'s ([a-z]+(?: [a-z]+)?)$")
+
+
+def _role(phrase: str) -> str | None:
+    """The word a record reached through another's reference goes by in the request: "owner" in
+    "the owner of the only such account" and in "that account's owner"."""
+    m = _ROLE.match(phrase)
+    said = (m.group(1) or m.group(2)) if m is not None else None
+    if said is None or said.split()[0] in ("only", "new", "one", "same"):
+        return None
+    return said
+
+
 def _whichever(those: str, how: str) -> str:
     """One record of a list as a person singles it out: "whichever of those incidents was opened most
     recently", "whichever of the tracks has the highest plays"."""
@@ -1140,6 +1153,10 @@ class Generator:
         entity = self.spec.entity(step.tool.entity)
         if step.focus is not None:
             noun, handle = words(entity.name), demonstrative(entity.name)
+            role = _role(phrase)
+            if role is not None and role != noun.casefold():
+                # "the owner of the only such account" is "that owner" after, never "that sales user"
+                noun, handle = role, f"that {role}"
         elif step.tool.op in ("list", "search", "range") and (
             " of " in phrase or "'s " in phrase or " the same " in phrase
         ):

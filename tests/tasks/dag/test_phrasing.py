@@ -505,3 +505,14 @@ def test_a_request_never_undoes_what_it_just_created() -> None:
     assert gen._overwrites(assign, {"doc_id": "D1"}, ("doc", "D1")) == ["folder_id"]  # type: ignore[arg-type]
     assert gen._overwrites(assign, {"doc_id": "D2"}, ("doc", "D2")) == []  # type: ignore[arg-type]
     assert gen._made_here(("doc", "D1")) and not gen._made_here(("doc", "D2"))
+
+
+def test_a_record_reached_through_a_reference_is_called_by_that_reference_after() -> None:
+    """ "the owner of the only such account" is "that owner" after, never "that sales user", which the
+    request never said."""
+    from agentomnia.tasks.dag.generate import _role
+
+    assert _role("the owner of the only such account") == "owner"
+    assert _role("that account's owner") == "owner"
+    assert _role("the only rate quote of that invoice's carrier") is None
+    assert _role("the sealed bag") is None
