@@ -9,7 +9,7 @@ cannot be a Challenge target: `describe_record` returns None and the caller pick
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentomnia.envs.naming import article
@@ -289,7 +289,8 @@ _NUMBERING = frozenset({"no", "number", "num", "nr", "index", "rank", "seq", "se
 _PARTICIPLES = frozenset({
     "paid", "sent", "held", "made", "done", "born", "given", "taken", "seen", "built", "sold", "bought",
     "eaten", "written", "spent", "drawn", "chosen", "run", "set", "put", "read", "won", "lost", "met",
-    "shown", "known", "kept", "left", "due",
+    "shown", "known", "kept", "left", "due", "broken", "frozen", "hidden", "driven", "proven",
+    "forgotten", "stolen", "spoken", "beaten", "ridden", "shaken", "sworn", "worn", "torn",
 })  # fmt: skip
 
 
@@ -304,7 +305,8 @@ def _introduces(label: str) -> bool:
 
 
 def _participle(word: str) -> bool:
-    return (word.endswith(("ed", "en")) and len(word) > 3) or word in _PARTICIPLES
+    """Whether a word is a past participle ("approved", "paid", "eaten"); "token" and "kitchen" are not."""
+    return (word.endswith("ed") and len(word) > 3) or word in _PARTICIPLES
 
 
 def _plural_word(word: str) -> bool:
@@ -337,9 +339,8 @@ def singled_out(
         label = field_label(attr)
         last = label.split()[-1].lower()
         if _introduces(label) and not (a is not None and a.type == "bool"):
-            after.append(
-                f"{label} {said(entity, attr, value)}"
-            )  # "administered by 'X'", "proposed by creditor"
+            # "administered by 'Rebekah Bruce'", "proposed by creditor"
+            after.append(f"{label} {said(entity, attr, value)}")
         elif a is not None and a.type == "enum" and isinstance(value, str):
             shown = said(entity, attr, value)
             bare = shown.lower()
@@ -386,9 +387,8 @@ def singled_out(
             if last in _NUMBERING or (_participle(words_[0].lower()) and words_[-1].startswith("(")):
                 having.append(f"{label} {say(value)}")  # "with lap no 2", "with worked (minutes) 175"
             elif _plural_word(words_[-1]) and "(" not in label:
-                having.append(
-                    f"{say(value)} {_one(label, -1) if value == 1 else label}"
-                )  # "248123 followers"
+                # "with 248123 followers", "with 1 guest"
+                having.append(f"{say(value)} {_one(label, -1) if value == 1 else label}")
             elif len(words_) > 1 and _plural_word(words_[0]) and "(" not in label:
                 # "with 4 items consumed", "with 20757 records read", "with 1 item consumed"
                 having.append(f"{say(value)} {_one(label, 0) if value == 1 else label}")
@@ -405,13 +405,13 @@ def singled_out(
     noun = plural(entity.name) if many else words(entity.name)
     phrase = " ".join(["the", *states, *grades, *before, noun]) + named
     if after:
-        phrase += " " + _listing_of(after)
+        phrase += " " + listing(after)
     if having:
-        phrase += " with " + _listing_of(having)
+        phrase += " with " + listing(having)
     if tail:
-        phrase += " " + _listing_of(tail)
+        phrase += " " + listing(tail)
     if whose:
-        phrase += (", " if having or after or tail else " ") + _listing_of(whose)
+        phrase += (", " if having or after or tail else " ") + listing(whose)
     return phrase
 
 
@@ -453,5 +453,7 @@ def _base(verb: str) -> str:
     return "have" if verb == "has" else verb.removesuffix("s")
 
 
-def _listing_of(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+def listing(parts: Sequence[str]) -> str:
+    """`a`, `b`, `c` -> "a, b and c" (empty parts left out)."""
+    parts = [p for p in parts if p]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""

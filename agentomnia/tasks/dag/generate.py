@@ -36,6 +36,7 @@ from agentomnia.tasks.dag.describe import (
     done_when,
     field_label,
     lead_word,
+    listing,
     plural,
     predicate,
     said,
@@ -258,12 +259,6 @@ def _is_key(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def _listing(parts: Sequence[str]) -> str:
-    """`a`, `b`, `c` -> "a, b and c"."""
-    parts = [p for p in parts if p]
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
-
-
 def _detail(part: str) -> str:
     """A create detail as said in a sentence: a reference whose record phrase already names its
     kind drops the label (`employee: the employee named 'X'` -> "the employee named 'X'")."""
@@ -318,7 +313,7 @@ def _details(parts: Sequence[str]) -> str:
         # a detail that is itself a list ("the job with stage proof, status assigned and pass 3") is
         # kept apart from the others by semicolons, as a person writing it would
         return "; ".join(said[:-1]) + "; and " + said[-1]
-    return _listing(said)
+    return listing(said)
 
 
 def _answer_key(taken: Mapping[str, Any] | Sequence[str] | set[str], base: str) -> str:
@@ -1285,7 +1280,7 @@ class Generator:
                 for p, v in step.args.items()
                 if step.sources.get(p) == "query" and p in tool.binding.get("fields", {})
             ]
-            its = _listing([f"its {f} is {v}" for f, v in set_fields])
+            its = listing([f"its {f} is {v}" for f, v in set_fields])
             upper = phrase[:1].upper() + phrase[1:]
             operation = operation_clause(tool, entity, phrase) if op == "update" else None
             if operation is not None:
@@ -1303,8 +1298,8 @@ class Generator:
                         "Could you correct {p}? {Its_should}.",
                     )
                 )
-                detail = _listing([f"{f} to {v}" for f, v in set_fields])
-                should = _listing(
+                detail = listing([f"{f} to {v}" for f, v in set_fields])
+                should = listing(
                     [f"its {f} should be {v}" for f, v in set_fields]
                 )  # a fix says what is right
                 self.out.clauses.append(
