@@ -156,7 +156,11 @@ _SOUNDS_VOWEL = re.compile(r"^(hour|honest|honou?r|heir)", re.IGNORECASE)
 
 
 def article(noun: str) -> str:
-    """The noun with its indefinite article as it sounds: "an invoice", "an hour", "a user", "a record"."""
+    """The noun with its indefinite article as it sounds: "an invoice", "an hour", "a user", "a record",
+    "an SLA report", "a KPI"."""
+    first = noun.split(" ", 1)[0]
+    if len(first) > 1 and first.isupper() and first.isalpha():  # spelt out: "an SLA report", "a KPI"
+        return ("an " if first[0] in "AEFHILMNORSX" else "a ") + noun
     vowel = noun[:1].lower() in "aeiou" and not _SOUNDS_CONSONANT.match(noun)
     return ("an " if vowel or _SOUNDS_VOWEL.match(noun) else "a ") + noun
 

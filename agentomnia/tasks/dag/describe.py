@@ -386,12 +386,20 @@ def singled_out(
             words_ = label.split()
             if last in _NUMBERING or (_participle(words_[0].lower()) and words_[-1].startswith("(")):
                 having.append(f"{label} {say(value)}")  # "with lap no 2", "with worked (minutes) 175"
-            elif _plural_word(words_[-1]) and "(" not in label:
+            elif _plural_word(words_[-1]) and "(" not in label and a is not None and a.type == "int":
                 # "with 248123 followers", "with 1 guest"
                 having.append(f"{say(value)} {_one(label, -1) if value == 1 else label}")
-            elif len(words_) > 1 and _plural_word(words_[0]) and "(" not in label:
+            elif (
+                len(words_) > 1
+                and _plural_word(words_[0])
+                and "(" not in label
+                and a is not None
+                and a.type == "int"
+            ):
                 # "with 4 items consumed", "with 20757 records read", "with 1 item consumed"
                 having.append(f"{say(value)} {_one(label, 0) if value == 1 else label}")
+            elif _plural_word(words_[-1]):
+                having.append(f"{label} of {say(value)}")  # an amount: "with total arrears of 1395.19"
             else:
                 having.append(f"{article(label)} of {say(value)}")  # "with a total of 65.77"
         elif last == "of":

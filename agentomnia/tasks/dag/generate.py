@@ -271,6 +271,20 @@ def _detail(part: str) -> str:
 _RECENTLY = "most recently "  # how `Generator._pick_item` says a record was picked by its latest event
 
 
+def _its(label: str, value: str, flags: Mapping[str, bool], *, should: bool = False) -> str:
+    """One field a change sets, said of its record: "its amount is 29.99"; a yes/no setting as what the
+    record is ("it is not finished") or has ("its auto renew is turned off"). `should` says what is
+    right instead ("its amount should be 29.99", "it should not be finished")."""
+    if label not in flags:
+        return f"its {label} {'should be' if should else 'is'} {value}"
+    on = flags[label]
+    flag = label.removeprefix("is ")
+    if " " not in flag:
+        verb = ("should" + ("" if on else " not") + " be") if should else ("is" if on else "is not")
+        return f"it {verb} {flag}"
+    return f"its {label} {'should be' if should else 'is'} turned {'on' if on else 'off'}"
+
+
 _ROLE = re.compile(r"^the ([a-z]+(?: [a-z]+)?) of |^that [a-z ]+'s ([a-z]+(?: [a-z]+)?)$")
 
 
@@ -1280,7 +1294,14 @@ class Generator:
                 for p, v in step.args.items()
                 if step.sources.get(p) == "query" and p in tool.binding.get("fields", {})
             ]
-            its = listing([f"its {f} is {v}" for f, v in set_fields])
+            flags = {
+                field_label(tool.binding["fields"][p]): bool(v)
+                for p, v in step.args.items()
+                if step.sources.get(p) == "query"
+                and p in tool.binding.get("fields", {})
+                and isinstance(v, bool)
+            }
+            its = listing([_its(f, v, flags) for f, v in set_fields])
             upper = phrase[:1].upper() + phrase[1:]
             operation = operation_clause(tool, entity, phrase) if op == "update" else None
             if operation is not None:
@@ -1289,19 +1310,18 @@ class Generator:
                 clause = operation[:1].upper() + operation[1:] + "."
                 self.out.clauses.append(clause[:-1] + f", and make sure {its}." if its else clause)
             elif op == "update":
+                frames = (
+                    "Please update {p} so {its}.",
+                    "{P} needs updating: {its} now.",
+                    "Could you correct {p}? {Its_should}.",
+                )
+                # a yes/no setting is said as what the record is ("it is not finished"), never as a
+                # field set "to no"
                 text = choose(
-                    (
-                        "Change the {d} on {p}.",
-                        "For {p}, set the {d}.",
-                        "Please update {p} so {its}.",
-                        "{P} needs updating: {its} now.",
-                        "Could you correct {p}? {Its_should}.",
-                    )
+                    frames if flags else ("Change the {d} on {p}.", "For {p}, set the {d}.", *frames)
                 )
                 detail = listing([f"{f} to {v}" for f, v in set_fields])
-                should = listing(
-                    [f"its {f} should be {v}" for f, v in set_fields]
-                )  # a fix says what is right
+                should = listing([_its(f, v, flags, should=True) for f, v in set_fields])  # what is right
                 self.out.clauses.append(
                     text.format(
                         d=detail, p=phrase, P=upper, its=its, Its_should=should[:1].upper() + should[1:]

@@ -14,6 +14,7 @@ as "field" in double quotes.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 
 from agentomnia.tasks.dag.describe import is_state_word, words
@@ -116,6 +117,9 @@ def flag_question(subject: str, flag: str) -> str:
     return f"whether {subject} has {name} turned on"
 
 
+_RELATIVE = re.compile(r" that (?=(?:are|is|do|does|have|has|need|require|allow|accept|include|use|want)\b)")
+
+
 def count_question(subject: str) -> str:
     """How a count is asked: "how many active tracks there are" for "the active tracks", "how many
     tracks are not released" for "the tracks that are not released", "how many tracks there are whose
@@ -124,9 +128,10 @@ def count_question(subject: str) -> str:
     if sep and owner.startswith(("that ", "the new ")):
         return f"how many {noun} {owner} has"
     if subject.startswith("the ") and not subject.startswith("the only"):
-        head, that, clause = subject[4:].partition(" that ")
-        if that and "'" not in head:  # "how many programs are not active"
-            return f"how many {head} {clause}"
+        relative = _RELATIVE.search(subject)
+        if relative is not None and "'" not in subject[4 : relative.start()]:
+            # "how many programs are not active"; "the employees of that timesheet's ..." is no clause
+            return f"how many {subject[4 : relative.start()]} {subject[relative.start() + 6 :]}"
         head, whose, clause = subject[4:].partition(" whose ")
         if whose and "'" not in head:  # "how many mail campaigns there are whose region is eu"
             return f"how many {head} there are whose {clause}"

@@ -28,6 +28,9 @@ def test_a_short_handle_takes_a_possessive_and_a_long_phrase_does_not() -> None:
 def test_counts_are_asked_as_questions() -> None:
     assert count_question("the tracks with status active") == "how many tracks with status active there are"
     assert count_question("the tracks that are not released") == "how many tracks are not released"
+    assert count_question("the employees of that timesheet's employee") == (
+        "how many employees of that timesheet's employee there are"
+    )
     assert count_question("the tracks whose genre is jazz") == "how many tracks there are whose genre is jazz"
     assert count_question("that artist's tracks") == "how many tracks that artist has"
     assert count_question("all tracks") == "how many tracks there are in total"
@@ -71,6 +74,7 @@ def test_field_names_and_articles() -> None:
         and article("hour") == "an hour"
     )
     assert article("information gathering") == "an information gathering" and article("unit") == "a unit"
+    assert article("SLA report") == "an SLA report" and article("KPI") == "a KPI"
 
 
 def test_a_chain_that_comes_back_to_a_named_record_calls_it_by_its_handle() -> None:
@@ -516,3 +520,15 @@ def test_a_record_reached_through_a_reference_is_called_by_that_reference_after(
     assert _role("that account's owner") == "owner"
     assert _role("the only rate quote of that invoice's carrier") is None
     assert _role("the sealed bag") is None
+
+
+def test_a_change_to_a_yes_no_setting_says_what_the_record_is() -> None:
+    """ "make sure it is not finished", never "make sure its finished is no"."""
+    from agentomnia.tasks.dag.generate import _its
+
+    flags = {"finished": False, "auto renew": True}
+    assert _its("finished", "no", flags) == "it is not finished"
+    assert _its("finished", "no", flags, should=True) == "it should not be finished"
+    assert _its("auto renew", "yes", flags) == "its auto renew is turned on"
+    assert _its("amount", "29.99", flags) == "its amount is 29.99"
+    assert _its("amount", "29.99", flags, should=True) == "its amount should be 29.99"
