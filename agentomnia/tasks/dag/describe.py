@@ -37,9 +37,13 @@ _ACRONYM = re.compile(
 
 
 def is_state_word(word: str) -> bool:
-    """Whether a yes/no field's word says a state a record is in ("opened", "active"), so it is said
-    as "it is opened" / "mark it opened" rather than as a setting turned on."""
-    return word.endswith("ed") or word in ("open", "due", "active", "enabled", "available")
+    """Whether a yes/no field's word says a state a record is in ("opened", "active", "paid"), so it is
+    said as "it is opened" / "mark it paid" rather than as a setting turned on."""
+    return (
+        word.endswith("ed")
+        or word in ("open", "due", "active", "enabled", "available")
+        or word in _PARTICIPLES
+    )
 
 
 def lead_word(name: str) -> str:

@@ -175,7 +175,17 @@ def operation_clause(tool: ToolSpec, entity: EntitySpec, phrase: str) -> str | N
         owned is not None and "'s " in phrase
     ):  # "the approval of that quote's supplier", never "...'s supplier's approval"
         return sentence[: found.start()] + f"the {owned.group(1)} of {phrase}" + rest[owned.end() :]
+    particle = _PARTICLE.match(rest)
+    if particle is not None and len(phrase.split()) > 4:
+        # a long record comes after the verb's particle: "End early whichever of the mute sanctions
+        # has the highest duration", never "End whichever of ... has the highest duration early"
+        return sentence[: found.start()] + particle.group(1).strip() + " " + phrase + rest[particle.end() :]
     return sentence[: found.start()] + phrase + rest
+
+
+_PARTICLE = re.compile(
+    r"( (?:early|now|off|back|out|up|down|away|aside|on hold|in full|for now))(?=$|[ ,.;])"
+)
 
 
 # Words nobody searches by: they match half of any table's text.

@@ -42,6 +42,9 @@ def test_a_yes_no_field_is_asked_as_whether() -> None:
     assert flag_question("that account", "has_overdraft") == "whether that account has overdraft"
     assert flag_question("that request", "issue_resolved") == "whether that request's issue is resolved"
     assert flag_question("that listing", "pets_allowed") == "whether that listing's pets are allowed"
+    assert (
+        flag_question("that invoice", "fee_paid") == "whether that invoice's fee is paid"
+    )  # "paid" is no "-ed"
     assert flag_question("that plan", "auto_renew") == "whether that plan has auto renew turned on"
     # a question frame, so it is never asked as "the active of ..."
     for seed in range(20):
@@ -143,6 +146,12 @@ def test_a_domain_operation_is_asked_for_as_itself() -> None:
         == "end playback for stream STR-7"
     )
     assert clause("update_plan_item", "Change fields of a plan item.", "plan_item", "that plan item") is None
+    # a long record comes after the verb's particle; a short one before it
+    long = "whichever of the mute sanctions has the highest duration"
+    assert clause("end_sanction", "End a sanction early.", "sanction", long) == f"End early {long}"
+    assert clause("end_sanction", "End a sanction early.", "sanction", "that sanction") == (
+        "End that sanction early"
+    )
     # an aside is left out, and the period of "e.g." ends no clause (it had read "... that automation's
     # scene (e.g, and make sure its icon is 'lock'.")
     assert (
