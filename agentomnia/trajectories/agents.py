@@ -41,7 +41,13 @@ from agentomnia.trajectories.evidence import (
     state_facts,
 )
 from agentomnia.trajectories.guidance import GUIDANCE_KIND, Guidance
-from agentomnia.trajectories.messages import answer_block, assistant_message, parse_arguments, tool_call
+from agentomnia.trajectories.messages import (
+    answer_block,
+    assistant_message,
+    closing,
+    parse_arguments,
+    tool_call,
+)
 from agentomnia.trajectories.users import words
 
 _REQUEST = "\0request"  # marks the opening question about what the user needs
@@ -466,10 +472,8 @@ class OfflineTeacher:
                 except json.JSONDecodeError:
                     ok = False
                 done.append(ok)
-        summary = f"I made {len(done)} tool calls and {sum(done)} succeeded."
-        if not answer:
-            return summary + " The request is complete."
-        return summary + " " + answer_block(answer)
+        summary = closing(done, self.task.id)
+        return summary + ("\n" + answer_block(answer) if answer else "")
 
 
 def _find_key(data: Any, field: str) -> Any:

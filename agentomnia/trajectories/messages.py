@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -117,3 +118,28 @@ def tool_schemas(tools: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]
 
 def first_user_index(messages: Sequence[Mapping[str, Any]]) -> int:
     return next((i for i, m in enumerate(messages) if m.get("role") == "user"), len(messages) - 1)
+
+
+ALL_WENT_THROUGH = (
+    "All done; everything went through.",
+    "That's taken care of.",
+    "Done. The system accepted every step.",
+    "Everything is in place now.",
+)
+
+
+def closing(done: Sequence[bool], key: str) -> str:
+    """How the teacher closes a conversation, as a person reports back: that everything went through,
+    or how many steps the system refused (never "I made 4 tool calls and 4 succeeded"). The wording is
+    chosen by the task's `key`, so a trajectory is the same every time it is made."""
+    refused = len(done) - sum(done)
+    if not done:
+        return "Nothing needed changing."
+    if refused == 0:
+        return ALL_WENT_THROUGH[zlib.crc32(key.encode()) % len(ALL_WENT_THROUGH)]
+    if len(done) == 1:
+        return "The system refused that step, so nothing changed."
+    was, them = ("was", "it") if refused == 1 else ("were", "them")
+    return (
+        f"{refused} of the {len(done)} steps {was} refused by the system; I left {them} as the system has it."
+    )

@@ -40,7 +40,7 @@ from agentomnia.trajectories.evidence import (
     state_facts,
 )
 from agentomnia.trajectories.guidance import LEAK_PHRASES, Guidance, leak_fragments
-from agentomnia.trajectories.messages import parse_arguments
+from agentomnia.trajectories.messages import ALL_WENT_THROUGH, parse_arguments
 from agentomnia.trajectories.models import CheckVerdict, QualityReport, Trajectory
 
 _ID = ID_PATTERN.pattern
@@ -52,6 +52,7 @@ _FIELD_CLAIMS = (
 )
 _OUTCOME_CLAIM = re.compile(r"`(\w+)`\s+(succeeded|failed)")
 _CALL_COUNT = re.compile(r"\b(\d+)\s+tool\s+calls?\b")
+_REFUSED_CLAIM = re.compile(r"\b(\d+) of the (\d+) steps? (?:was|were) refused")
 _ACKNOWLEDGE = re.compile(r"fail|error|could not|couldn't|unable|not found|refused|invalid", re.IGNORECASE)
 
 
@@ -152,7 +153,7 @@ def check_consistency(
     names = _tool_names_by_id(messages)
     seen: dict[str, dict[str, Any]] = {}
     last_ok: dict[str, bool] = {}
-    calls = 0
+    calls = refused = 0
     problems: list[str] = []
     for i, m in enumerate(messages):
         if m.get("role") == "tool":
@@ -162,6 +163,7 @@ def check_consistency(
             except json.JSONDecodeError:
                 continue
             last_ok[names.get(str(m.get("tool_call_id")), "?")] = bool(result.get("ok"))
+            refused += not result.get("ok")
             for key, record in records_in(result.get("data"), index):
                 seen[key] = {**seen.get(key, {}), **record}
             continue
@@ -188,6 +190,14 @@ def check_consistency(
         for match in _CALL_COUNT.finditer(content):
             if int(match.group(1)) != calls:
                 problems.append(f"turn {i}: speaks of {match.group(1)} tool calls, but {calls} were made")
+        for match in _REFUSED_CLAIM.finditer(content):
+            if (int(match.group(1)), int(match.group(2))) != (refused, calls):
+                problems.append(
+                    f"turn {i}: says {match.group(1)} of {match.group(2)} steps were refused, but {refused} "
+                    f"of {calls} were"
+                )
+        if refused and any(p in content for p in ALL_WENT_THROUGH):
+            problems.append(f"turn {i}: says everything went through, but {refused} calls were refused")
     judged = False
     if judge is not None and not problems:
         opinion = _judge_process(judge, messages, "consistency")

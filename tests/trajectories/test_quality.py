@@ -20,6 +20,7 @@ from agentomnia.trajectories import (
     summarize,
     verify_trajectory,
 )
+from agentomnia.trajectories.messages import ALL_WENT_THROUGH, closing
 
 
 def _edit(traj: Trajectory, index: int, **changes: Any) -> Trajectory:
@@ -92,6 +93,18 @@ def test_planted_contradiction_is_caught_by_the_consistency_check(
     last = len(traj.messages) - 1
     miscount = _edit(traj, last, content="I made 7 tool calls and 7 succeeded.")
     assert check_consistency(miscount.messages, task.init_config).passed is False
+    # the closing's own claims are checked too: how many steps were refused, or that none was
+    calls = sum(1 for m in traj.messages if m.get("role") == "tool")
+    wrong = _edit(traj, last, content=f"2 of the {calls} steps were refused by the system.")
+    assert check_consistency(wrong.messages, task.init_config).passed is False
+    tool_turn = max(i for i, m in enumerate(traj.messages) if m.get("role") == "tool")
+    refused = _edit(
+        traj, tool_turn, content='{"data":null,"error":{"code":"not_found","message":"no claim"},"ok":false}'
+    )
+    said = _edit(refused, last, content=ALL_WENT_THROUGH[0])
+    assert check_consistency(said.messages, task.init_config).passed is False
+    honest = _edit(refused, last, content=closing([True] * (calls - 1) + [False], "t"))
+    assert check_consistency(honest.messages, task.init_config).passed is True
 
 
 def test_continuity_needs_reasoning_and_an_acknowledged_error(guided: list[Trajectory]) -> None:
