@@ -298,7 +298,7 @@ _PARTICIPLES = frozenset({
 })  # fmt: skip
 
 
-def _introduces(label: str) -> bool:
+def introduces(label: str) -> bool:
     """Whether a field's words already lead into its value after a noun: a participle and its
     preposition ("eaten on", "administered by", "paid at"), or a participle alone ("approved by" is
     one, "issued" another when the value is a person or a date)."""
@@ -342,7 +342,7 @@ def singled_out(
         value = record.get(attr)
         label = field_label(attr)
         last = label.split()[-1].lower()
-        if _introduces(label) and not (a is not None and a.type == "bool"):
+        if introduces(label) and not (a is not None and a.type == "bool"):
             # "administered by 'Rebekah Bruce'", "proposed by creditor"
             after.append(f"{label} {said(entity, attr, value)}")
         elif a is not None and a.type == "enum" and isinstance(value, str):

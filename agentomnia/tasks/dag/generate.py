@@ -35,6 +35,7 @@ from agentomnia.tasks.dag.describe import (
     describe_record,
     done_when,
     field_label,
+    introduces,
     lead_word,
     listing,
     plural,
@@ -283,9 +284,12 @@ _RECENTLY = "most recently "  # how `Generator._pick_item` says a record was pic
 
 def _its(label: str, value: str, flags: Mapping[str, bool], *, should: bool = False) -> str:
     """One field a change sets, said of its record: "its amount is 29.99"; a yes/no setting as what the
-    record is ("it is not finished") or has ("its auto renew is turned off"). `should` says what is
+    record is ("it is not finished") or has ("its auto renew is turned off"); a field whose words lead
+    into its value as what the record is ("it is approved by 'Vincent Wilkerson'"). `should` says what is
     right instead ("its amount should be 29.99", "it should not be finished")."""
     if label not in flags:
+        if introduces(label):  # "it is approved by 'Vincent Wilkerson'", never "its approved by is ..."
+            return f"it {'should be' if should else 'is'} {label} {value}"
         return f"its {label} {'should be' if should else 'is'} {value}"
     on = flags[label]
     flag = label.removeprefix("is ")
@@ -1299,18 +1303,13 @@ class Generator:
                 return
             if step.focus is None:
                 raise Reject("grounding", f"{tool.name} acts on no identified record")
-            set_fields = [
-                (field_label(tool.binding["fields"][p]), said(entity, tool.binding["fields"][p], v))
+            asked = [
+                (field_label(tool.binding["fields"][p]), tool.binding["fields"][p], v)
                 for p, v in step.args.items()
                 if step.sources.get(p) == "query" and p in tool.binding.get("fields", {})
             ]
-            flags = {
-                field_label(tool.binding["fields"][p]): bool(v)
-                for p, v in step.args.items()
-                if step.sources.get(p) == "query"
-                and p in tool.binding.get("fields", {})
-                and isinstance(v, bool)
-            }
+            set_fields = [(label, said(entity, attr, v)) for label, attr, v in asked]
+            flags = {label: v for label, _, v in asked if isinstance(v, bool)}
             its = listing([_its(f, v, flags) for f, v in set_fields])
             upper = phrase[:1].upper() + phrase[1:]
             operation = operation_clause(tool, entity, phrase) if op == "update" else None

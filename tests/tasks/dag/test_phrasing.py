@@ -541,3 +541,4 @@ def test_a_change_to_a_yes_no_setting_says_what_the_record_is() -> None:
     assert _its("auto renew", "yes", flags) == "its auto renew is turned on"
     assert _its("amount", "29.99", flags) == "its amount is 29.99"
     assert _its("amount", "29.99", flags, should=True) == "its amount should be 29.99"
+    assert _its("approved by", "'Vincent Wilkerson'", flags) == "it is approved by 'Vincent Wilkerson'"
