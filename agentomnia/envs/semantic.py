@@ -26,7 +26,7 @@ from typing import Any
 from agentomnia.envs.naming import article
 from agentomnia.envs.places import city_in, postcode, real_cities
 from agentomnia.envs.spec import AttributeSpec, EntitySpec
-from agentomnia.envs.values import measure_range, number_range, regex_string
+from agentomnia.envs.values import FIRST, measure_range, number_range, regex_string
 from agentomnia.taxonomy.kinds import kind_values
 from agentomnia.taxonomy.vocab import (
     HOLE,
@@ -451,10 +451,23 @@ def _date_span(name: str) -> tuple[int, int]:
     return (-240, -1) if _PAST.search(name) else (-60, 150) if phase(name) == 4 else (-240, 120)
 
 
+_YOUNG = re.compile(r"(^|_)(child|children|kid|infant|toddler|pupil|baby|babies)s?$")
+
+
+def _life_span(entity: EntitySpec) -> tuple[int, int]:
+    """Ages in whole years a record's birth date gives: an animal's (a patient with a species or a
+    breed is a clinic's pet, not a person of 60), a child's, an adult's, else a thing's."""
+    if any(a.name in ("species", "breed") for a in entity.attributes):
+        return 0, 14
+    if _YOUNG.search(entity.name):
+        return 1, 11
+    return (18, 84) if is_person(entity) else (1, 15)
+
+
 def date_for(attr: AttributeSpec, entity: EntitySpec, rng: random.Random) -> str:
     n = attr.name
     if _is_birth(n):
-        years = rng.randint(18, 84) if is_person(entity) else rng.randint(1, 15)
+        years = rng.randint(*_life_span(entity))
         day = NOW.date() - timedelta(days=365 * years + rng.randint(0, 364))
         return day.isoformat() if attr.type == "date" else datetime.combine(day, NOW.time()).isoformat()
     lo, hi = _date_span(n)
@@ -1020,6 +1033,19 @@ def is_handle(attr: AttributeSpec, entity: EntitySpec, declared: Any) -> bool:
 _HANDLE_KEY = re.compile(r"(^|_)(user_?name|login|handle|screen_?name|e_?mail(_address)?)$")
 
 
+# what a `*_url` that names a stored file holds: its folder and its file type
+_STORED_FILES = (
+    (re.compile(r"photo|image|picture|thumbnail|avatar|scan"), "images", "jpg"),
+    (re.compile(r"audio|recording|voice"), "audio", "mp3"),
+    (re.compile(r"video"), "video", "mp4"),
+    (
+        re.compile(r"resume|cv_|document|file|attachment|pdf|report|invoice|receipt|contract"),
+        "documents",
+        "pdf",
+    ),
+)
+
+
 def string_for(
     attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random, record: dict[str, Any]
 ) -> Any:
@@ -1034,7 +1060,11 @@ def string_for(
     if named is not None:
         return named
     if kind == "email":
-        return email_for(world, rng, record)
+        site = org_domain(record) if ORG_ENTITY.search(entity.name) else None
+        if site is not None and world.person is None and named_person(record, world.locale) is None:
+            # a company's own mailbox at its own domain ("orders@paperchain.com"), not a gmail address
+            return f"{rng.choice(_ORG_MAILBOXES)}@{site}"
+        return email_for(world, rng, record, is_person(entity), domain=site or "")
     if kind == "token":
         return "".join(rng.choice("0123456789abcdef") for _ in range(rng.choice((16, 24, 32))))
     if kind == "month":
@@ -1073,8 +1103,14 @@ def string_for(
             f"{_ascii(first)[:1]}{_ascii(last)}{rng.randint(1, 99) if rng.random() < 0.4 else ''}" or "user"
         )
     if kind == "website":
-        base = re.sub(r"[^a-z0-9]+", "", _ascii(str(record.get("name") or rng.choice(p.companies))))[:24]
-        return f"https://www.{base or 'example'}.com"
+        site = org_domain(record) or org_domain({"name": rng.choice(p.companies)}) or "example.com"
+        stored = next(((folder, ext) for rx, folder, ext in _STORED_FILES if rx.search(n)), None)
+        if stored is not None:  # a file's address in a store, not a company's home page
+            folder, ext = stored
+            day = NOW.date() - timedelta(days=rng.randint(0, 400))
+            token = "".join(rng.choice("0123456789abcdef") for _ in range(12))
+            return f"https://files.{site}/{folder}/{day:%Y/%m}/{token}.{ext}"
+        return f"https://www.{site}"
     if kind == "phone":
         # a record's phone is a line to reach, not a switchboard extension ("290.691.9963x12303")
         # nor dialled from abroad ("001-386-648-5760"): a US number as people write it at home
@@ -1201,9 +1237,71 @@ def _entity_string(
     return None
 
 
-def email_for(world: World, rng: random.Random, record: dict[str, Any]) -> str:
+_GIVEN = re.compile(r"^(first|given)_?name$")
+_FAMILY = re.compile(r"^(last|family|sur)_?name$")
+_FULL_NAME = re.compile(r"^(full_?|display_?|contact_?|legal_?)?name$|^[a-z]+_(full_)?name$")
+_NAME_SUFFIX = re.compile(r"^(Jr\.?|Sr\.?|I{2,3}|IV|MD|DDS|DVM|PhD|Esq\.?|RN|CPA)$")
+EMAIL_KEY = re.compile(r"(^|_)e_?mail(_address)?$")
+
+
+@cache
+def first_names(locale: str) -> frozenset[str]:
+    """Every first name the locale's Faker person provider knows (about 700 for en_US), and those the
+    schema generator gives the people inside a seed's objects (`values.FIRST`)."""
+    gen = faker(locale, random.Random(0))
+    known = {
+        str(n)
+        for p in gen.providers
+        if ".person" in type(p).__module__
+        for n in getattr(p, "first_names", ())
+    }
+    return frozenset(known | set(pools(locale).first) | set(FIRST))
+
+
+def named_person(obj: Mapping[str, Any], locale: str, person: bool = False) -> tuple[str, str] | None:
+    """(first, last) of the person a record or object names: its first and last name fields, else a
+    name of two or three words ("Daniel Young", "Lori Ann Reyes DDS") that begins with a first name
+    of the locale, or with any word where the record is a person's (`person`); None for a team, a
+    company or a product ("Spanish Support", "Paperchain Ltd")."""
+    given = next((v for k, v in obj.items() if _GIVEN.match(k) and isinstance(v, str) and v.strip()), None)
+    family = next((v for k, v in obj.items() if _FAMILY.match(k) and isinstance(v, str) and v.strip()), None)
+    if given and family:
+        return given.strip(), family.strip()
+    firsts = first_names(locale)
+    for key, value in obj.items():
+        if not (isinstance(value, str) and _FULL_NAME.match(key)):
+            continue
+        words = [w for w in value.split() if not _NAME_SUFFIX.match(w)]
+        shaped = 2 <= len(words) <= 3 and all(w[:1].isupper() and w[1:].isalpha() for w in words)
+        if shaped and (person or words[0] in firsts):
+            return words[0], words[-1]
+    return None
+
+
+_ORG_MAILBOXES = ("info", "orders", "sales", "accounts", "hello", "contact", "office")
+_ORG_SUFFIX = re.compile(r"\b(ltd|llc|inc|co|corp|corporation|company|gmbh|plc|group|limited|llp|sa|ag)\b\.?")
+
+
+def org_domain(record: Mapping[str, Any]) -> str | None:
+    """The web domain an organisation's name gives ("Paperchain Ltd" -> paperchain.com), or None."""
+    name = next(
+        (record[k] for k in ("name", "company_name", "legal_name", "display_name", "business_name")
+         if isinstance(record.get(k), str) and record[k].strip()),
+        None,
+    )  # fmt: skip
+    if name is None:
+        return None
+    slug = re.sub(r"[^a-z0-9]", "", _ORG_SUFFIX.sub("", _ascii(name).lower()))[:24]
+    return f"{slug}.com" if len(slug) >= 3 else None
+
+
+def email_for(
+    world: World, rng: random.Random, record: Mapping[str, Any], person: bool = False, domain: str = ""
+) -> str:
+    """An e-mail address of the person the record names (else the world's current person, else
+    anyone), at `domain` or a free mail domain."""
     p = pools(world.locale)
-    first, last = world.person or person_name(world, rng)
+    first, last = world.person or named_person(record, world.locale, person) or person_name(world, rng)
     local = re.sub(r"[^a-z]", "", _ascii(first)), re.sub(r"[^a-z]", "", _ascii(last))
     if not all(local):
         return f"user{rng.randint(100, 9999)}@{rng.choice(p.domains)}"
@@ -1214,7 +1312,26 @@ def email_for(world: World, rng: random.Random, record: dict[str, Any]) -> str:
         f"{local[0]}{rng.randint(1, 99)}",
         f"{local[0]}_{local[1]}",
     )[style]
-    return f"{name}@{rng.choice(p.domains)}"
+    return f"{name}@{domain or rng.choice(p.domains)}"
+
+
+def own_email(obj: dict[str, Any], world: World, rng: random.Random, person: bool = False) -> None:
+    """An object that names a person and has an e-mail of someone else's gets one of that person's
+    at the same domain ("Daniel Young", diego.lopez6@example.com -> daniel.young@example.com)."""
+    who = named_person(obj, world.locale, person)
+    if who is None:
+        return
+    names = [re.sub(r"[^a-z]", "", _ascii(n)) for n in who]
+    for key, value in list(obj.items()):
+        if not (EMAIL_KEY.search(key) and isinstance(value, str) and value.count("@") == 1):
+            continue
+        local, domain = value.split("@")
+        letters = re.sub(r"[^a-z]", "", local.lower())
+        if all(names) and not any(n in letters for n in names):
+            saved = world.person
+            world.person = None
+            obj[key] = email_for(world, rng, {"first_name": who[0], "last_name": who[1]}, domain=domain)
+            world.person = saved
 
 
 # ---------------------------------------------------------------- vocabulary entries
@@ -1258,7 +1375,7 @@ def from_group(
     the group's values the record already holds, else a row not yet handed out (then any row)."""
     rows = list(group.rows)
     held = [(i, record[a]) for i, a in enumerate(group.attrs) if a != attr.name and record.get(a) is not None]
-    agreeing = [r for r in rows if all(r[i] == v for i, v in held)] if held else []
+    agreeing = [r for r in rows if all(_cell_holds(r[i], v) for i, v in held)] if held else []
     taken = world.rows_taken.get((id(record), ",".join(group.attrs)))
     if taken is not None and taken in agreeing:
         row = taken  # the row this record already drew a column from
@@ -1271,9 +1388,18 @@ def from_group(
         used.add(row)
     world.rows_taken[(id(record), ",".join(group.attrs))] = row
     value = row[group.column(attr.name)]
+    if isinstance(value, VocabEntry):  # the row's own range: a rabbit's weight, not a dog's
+        return from_range(value, attr, rng)
     if attr.type in ("int", "float", "money"):
         return money_floor(attr, int(value) if attr.type == "int" else float(value))
     return value
+
+
+def _cell_holds(cell: Any, value: Any) -> bool:
+    """Whether a linked row's cell agrees with a value a record holds (a range holds its numbers)."""
+    if isinstance(cell, VocabEntry):
+        return isinstance(value, (int, float)) and cell.min <= value <= cell.max
+    return bool(cell == value)
 
 
 # the first word of a value that names a piece of work ("Apply kernel security patches"), which has no

@@ -29,6 +29,7 @@ from agentomnia.envs.semantic import (
     leaf_string,
     one_place,
     order_lifecycle,
+    own_email,
     phase,
     semantic_value,
     string_for,
@@ -833,6 +834,7 @@ def _settle_nested(
                     named = {k: v for k, v in record.items() if k in targets}
                     settled = _dated(_linked(value, targets, rng, named), rng)
                     _walk_objects(settled, lambda obj: obj.update(one_place(obj, world, rng)))
+                    _walk_objects(settled, lambda obj: own_email(obj, world, rng))
                     currency = currency or _first_currency(settled)
                     _one_currency(settled, currency)
                     _walk_objects(settled, _priced_in_own_currency)

@@ -168,7 +168,20 @@ def _group(raw: Any) -> tuple[LinkedGroup | None, str]:
     bad = next((r for r in rows if len(r) != len(attrs)), None)
     if bad is not None:
         return None, f"group {attrs} has row {bad!r} of {len(bad)} values; write {len(attrs)} per row"
-    return LinkedGroup(attrs=tuple(attrs), rows=tuple(tuple(r) for r in rows)), ""
+    out: list[tuple[Any, ...]] = []
+    for row in rows:
+        cells: list[Any] = []
+        for attr, cell in zip(attrs, row, strict=True):
+            if isinstance(cell, dict):  # a number that depends on the row: a beagle weighs 9-14 kg
+                entry, why = _entry(cell)
+                if entry is None or entry.kind != "range":
+                    return None, f"group {attrs} row {row!r}: {attr} {why or 'must be {min: X, max: Y}'}"
+                if entry.min > entry.max:
+                    return None, f"group {attrs} row {row!r}: {attr} range {cell!r} has min above max"
+                cell = entry
+            cells.append(cell)
+        out.append(tuple(cells))
+    return LinkedGroup(attrs=tuple(attrs), rows=tuple(out)), ""
 
 
 def _parse(raw: Any, where: str) -> tuple[list[DomainVocab], list[str]]:
@@ -448,15 +461,19 @@ def group_problem(
         attr = owner.attribute(name)
         column = [r[i] for r in group.rows]
         if attr.type in ("int", "float", "money"):
-            bad = [v for v in column if not isinstance(v, (int, float)) or isinstance(v, bool)]
-            if bad or (
-                attr.type == "int" and any(isinstance(v, float) and not v.is_integer() for v in column)
-            ):
-                return f"column {name!r} is a {attr.type} attribute but lists {(bad or column)[0]!r}; list numbers"
+            # a cell is a number, or a range the row's number is drawn from ({min: 9, max: 14})
+            ends = [e for v in column for e in ((v.min, v.max) if isinstance(v, VocabEntry) else (v,))]
+            bad = [v for v in ends if not isinstance(v, (int, float)) or isinstance(v, bool)]
+            if bad or (attr.type == "int" and any(isinstance(v, float) and not v.is_integer() for v in ends)):
+                return (
+                    f"column {name!r} is a {attr.type} attribute but lists {(bad or ends)[0]!r}; list numbers"
+                )
             lo, hi = bounds.get((owner.name, name), (None, None))
-            outside = [v for v in column if (lo is not None and v < lo) or (hi is not None and v > hi)]
+            outside = [v for v in ends if (lo is not None and v < lo) or (hi is not None and v > hi)]
             if outside:
                 return f"column {name!r} lists {outside[0]} outside the domain's range rule [{lo}, {hi}]"
+        elif any(isinstance(v, VocabEntry) for v in column):
+            return f"column {name!r} is a {attr.type} attribute; only a number's cell may be a range"
         elif attr.type == "enum":
             bad = [v for v in column if v not in attr.enum]
             if bad:

@@ -38,6 +38,50 @@ def _a(name: str, type_: str = "str", **kw: Any) -> AttributeSpec:
     return AttributeSpec(name=name, type=type_, **kw)  # type: ignore[arg-type]
 
 
+def test_an_email_is_of_the_person_its_record_or_object_names() -> None:
+    from agentomnia.envs.semantic import named_person, own_email
+
+    # a person's record whose name was drawn elsewhere (a vocabulary): its e-mail is that person's
+    e = _entity("interviewer", _a("name"), _a("email"))
+    for seed in range(20):
+        world = World()
+        email = semantic_value(
+            e.attributes[2], e, random.Random(seed), 1, world, {"name": "Kimberly Buchanan"}
+        )
+        local = email.split("@")[0]
+        assert "kimberly" in local or "buchanan" in local, email
+    # an object inside a record (a lease's tenant) with someone else's address gets its own, same domain
+    tenant = {"name": "Daniel Young", "email": "diego.lopez6@example.com", "phone": "555-0100"}
+    own_email(tenant, World(), random.Random(1))
+    local, domain = tenant["email"].split("@")
+    assert domain == "example.com" and ("daniel" in local or "young" in local), tenant
+    kept = {"first_name": "Ana", "last_name": "Reyes", "email": "areyes@clinic.org"}
+    own_email(kept, World(), random.Random(1))
+    assert kept["email"] == "areyes@clinic.org"  # already hers
+    # teams, companies and products name no person; a title after a name is no surname
+    for name in ("Spanish Support", "Paperchain Ltd", "Lumen Architecture", "PSI Midtown"):
+        assert named_person({"name": name}, "en_US") is None, name
+    assert named_person({"contact_name": "Lori Ann Reyes DDS"}, "en_US") == ("Lori", "Reyes")
+    assert named_person({"name": "Marisol Reyes"}, "en_US", person=True) == ("Marisol", "Reyes")
+
+
+def test_worlds_keep_emails_with_the_people_they_belong_to() -> None:
+    tenant = {"type": "object", "required": ["name", "email"],
+              "properties": {"name": {"type": "string"}, "email": {"type": "string", "format": "email"}}}  # fmt: skip
+    lease = _entity("lease", _a("rent", "money"), _a("tenants", "list", declared={"type": "array", "minItems": 1, "maxItems": 3, "items": tenant}))  # fmt: skip
+    spec = EnvSpec(name="leasing", class_name="Leasing", description="Leases and their tenants.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="leasing", seed_ids=(), entities=(lease,), relations=(), rules=(), tools=())  # fmt: skip
+    tenants = [t for r in generate_state(spec, 5)["leases"].values() for t in r["tenants"]]
+    assert len(tenants) >= 6
+    for t in tenants:
+        first, last = t["name"].split()[0], t["name"].split()[-1]
+        letters = re.sub(r"[^a-z]", "", t["email"].split("@")[0])
+        assert (
+            re.sub(r"[^a-z]", "", first.lower()) in letters or re.sub(r"[^a-z]", "", last.lower()) in letters
+        ), t
+
+
 def test_people_have_names_emails_and_phones_of_one_person() -> None:
     e = _entity("customer", _a("first_name"), _a("last_name"), _a("email"), _a("phone"))
     world, rng = World(), random.Random(3)

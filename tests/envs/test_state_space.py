@@ -293,25 +293,34 @@ def test_a_copy_of_a_fact_takes_its_own_unit_and_shape() -> None:
     )  # not a time of day: left alone
 
 
-def test_a_pets_breed_is_one_of_its_species() -> None:
-    """The vet's vocabulary links species and breed: a patient is never a cat of breed 'Labrador
-    Retriever' (was 11 of 56 patients over five states)."""
+def test_a_pets_breed_is_one_of_its_species_and_its_weight_and_age_are_its_breeds() -> None:
+    """The vet's vocabulary links species, breed and weight: a patient is never a cat of breed
+    'Labrador Retriever' (was 11 of 56 patients over five states), nor a 79.6 kg rabbit, nor born in
+    1988 like a person (a patient with a species is an animal)."""
+    from datetime import date
+
     from agentomnia.envs.state import generate_state
-    from agentomnia.taxonomy.vocab import vocab_for
+    from agentomnia.taxonomy.vocab import VocabEntry, vocab_for
 
     vet = SeedSpec("vet-seed", VET_TOOLS, domain_id=20146)
     spec, _ = build_state_space(vet.candidate(), [vet.seed()], vet.domain())
     vocab = vocab_for(20146)
     group = vocab.group("patient", "breed") if vocab is not None else None
-    assert group is not None and group.attrs == ("species", "breed")
+    assert group is not None and group.attrs == ("species", "breed", "weight_kg")
     species_of = {row[1]: row[0] for row in group.rows}
-    pairs = [
-        (r["species"], r["breed"])
-        for seed in range(5)
-        for r in generate_state(spec, seed=seed)["patients"].values()
-        if r.get("breed") is not None
-    ]
+    weight_of = {row[1]: row[2] for row in group.rows}
+    assert isinstance(weight_of["Holland Lop"], VocabEntry) and weight_of["Holland Lop"].max < 3
+    patients = [r for seed in range(5) for r in generate_state(spec, seed=seed)["patients"].values()]
+    pairs = [(r["species"], r["breed"]) for r in patients if r.get("breed") is not None]
     assert len(pairs) > 20 and all(species_of[breed] == species for species, breed in pairs), pairs
+    weighed = [
+        (r["breed"], r["weight_kg"]) for r in patients if r.get("breed") and r.get("weight_kg") is not None
+    ]
+    assert len(weighed) > 20
+    for breed, kg in weighed:
+        assert weight_of[breed].min <= kg <= weight_of[breed].max, (breed, kg)
+    born = [date.fromisoformat(str(r["born_on"])[:10]) for r in patients if r.get("born_on")]
+    assert born and all(2026 - d.year <= 16 for d in born), born
 
 
 def test_a_linked_enum_column_lists_the_enums_own_values() -> None:
@@ -322,3 +331,42 @@ def test_a_linked_enum_column_lists_the_enums_own_values() -> None:
     rows = tuple((s, f"Breed {n}") for n, s in enumerate(["dog", "cat", "dog", "cat", "dog", "hamster"]))
     problem = group_problem(LinkedGroup(attrs=("species", "breed"), rows=rows), patient, {}, {}, set())
     assert problem is not None and "'hamster'" in problem and "not one of its values" in problem
+
+
+def test_a_linked_rows_number_may_be_a_range_of_its_own() -> None:
+    """A row's number may be a range (`{min: 9, max: 14}`): read as one, checked against the domain's
+    range rule, refused where it is no range or sits in a text column."""
+    from agentomnia.taxonomy.knowledge import load_knowledge
+    from agentomnia.taxonomy.vocab import LinkedGroup, VocabEntry, _group, group_problem
+
+    group, why = _group({"attrs": ["species", "breed", "weight_kg"],
+                         "rows": [["dog", "Beagle", {"min": 9, "max": 14, "decimals": 1}], ["cat", "Siamese", 4.2]]})  # fmt: skip
+    assert group is not None and why == ""
+    assert (
+        group.rows[0][2] == VocabEntry(kind="range", min=9.0, max=14.0, decimals=1)
+        and group.rows[1][2] == 4.2
+    )
+    for cell, said in (({"min": 5, "max": 2}, "min above max"), ({"pattern": "x"}, "min: X, max: Y")):
+        bad, why = _group({"attrs": ["breed", "weight_kg"], "rows": [["Beagle", cell]]})
+        assert bad is None and said in why, why
+    patient = next(e for e in load_knowledge()[20146].entities if e.name == "patient")
+    rows = tuple(
+        (s, f"Breed {n}", VocabEntry(kind="range", min=1.0, max=9.0))
+        for n, s in enumerate(["dog", "cat"] * 3)
+    )
+    ok = LinkedGroup(attrs=("species", "breed", "weight_kg"), rows=rows)
+    assert group_problem(ok, patient, {}, {}, set()) is None
+    heavy = LinkedGroup(
+        attrs=("species", "breed", "weight_kg"),
+        rows=(*rows[:-1], ("cat", "Breed 9", VocabEntry(kind="range", min=1.0, max=900.0))),
+    )
+    problem = group_problem(heavy, patient, {}, {("patient", "weight_kg"): (0.05, 120.0)}, set())
+    assert problem is not None and "900" in problem and "range rule" in problem
+    texts = LinkedGroup(
+        attrs=("species", "breed"),
+        rows=tuple(
+            (s, VocabEntry(kind="range", min=1.0, max=n)) for n, s in enumerate(["dog", "cat"] * 3, 2)
+        ),
+    )
+    problem = group_problem(texts, patient, {}, {}, set())
+    assert problem is not None and "only a number's cell may be a range" in problem
