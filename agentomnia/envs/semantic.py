@@ -425,7 +425,7 @@ def number_for(attr: AttributeSpec, rng: random.Random, entity: str = "") -> Any
 
 _BIRTH = re.compile(r"birth|dob|born")
 _PHASES: list[tuple[int, re.Pattern[str]]] = [
-    (4, re.compile(r"due|expir|valid_until|valid_to|_after$|deadline|renewal|maturity|next_|expected|target|_by$|until|(^|_)et[ar]($|_)|estimat")),
+    (4, re.compile(r"due|expir|valid_until|valid_to|_after$|deadline|renewal|renews_|maturity|next_|expected|target|_by$|until|(^|_)et[ar]($|_)|estimat")),
     (3, re.compile(r"closed|complet|resolved|ended|(^|_)end|finish|deliver|paid|shipped|returned|cancel|approved|decided|settled|dispensed|filled|fulfil|check_?out|arriv|dropoff|published|released|terminated|discharged|merged|done|restor|repaired|recovered|archived|retired|withdrawn|(^|_)actual_(date|on|at|time)$")),
     (2, re.compile(r"updated|modified|(^|_)last_|changed|reviewed|edited|acknowledged")),
     (1, re.compile(r"(^|_)(invoice|bill|order|statement|posting|transaction|issue)_date$|created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|booked|start|begin|(^|_)from|effective|check_?in|depart|pickup|reported|raised|logged|received|detected|occurred|onboarded|launched|(^|_)since|dispatched|assigned|admitted")),
@@ -577,6 +577,99 @@ def order_lifecycle(entity: EntitySpec, record: dict[str, Any], rng: random.Rand
                 else timedelta(days=rng.randint(7, 90))
             )
             record[name] = _as(record[name], start + ahead)
+
+    _runs_its_term(entity, record, rng)
+
+
+# what runs for a term: its end comes months or years after its start, not weeks
+_TERM_ENTITY = re.compile(
+    r"(^|_)(lease|tenanc(y|ie)|contract|subscription|polic(y|ie)|membership|warrant(y|ie)|licen[cs]e"
+    r"|agreement|mortgage|retainer|guarantee)s?$"
+)
+_TERM_START = re.compile(
+    r"^(?:(.+)_)?(start|starts|started|begin|begins|commence[sd]?|from)(_(date|on|at))?$"
+)
+_TERM_END = re.compile(
+    r"^(?:(.+)_)?(end|ends|ended|expiry|expires|expiration|to|until|maturity)(_(date|on|at))?$"
+)
+_NOT_TERM_ENDS = frozenset({"frozen", "paused", "trial", "suspended"})  # a pause ends, not the term
+_TERM_MONTHS = re.compile(r"(^|_)(term|duration|length)_?(in_)?months?$")
+
+
+def _runs_its_term(entity: EntitySpec, record: dict[str, Any], rng: random.Random) -> None:
+    """A lease, contract or policy ends its term after it starts: the months its own term field
+    says, else 6, 12 or 24 (a lease from 2025-08-02 to 2025-09-05 is no lease). An end pairs with
+    the start of its own name (`valid_to` with `valid_from`), else with the record's start."""
+    if not _TERM_ENTITY.search(entity.name):
+        return
+    movable = [
+        a.name
+        for a in entity.attributes
+        if a.type in ("date", "datetime")
+        and (a.declared is None or not {"pattern", "enum", "const"} & set(a.declared))
+    ]
+    starts: dict[
+        str, str
+    ] = {}  # the first of each name (the domain's `start_date` before a seed's `start_on`)
+    for n in movable:
+        if (m := _TERM_START.match(n)) is not None and _moment(record.get(n)) is not None:
+            starts.setdefault(m.group(1) or "", n)
+    said = next(
+        (v for k, v in record.items() if _TERM_MONTHS.search(k) and isinstance(v, int) and 0 < v <= 600), None
+    )
+    months = said or rng.choice((6, 12, 12, 12, 24))
+    for name in movable:
+        m = _TERM_END.match(name)
+        if m is None or m.group(1) in _NOT_TERM_ENDS or _moment(record.get(name)) is None:
+            continue
+        start_name = starts.get(m.group(1) or "") or starts.get("") or next(iter(starts.values()), None)
+        start = _moment(record.get(start_name)) if start_name else None
+        if start is None:
+            continue
+        year, month = divmod(start.month - 1 + months, 12)
+        end = start.replace(year=start.year + year, month=month + 1, day=min(start.day, 28)) - timedelta(
+            days=1
+        )
+        record[name] = _as(record[name], end)
+
+
+_TERM_OVER = frozenset({"expired", "ended", "terminated", "lapsed", "closed", "cancelled", "canceled",
+                        "completed", "inactive", "void", "voided", "matured", "fulfilled"})  # fmt: skip
+_TERM_RUNNING = frozenset({"active", "renewed", "current", "in_force", "ongoing", "signed", "live", "valid"})
+_TERM_AHEAD = frozenset({"pending", "draft", "scheduled", "upcoming", "proposed", "not_started", "future"})
+
+
+def term_in_time(entity: EntitySpec, record: dict[str, Any], status: str, rng: random.Random) -> None:
+    """A term's dates agree with its status at the clock (`NOW`): an expired contract ended before
+    it, an active lease runs across it, a pending one starts after it. The record's dates move
+    together, so their order and the term's length stay; what has happened stays before the clock."""
+    if not _TERM_ENTITY.search(entity.name):
+        return
+    dated = {
+        a.name: m
+        for a in entity.attributes
+        if a.type in ("date", "datetime")
+        and (a.declared is None or not {"pattern", "enum", "const"} & set(a.declared))
+        and not _BIRTH.search(a.name)
+        if (m := _moment(record.get(a.name))) is not None
+    }
+    start = next((m for n, m in dated.items() if _TERM_START.match(n)), None)
+    end = next(
+        (m for n, m in dated.items() if (e := _TERM_END.match(n)) and e.group(1) not in _NOT_TERM_ENDS), None
+    )
+    if start is None or end is None or end <= start:
+        return
+    said = status.lower()
+    if said in _TERM_OVER and end >= NOW:
+        shift = NOW - timedelta(days=rng.randint(1, 180)) - end
+    elif said in _TERM_RUNNING and not start <= NOW < end:
+        shift = NOW - timedelta(days=rng.randint(0, max(0, (end - start).days - 1))) - start
+    elif said in _TERM_AHEAD and start <= NOW:
+        shift = NOW + timedelta(days=rng.randint(3, 45)) - start
+    else:
+        return
+    for name, moment in dated.items():
+        record[name] = before_clock(name, _as(record[name], moment + shift), rng)
 
 
 _TIMED_STEP = timedelta(days=3)

@@ -33,6 +33,7 @@ from agentomnia.envs.semantic import (
     phase,
     semantic_value,
     string_for,
+    term_in_time,
 )
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
 from agentomnia.envs.values import (
@@ -282,6 +283,7 @@ def generate_state(
     _pair_kinds(spec, state)
     _apart(spec, state, random.Random(rng.random()))
     _spread_lifecycles(spec, state)
+    _terms_in_time(spec, state, random.Random(rng.random()))
     _not_yet(spec, state)
     _tie_same_facts(spec, state)  # so that a fact's order is read under both its names
     _in_order(spec, state)
@@ -1219,6 +1221,15 @@ _NOT_YET = frozenset({
 })  # fmt: skip
 # what never got there: a missed visit has no actual date, a no-show no check-out
 _NEVER = frozenset({"missed", "no_show", "noshow", "skipped", "not_done"})
+
+
+def _terms_in_time(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
+    """A lease's, contract's or policy's dates agree with its status (`semantic.term_in_time`)."""
+    for entity in spec.entities:
+        status = entity.status_attribute
+        for record in state.get(entity.table, {}).values() if status is not None else ():
+            if isinstance(record.get(status.name), str):
+                term_in_time(entity, record, record[status.name], rng)
 
 
 def _not_yet(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:

@@ -1382,3 +1382,28 @@ def test_a_value_that_ran_out_varies_in_its_own_style() -> None:
                                                                                    "Principal", "Associate")  # fmt: skip
     event = vary("Clean Beauty Week", rng)
     assert event.startswith("Clean Beauty Week ") and event.split()[-1] not in VARIANT_WORDS, event
+
+
+def test_a_term_runs_its_months_and_agrees_with_its_status_at_the_clock() -> None:
+    """A lease ends the months its term says after it starts (was 2025-08-02 to 2025-09-05), and
+    its dates agree with its status at the clock: an expired one ended before it, an active one runs
+    across it, a pending one starts after it."""
+    from agentomnia.envs.semantic import NOW
+
+    lease = _entity("lease", _a("status", "enum", enum=("active", "expired", "pending")), _a("start_date", "date"),
+                    _a("end_date", "date"), _a("term_months", "int", declared={"type": "integer", "enum": [6, 12, 24]}))  # fmt: skip
+    spec = EnvSpec(name="leasing", class_name="Leasing", description="Leases.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="leasing", seed_ids=(), entities=(lease,), relations=(), rules=(), tools=())  # fmt: skip
+    now = NOW.date()
+    seen = set()
+    for seed in range(4):
+        for r in generate_state(spec, seed)["leases"].values():
+            start, end = (datetime.fromisoformat(r[k]).date() for k in ("start_date", "end_date"))
+            months = (end.year - start.year) * 12 + end.month - start.month + (end.day >= start.day)
+            assert months == r["term_months"], r
+            assert {"expired": end < now, "active": start <= now < end, "pending": start > now}[
+                r["status"]
+            ], r
+            seen.add(r["status"])
+    assert seen == {"active", "expired", "pending"}
