@@ -13,6 +13,9 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export DO_NOT_TRACK := 1
+# Python keeps the compiled modules it imports (a machine-wide PYTHONDONTWRITEBYTECODE would have every
+# process, each sandbox worker and Dagster step among them, compile the project again: 0.2 s a start)
+unexport PYTHONDONTWRITEBYTECODE
 
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
 	-DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_OPENMP=OFF

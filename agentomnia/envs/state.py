@@ -1227,7 +1227,9 @@ def _terms_in_time(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], r
     """A lease's, contract's or policy's dates agree with its status (`semantic.term_in_time`)."""
     for entity in spec.entities:
         status = entity.status_attribute
-        for record in state.get(entity.table, {}).values() if status is not None else ():
+        if status is None:
+            continue
+        for record in state.get(entity.table, {}).values():
             if isinstance(record.get(status.name), str):
                 term_in_time(entity, record, record[status.name], rng)
 

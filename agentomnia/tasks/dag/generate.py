@@ -528,6 +528,21 @@ class Generator:
 
     # -- grounding helpers -------------------------------------------------------------------
 
+    def _unique_filter(self, step: Executed, entity: EntitySpec) -> str | None:
+        """The attribute a list step filters by whose values single out one record each (its key, a
+        code no two records share), if any: counting such a list asks nothing."""
+        filters = step.tool.binding.get("filters", {})
+        rows = list(self._table(entity, self.initial).values())
+        for param in step.args:
+            attr = filters.get(param)
+            spec = entity.attribute(attr) if attr is not None else None
+            if spec is None or spec.type in ("enum", "bool", "ref") or len(rows) < 3:
+                continue  # a state, a flag or an owner is shared by design, however few records there are
+            values = [repr(r.get(attr)) for r in rows if r.get(attr) is not None]
+            if attr == entity.key or (len(values) == len(rows) and len(set(values)) == len(values)):
+                return str(attr)
+        return None
+
     def _table(self, entity: EntitySpec, state: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return dict((state if state is not None else self.live_state()).get(entity.table) or {})
 
@@ -1450,6 +1465,12 @@ class Generator:
             )
         elif tool.op in ("list", "search", "range"):
             items = data.get("items", []) if isinstance(data, dict) else []
+            unique = self._unique_filter(step, entity)
+            if unique is not None:
+                # "how many stores with the store ID 'STR-892867' there are" asks nothing: one, always
+                raise Reject(
+                    "redundant", f"{tool.name} is filtered by {unique}, which no two {entity.table} share"
+                )
             subject = phrase.removeprefix("all ")
             listed = items if data.get("count") == len(items) else None
             key = self._key(f"{entity.name} count", f"{entity.table} found", f"matching {entity.table}")

@@ -542,3 +542,26 @@ def test_a_change_to_a_yes_no_setting_says_what_the_record_is() -> None:
     assert _its("amount", "29.99", flags) == "its amount is 29.99"
     assert _its("amount", "29.99", flags, should=True) == "its amount should be 29.99"
     assert _its("approved by", "'Vincent Wilkerson'", flags) == "it is approved by 'Vincent Wilkerson'"
+
+
+def test_a_list_singled_out_by_a_code_no_two_records_share_is_never_counted() -> None:
+    """ "how many stores with the store ID 'STR-892867' there are" is always one: a list filtered by a
+    unique code is not counted; one filtered by a state, an owner, or a value records share, is."""
+    from types import SimpleNamespace
+
+    from agentomnia.tasks.dag.generate import Executed, Generator
+
+    store = _entity(
+        "store", ("store_code", "str"), ("region", "str"), ("status", "enum"), ("owner_id", "ref")
+    )
+    gen = Generator.__new__(Generator)
+    gen.initial = {"stores": {f"S{i}": {"id": f"S{i}", "store_code": f"STR-{i}", "region": "north" if i % 2 else "south", "status": "new", "owner_id": f"O{i}"} for i in range(5)}}  # fmt: skip
+    tool = SimpleNamespace(op="list", kind="read", binding={"filters": {"code": "store_code", "region": "region", "status": "status", "owner": "owner_id"}})  # fmt: skip
+
+    def step(**args: str) -> Executed:
+        return Executed(0, tool, args, {}, {}, None, "the stores")  # type: ignore[arg-type]
+
+    assert gen._unique_filter(step(code="STR-3"), store) == "store_code"
+    assert gen._unique_filter(step(region="north"), store) is None
+    assert gen._unique_filter(step(status="new"), store) is None
+    assert gen._unique_filter(step(owner="O2"), store) is None  # "how many stores that owner has"
