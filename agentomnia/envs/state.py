@@ -284,6 +284,7 @@ def generate_state(
     _apart(spec, state, random.Random(rng.random()))
     _spread_lifecycles(spec, state)
     _terms_in_time(spec, state, random.Random(rng.random()))
+    _near_its_twin(spec, state, random.Random(rng.random()))
     _not_yet(spec, state)
     _tie_same_facts(spec, state)  # so that a fact's order is read under both its names
     _in_order(spec, state)
@@ -1221,6 +1222,39 @@ _NOT_YET = frozenset({
 })  # fmt: skip
 # what never got there: a missed visit has no actual date, a no-show no check-out
 _NEVER = frozenset({"missed", "no_show", "noshow", "skipped", "not_done"})
+
+
+_TWIN = re.compile(r"^(latest|current|last|previous|recent|initial|starting|original)_(.+)$")
+
+
+def _near_its_twin(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
+    """A measure a record gives twice, as it is and as it was or is now (a pet's `weight_kg` and its
+    `latest_weight_kg`), gives two figures a few percent apart, not 9.2 and 67.2 kg."""
+    numeric = ("int", "float", "money")
+    for entity in spec.entities:
+        by_name = {a.name: a for a in entity.attributes}
+        twins = [
+            (by_name[m.group(2)], a)
+            for a in entity.attributes
+            if (m := _TWIN.match(a.name)) is not None
+            and a.type in numeric
+            and m.group(2) in by_name
+            and by_name[m.group(2)].type in numeric
+            and not a.name.endswith("_id")
+        ]
+        for record in state.get(entity.table, {}).values() if twins else ():
+            for base, twin in twins:
+                was = record.get(base.name)
+                if (
+                    not isinstance(was, (int, float))
+                    or isinstance(was, bool)
+                    or not isinstance(record.get(twin.name), (int, float))
+                ):
+                    continue
+                value: int | float = was * rng.uniform(0.92, 1.08)
+                value = round(value) if twin.type == "int" else round(value, 2 if abs(was) >= 1 else 3)
+                if twin.declared is None or conforms(value, twin.declared):
+                    record[twin.name] = value
 
 
 def _terms_in_time(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:

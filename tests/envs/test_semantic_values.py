@@ -1407,3 +1407,17 @@ def test_a_term_runs_its_months_and_agrees_with_its_status_at_the_clock() -> Non
             ], r
             seen.add(r["status"])
     assert seen == {"active", "expired", "pending"}
+
+
+def test_a_measure_given_twice_gives_two_figures_close_together() -> None:
+    """A pet's `weight_kg` and `latest_weight_kg` are a few percent apart (was 9.2 and 67.2 kg)."""
+    pet = _entity("pet", _a("weight_kg", "float"), _a("latest_weight_kg", "float"), _a("visits", "int"))
+    spec = EnvSpec(name="clinic", class_name="Clinic", description="Pets.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="clinic", seed_ids=(), entities=(pet,), relations=(), rules=(), tools=())  # fmt: skip
+    pets = [r for seed in range(3) for r in generate_state(spec, seed)["pets"].values()]
+    weighed = [
+        (r["weight_kg"], r["latest_weight_kg"]) for r in pets if r["weight_kg"] and r["latest_weight_kg"]
+    ]
+    assert len(weighed) >= 10
+    assert all(0.9 <= latest / was <= 1.1 for was, latest in weighed), weighed
