@@ -133,7 +133,9 @@ def compared_label(name: str) -> str:
 
 # dates that say when something is due or planned to happen, not when it happened: "the most
 # recently scheduled" would misread them
-_PLANNED = frozenset({"scheduled", "planned", "expected", "estimated", "promised", "needed", "required"})
+_PLANNED = frozenset(
+    {"scheduled", "planned", "expected", "estimated", "promised", "needed", "required", "due", "born", "set"}
+)
 
 
 def done_when(attr: str) -> str | None:
@@ -142,7 +144,7 @@ def done_when(attr: str) -> str | None:
     latest value is not the thing done most recently."""
     said = words(attr)
     stem = re.sub(r" (on|at|date)$", "", said).removeprefix("last ")
-    if stem == said or not stem.endswith("ed") or " " in stem or stem in _PLANNED:
+    if stem == said or not _participle(stem) or " " in stem or stem in _PLANNED:
         return None
     return stem
 

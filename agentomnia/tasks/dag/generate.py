@@ -344,6 +344,14 @@ def _details(parts: Sequence[str]) -> str:
     return listing(said)
 
 
+def new_record(noun: str, parts: Sequence[str]) -> tuple[str, str]:
+    """(what a new record is called, its details): a detail whose field's words lead into its value
+    follows the noun ("a new meal eaten on '2026-02-15'", never "It should have eaten on ...")."""
+    led = [part for part in parts if introduces(" ".join(part.split()[:2]))]
+    detail = _details([part for part in parts if part not in led]) or "the usual defaults"
+    return " ".join([noun, *(_detail(part) for part in led)]), detail
+
+
 def _answer_key(taken: Mapping[str, Any] | Sequence[str] | set[str], base: str) -> str:
     if base not in taken:
         return base
@@ -1294,7 +1302,7 @@ class Generator:
             if op == "create":
                 step.focus = (entity.name, str((step.data or {}).get(entity.key)))
                 step.phrase = f"the new {words(entity.name)}"
-                detail = _details(extra) or "the usual defaults"
+                full, detail = new_record(words(entity.name), extra)
                 text = choose(
                     (
                         "Please add a new {e} with {d}.",
@@ -1304,8 +1312,7 @@ class Generator:
                         "Can you open a new {e}? It should have {d}.",
                     )
                 )
-                noun = words(entity.name)
-                self.out.clauses.append(text.format(e=noun, a=article(noun), d=detail))
+                self.out.clauses.append(text.format(e=full, a=article(full), d=detail))
                 self.out.objectives.append(
                     {
                         "step": step.index,

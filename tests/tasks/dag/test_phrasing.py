@@ -199,8 +199,11 @@ def test_a_record_picked_by_its_latest_event_is_the_one_done_most_recently() -> 
 
     assert done_when("reported_at") == "reported" and done_when("last_serviced_on") == "serviced"
     assert done_when("collected_date") == "collected"
+    assert done_when("eaten_on") == "eaten"  # "the meal most recently eaten", never "the latest eaten on"
     # a date of what is due or planned, or no event at all, keeps "the latest"
-    assert done_when("due_date") is None and done_when("scheduled_at") is None
+    assert (
+        done_when("due_date") is None and done_when("scheduled_at") is None and done_when("born_on") is None
+    )
     assert done_when("start_date") is None and done_when("opened") is None
     assert (
         _whichever("those leak reports", "most recently reported")
@@ -565,3 +568,23 @@ def test_a_list_singled_out_by_a_code_no_two_records_share_is_never_counted() ->
     assert gen._unique_filter(step(region="north"), store) is None
     assert gen._unique_filter(step(status="new"), store) is None
     assert gen._unique_filter(step(owner="O2"), store) is None  # "how many stores that owner has"
+
+
+def test_a_new_record_is_called_by_the_fields_that_lead_into_their_values() -> None:
+    """ "Can you open a new meal eaten on '2026-02-15'? It should have slot dinner", never "It should
+    have eaten on '2026-02-15', slot dinner ..."."""
+    from agentomnia.tasks.dag.generate import new_record
+
+    assert new_record("meal", ["eaten on '2026-02-15'", "slot dinner"]) == (
+        "meal eaten on '2026-02-15'",
+        "slot dinner",
+    )
+    assert new_record("meal", ["eaten on '2026-02-15'"]) == (
+        "meal eaten on '2026-02-15'",
+        "the usual defaults",
+    )
+    # a field whose words do not lead into a value stays a detail ("weight (kg) 72.7", "that dieter")
+    assert new_record("weight entry", ["weight (kg) 72.7", "dieter: that dieter"]) == (
+        "weight entry",
+        "weight (kg) 72.7 and that dieter",
+    )
