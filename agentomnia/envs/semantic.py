@@ -17,7 +17,7 @@ import random
 import re
 import threading
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import cache
@@ -461,6 +461,8 @@ def _life_span(entity: EntitySpec) -> tuple[int, int]:
         return 0, 14
     if _YOUNG.search(entity.name):
         return 1, 11
+    if any(a.name in ("grade_level", "school_grade", "year_group") for a in entity.attributes):
+        return 5, 17  # a pupil: a student in grade 9 was not born in 1979
     return (18, 84) if is_person(entity) else (1, 15)
 
 
@@ -480,13 +482,13 @@ _PLANNED = re.compile(
 )
 
 
-def timely_date(attr: AttributeSpec, rng: random.Random) -> str:
+def timely_date(attr: AttributeSpec, rng: random.Random, entity: EntitySpec | None = None) -> str:
     """A date a person gives for a record made or changed now, at the clock (`NOW`): when it was
     issued or logged is today or just before, when it starts is soon, when it ends after that, when it
     is due or expires later still; a birth date is as `date_for` makes it."""
     n = attr.name
     if _is_birth(n):
-        return date_for(attr, _stub("person"), rng)
+        return date_for(attr, entity or _stub("person"), rng)
     p = phase(n)
     if _PAST.search(n):
         low, high = -3 * 24 * 4, 0  # in quarter hours
@@ -1486,6 +1488,21 @@ def from_group(
     if attr.type in ("int", "float", "money"):
         return money_floor(attr, int(value) if attr.type == "int" else float(value))
     return value
+
+
+def linked_options(
+    world: World, entity: EntitySpec, attr: str, record: Mapping[str, Any], options: Sequence[Any]
+) -> list[Any]:
+    """Of `options`, those a linked group of the domain's vocabulary allows beside what `record`
+    already holds (a species that goes with its breed); all the group lists when it holds none, and
+    none when no group links `attr`."""
+    group = world.vocab.group(entity.name, attr) if world.vocab is not None else None
+    if group is None:
+        return []
+    held = [(i, record[a]) for i, a in enumerate(group.attrs) if a != attr and record.get(a) is not None]
+    column = group.column(attr)
+    allowed = {r[column] for r in group.rows if all(_cell_holds(r[i], v) for i, v in held)}
+    return [v for v in options if v in allowed]
 
 
 def _cell_holds(cell: Any, value: Any) -> bool:

@@ -1421,3 +1421,22 @@ def test_a_measure_given_twice_gives_two_figures_close_together() -> None:
     ]
     assert len(weighed) >= 10
     assert all(0.9 <= latest / was <= 1.1 for was, latest in weighed), weighed
+
+
+def test_a_birth_date_is_of_what_the_record_is() -> None:
+    """A pupil in a grade was born 5-18 years ago (a grade-9 student born in 1979 was a request's
+    value), a pet in the last 15 years, an adult 18 or more years ago."""
+    from agentomnia.envs.semantic import NOW, timely_date
+
+    born = _a("birth_date", "date")
+    kinds = {
+        "pupil": (_entity("student", _a("grade_level", "int"), born), 5, 18),
+        "pet": (_entity("patient", _a("species"), born), 0, 15),
+        "adult": (_entity("customer", born), 18, 85),
+    }
+    for entity, low, high in kinds.values():
+        for seed in range(30):
+            age = (
+                NOW.date() - datetime.fromisoformat(timely_date(born, random.Random(seed), entity)).date()
+            ).days / 365
+            assert low <= age <= high + 1, (entity.name, age)

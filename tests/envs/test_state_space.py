@@ -370,3 +370,20 @@ def test_a_linked_rows_number_may_be_a_range_of_its_own() -> None:
     )
     problem = group_problem(texts, patient, {}, {}, set())
     assert problem is not None and "only a number's cell may be a range" in problem
+
+
+def test_a_request_gives_a_species_that_goes_with_its_breed() -> None:
+    """The values a request states for a new patient come from one linked row too: never "breed
+    'Labrador Retriever', species reptile"."""
+    from agentomnia.envs.semantic import linked_options
+    from agentomnia.envs.state import world_for
+
+    vet = SeedSpec("vet-seed", VET_TOOLS, domain_id=20146)
+    spec, _ = build_state_space(vet.candidate(), [vet.seed()], vet.domain())
+    patient, world = spec.entity("patient"), world_for(spec)
+    options = ["dog", "cat", "rabbit", "bird", "reptile"]
+    assert linked_options(world, patient, "species", {"breed": "Labrador Retriever"}, options) == ["dog"]
+    assert linked_options(world, patient, "species", {"breed": "Holland Lop"}, options) == ["rabbit"]
+    # nothing held yet: what the group lists (a reptile has no row), so the breed drawn after agrees
+    assert "reptile" not in linked_options(world, patient, "species", {}, options)
+    assert linked_options(world, patient, "name", {}, ["Rex"]) == []  # no group links a name

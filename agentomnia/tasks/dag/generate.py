@@ -24,7 +24,7 @@ import networkx as nx
 from agentomnia.envs.calls import _precondition_ok as precondition_ok
 from agentomnia.envs.calls import fit_compared_values, reference_admits, requirement_problem
 from agentomnia.envs.naming import article
-from agentomnia.envs.semantic import World, is_derived, timely_date
+from agentomnia.envs.semantic import World, is_derived, linked_options, timely_date
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec, compound_of
 from agentomnia.envs.state import make_value, world_for
 from agentomnia.envs.values import as_declared, conforms
@@ -630,9 +630,13 @@ class Generator:
         record = {fields.get(k, k): v for k, v in (given or {}).items()}
         attr_name = tool.binding.get("fields", {}).get(param, param)
         attr = entity.attribute(attr_name)
+        if self._world is None:  # the domain's vocabulary, the state's names taken
+            self._world = world_for(self.spec, self.initial)
         if "enum" in schema:
             options = [v for v in schema["enum"] if v != current]
-            return self.rng.choice(options) if options else None
+            # a species that goes with the breed the request gives (never a reptile of breed Labrador)
+            linked = linked_options(self._world, entity, attr_name, record, options)
+            return self.rng.choice(linked or options) if options else None
         if attr is None:
             return None
         if attr.type == "bool":
@@ -644,11 +648,12 @@ class Generator:
                     low, high = r.min, r.max
             low = max(x for x in (low, schema.get("minimum"), 0) if x is not None)
             ceiling = min((x for x in (high, schema.get("maximum")) if x is not None), default=None)
-            # a value of the domain's own scale first (a streaming plan allows 2 streams, not 356)
-            if self._world is None:
-                self._world = world_for(self.spec, self.initial)
+            # a value of the domain's own scale first (a streaming plan allows 2 streams, not 356), and
+            # of the record's own kind where the vocabulary links them (a Beagle's weight)
             for _ in range(4):
-                meant = make_value(attr, entity, self.rng, self.rng.randint(2, 98), world=self._world)
+                meant = make_value(
+                    attr, entity, self.rng, self.rng.randint(2, 98), world=self._world, record=dict(record)
+                )
                 if (
                     isinstance(meant, (int, float))
                     and not isinstance(meant, bool)
@@ -669,13 +674,11 @@ class Generator:
         if attr.type in ("date", "datetime") and not {"pattern", "enum", "const"} & set(schema):
             # a date given now reads from the clock: a notice issued today, disconnecting next month
             for _ in range(6):
-                value = timely_date(attr, self.rng)
+                value = timely_date(attr, self.rng, entity)
                 if value != current and conforms(as_declared(value, schema), schema):
                     return value
         if attr.type in ("str", "text", "date", "datetime", "enum"):
             for _ in range(6):
-                if self._world is None:  # the domain's vocabulary, the state's names taken
-                    self._world = world_for(self.spec, self.initial)
                 value = make_value(
                     attr, entity, self.rng, self.rng.randint(2, 98), world=self._world, record=dict(record)
                 )
