@@ -542,12 +542,9 @@ def order_lifecycle(entity: EntitySpec, record: dict[str, Any], rng: random.Rand
     and expiry dates after the record was issued or started. A date a seed declares is moved too
     (it keeps its form, so its `format` still holds), unless a pattern, enum or const pins it."""
     dated = [
-        (phase(a.name), a.name, m)
-        for a in entity.attributes
-        if a.type in ("date", "datetime")
-        and (a.declared is None or not {"pattern", "enum", "const"} & set(a.declared))
-        and not _BIRTH.search(a.name)
-        if (m := _moment(record.get(a.name))) is not None
+        (phase(n), n, m)
+        for n in movable_dates(entity)
+        if not _BIRTH.search(n) and (m := _moment(record.get(n))) is not None
     ]
     ordered = sorted([d for d in dated if d[0] in (1, 2, 3)], key=lambda d: (d[0], d[1]))
     moments = sorted(m for p, _, m in ordered)
@@ -598,21 +595,26 @@ _NOT_TERM_ENDS = frozenset({"frozen", "paused", "trial", "suspended"})  # a paus
 _TERM_MONTHS = re.compile(r"(^|_)(term|duration|length)_?(in_)?months?$")
 
 
+def movable_dates(entity: EntitySpec) -> list[str]:
+    """The date fields whose values the platform may move: any a seed does not pin by a pattern, an
+    enum or a constant (a declared `format: date` still holds a moved date)."""
+    return [
+        a.name
+        for a in entity.attributes
+        if a.type in ("date", "datetime")
+        and (a.declared is None or not {"pattern", "enum", "const"} & set(a.declared))
+    ]
+
+
 def _runs_its_term(entity: EntitySpec, record: dict[str, Any], rng: random.Random) -> None:
     """A lease, contract or policy ends its term after it starts: the months its own term field
     says, else 6, 12 or 24 (a lease from 2025-08-02 to 2025-09-05 is no lease). An end pairs with
     the start of its own name (`valid_to` with `valid_from`), else with the record's start."""
     if not _TERM_ENTITY.search(entity.name):
         return
-    movable = [
-        a.name
-        for a in entity.attributes
-        if a.type in ("date", "datetime")
-        and (a.declared is None or not {"pattern", "enum", "const"} & set(a.declared))
-    ]
-    starts: dict[
-        str, str
-    ] = {}  # the first of each name (the domain's `start_date` before a seed's `start_on`)
+    movable = movable_dates(entity)
+    # the first start of each name: the domain's `start_date` before a seed's `start_on`
+    starts: dict[str, str] = {}
     for n in movable:
         if (m := _TERM_START.match(n)) is not None and _moment(record.get(n)) is not None:
             starts.setdefault(m.group(1) or "", n)
@@ -648,12 +650,9 @@ def term_in_time(entity: EntitySpec, record: dict[str, Any], status: str, rng: r
     if not _TERM_ENTITY.search(entity.name):
         return
     dated = {
-        a.name: m
-        for a in entity.attributes
-        if a.type in ("date", "datetime")
-        and (a.declared is None or not {"pattern", "enum", "const"} & set(a.declared))
-        and not _BIRTH.search(a.name)
-        if (m := _moment(record.get(a.name))) is not None
+        n: m
+        for n in movable_dates(entity)
+        if not _BIRTH.search(n) and (m := _moment(record.get(n))) is not None
     }
     start = next((m for n, m in dated.items() if _TERM_START.match(n)), None)
     end = next(
