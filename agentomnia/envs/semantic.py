@@ -1342,7 +1342,11 @@ EMAIL_KEY = re.compile(r"(^|_)e_?mail(_address)?$")
 def first_names(locale: str) -> frozenset[str]:
     """Every first name the locale's Faker person provider knows (about 700 for en_US), and those the
     schema generator gives the people inside a seed's objects (`values.FIRST`)."""
-    gen = faker(locale, random.Random(0))
+    from faker import Faker
+    from faker.config import AVAILABLE_LOCALES
+
+    # a generator of its own: the thread's (`faker`) draws from the caller's random stream
+    gen = Faker(locale if locale in AVAILABLE_LOCALES else "en_US").factories[0]
     known = {
         str(n)
         for p in gen.providers
@@ -1390,12 +1394,17 @@ def org_domain(record: Mapping[str, Any]) -> str | None:
 
 
 def email_for(
-    world: World, rng: random.Random, record: Mapping[str, Any], person: bool = False, domain: str = ""
+    world: World,
+    rng: random.Random,
+    record: Mapping[str, Any],
+    person: bool = False,
+    domain: str = "",
+    who: tuple[str, str] | None = None,
 ) -> str:
-    """An e-mail address of the person the record names (else the world's current person, else
-    anyone), at `domain` or a free mail domain."""
+    """An e-mail address of `who`, else of the world's current person, else of the person the record
+    names, else of anyone; at `domain` or a free mail domain."""
     p = pools(world.locale)
-    first, last = world.person or named_person(record, world.locale, person) or person_name(world, rng)
+    first, last = who or world.person or named_person(record, world.locale, person) or person_name(world, rng)
     local = re.sub(r"[^a-z]", "", _ascii(first)), re.sub(r"[^a-z]", "", _ascii(last))
     if not all(local):
         return f"user{rng.randint(100, 9999)}@{rng.choice(p.domains)}"
@@ -1422,10 +1431,7 @@ def own_email(obj: dict[str, Any], world: World, rng: random.Random, person: boo
         local, domain = value.split("@")
         letters = re.sub(r"[^a-z]", "", local.lower())
         if all(names) and not any(n in letters for n in names):
-            saved = world.person
-            world.person = None
-            obj[key] = email_for(world, rng, {"first_name": who[0], "last_name": who[1]}, domain=domain)
-            world.person = saved
+            obj[key] = email_for(world, rng, obj, domain=domain, who=who)
 
 
 # ---------------------------------------------------------------- vocabulary entries
@@ -1468,8 +1474,7 @@ def from_group(
     """An attribute's column of the row its record draws from a linked group: the row that agrees with
     the group's values the record already holds, else a row not yet handed out (then any row)."""
     rows = list(group.rows)
-    held = [(i, record[a]) for i, a in enumerate(group.attrs) if a != attr.name and record.get(a) is not None]
-    agreeing = [r for r in rows if all(_cell_holds(r[i], v) for i, v in held)] if held else []
+    agreeing = _agreeing_rows(group, attr.name, record) or []
     taken = world.rows_taken.get((id(record), ",".join(group.attrs)))
     if taken is not None and taken in agreeing:
         row = taken  # the row this record already drew a column from
@@ -1498,10 +1503,17 @@ def linked_options(
     group = world.vocab.group(entity.name, attr) if world.vocab is not None else None
     if group is None:
         return []
-    held = [(i, record[a]) for i, a in enumerate(group.attrs) if a != attr and record.get(a) is not None]
     column = group.column(attr)
-    allowed = {r[column] for r in group.rows if all(_cell_holds(r[i], v) for i, v in held)}
+    agreeing = _agreeing_rows(group, attr, record)
+    allowed = {r[column] for r in (group.rows if agreeing is None else agreeing)}
     return [v for v in options if v in allowed]
+
+
+def _agreeing_rows(group: LinkedGroup, attr: str, record: Mapping[str, Any]) -> list[tuple[Any, ...]] | None:
+    """The group's rows that agree with the values `record` already holds of the group's other
+    attributes; None when it holds none of them."""
+    held = [(i, record[a]) for i, a in enumerate(group.attrs) if a != attr and record.get(a) is not None]
+    return [r for r in group.rows if all(_cell_holds(r[i], v) for i, v in held)] if held else None
 
 
 def _cell_holds(cell: Any, value: Any) -> bool:
