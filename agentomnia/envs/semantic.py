@@ -26,7 +26,7 @@ from typing import Any
 from agentomnia.envs.naming import article
 from agentomnia.envs.places import city_in, postcode, real_cities
 from agentomnia.envs.spec import AttributeSpec, EntitySpec
-from agentomnia.envs.values import FIRST, measure_range, number_range, regex_string
+from agentomnia.envs.values import FIRST, measure_range, number_range, regex_string, written_number
 from agentomnia.taxonomy.kinds import kind_values
 from agentomnia.taxonomy.vocab import (
     HOLE,
@@ -261,6 +261,7 @@ class World:
     # what a seed's free-form category or tag is named from
     classes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     domain: int | None = None  # the spec's taxonomy domain: whose vocabularies lend names first
+    file_host: str | None = None  # where this world's stored files live (files.<site>), once drawn
 
     @classmethod
     def for_spec(
@@ -805,6 +806,11 @@ def kind_value(field_name: str, owner: str, world: World, rng: random.Random) ->
     return re.sub(r"\{([a-z]+)\}", lambda m: fill[m.group(1)](), rng.choice(values))
 
 
+_SITE_WORDS = frozenset({"location", "site", "branch", "office", "store_location"})
+_AREAS = ("Downtown", "Midtown", "Uptown", "Northside", "Southside", "Eastside", "Westside", "Airport",
+          "Riverside", "Old Town", "Harbor", "Central", "North", "South", "East", "West")  # fmt: skip
+
+
 def name_for(attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.Random) -> str:
     """The name or title of a record that is not a person."""
     p = pools(world.locale)
@@ -816,7 +822,11 @@ def name_for(attr: AttributeSpec, entity: EntitySpec, world: World, rng: random.
         return named
     if ORG_ENTITY.search(entity.name) and attr.name != "title":
         return rng.choice(p.companies) if rng.random() < 0.6 else f"{rng.choice(p.last)} {label}"
-    if PLACE_ENTITY.search(entity.name):
+    place = PLACE_ENTITY.search(entity.name)
+    if place is not None and place.group(2) in _SITE_WORDS:
+        # a business's sites go by their town and part of town ("Boise Downtown"), never "Boise Location"
+        return f"{rng.choice(p.cities)} {rng.choice(_AREAS)}"
+    if place is not None:
         return f"{rng.choice(p.cities if rng.random() < 0.5 else QUALIFIERS)} {label}"
     if re.search(r"title|subject|headline|summary_line", attr.name):
         return rng.choice(p.phrases)
@@ -1022,6 +1032,11 @@ def leaf_string(name: str, rng: random.Random, world: World, where: str = "") ->
         named = kind_value(tail, f"{where}.{head}", world, rng)
     if named is not None:
         return named
+    if free_text("str", name):
+        # a remark inside a record's object speaks of what holds it (an approval step's comment),
+        # never of a delivery or a supplier the domain does not have
+        holder = _stub(where.rpartition(".")[2] or head or "record")
+        return text_for(AttributeSpec(name=name, type="text"), holder, world, rng, {})
     entity = _stub(head or "record")
     kind = _string_kind(name, is_person(entity))
     named_place = kind == "name" and (ORG_ENTITY.search(head or "-") or PLACE_ENTITY.search(head or "-"))
@@ -1129,7 +1144,7 @@ _HANDLE_KEY = re.compile(r"(^|_)(user_?name|login|handle|screen_?name|e_?mail(_a
 
 # what a `*_url` that names a stored file holds: its folder and its file type
 _STORED_FILES = (
-    (re.compile(r"photo|image|picture|thumbnail|avatar|scan"), "images", "jpg"),
+    (re.compile(r"photo|image|picture|thumbnail|avatar|scan|screenshot|evidence"), "images", "jpg"),
     (re.compile(r"audio|recording|voice"), "audio", "mp3"),
     (re.compile(r"video"), "video", "mp4"),
     (
@@ -1197,8 +1212,12 @@ def string_for(
             f"{_ascii(first)[:1]}{_ascii(last)}{rng.randint(1, 99) if rng.random() < 0.4 else ''}" or "user"
         )
     if kind == "website":
-        site = org_domain(record) or org_domain({"name": rng.choice(p.companies)}) or "example.com"
         stored = next(((folder, ext) for rx, folder, ext in _STORED_FILES if rx.search(n)), None)
+        if stored is not None and not org_domain(record):
+            # the files of one business are kept in one store, not one store per photo
+            world.file_host = world.file_host or org_domain({"name": rng.choice(p.companies)})
+        site = org_domain(record) or (world.file_host if stored else None)
+        site = site or org_domain({"name": rng.choice(p.companies)}) or "example.com"
         if stored is not None:  # a file's address in a store, not a company's home page
             folder, ext = stored
             day = NOW.date() - timedelta(days=rng.randint(0, 400))
@@ -1600,22 +1619,22 @@ _TEMPLATES: dict[str, list[str]] = {
         "Would not recommend. Problems were raised twice and never fixed.",
     ],
     "reason": [
-        "Customer asked to change the date after a scheduling conflict.",
-        "Duplicate entry found during the weekly reconciliation.",
+        "Entered twice by mistake; this {entity} is the duplicate.",
+        "Raised during the periodic review of this {entity}.",
         "Requested by {person} ahead of the {date} deadline.",
         "Moved to {status} after review; supporting documents were incomplete.",
         "Budget for {label} was cut this quarter.",
         "Amount of {amount} exceeds the approval limit, needs a second sign-off.",
-        "Supplier could not confirm delivery in time.",
+        "Details on the {entity} did not match the supporting records.",
         "Policy requires this for every {entity} above the threshold.",
         "Information provided by {person} did not match our records.",
         "Priority raised after repeated complaints about {label}.",
     ],
     "instructions": [
-        "Leave at the front desk if nobody answers; call {person} on arrival.",
+        "Read the history of this {entity} first; call {person} with any questions.",
         "Confirm the details with {person} before starting.",
-        "Use the side entrance; parking is available behind the building.",
-        "Handle with care and keep upright during transport.",
+        "Record any deviation on the {entity} before closing it.",
+        "Work through the checklist in order and sign off each step.",
         "Check the previous {entity} notes before proceeding, then update the status.",
         "Complete by {date} and send the confirmation to the requester.",
         "Photograph the result and attach it to the record when done.",
@@ -1635,10 +1654,14 @@ _TEMPLATES: dict[str, list[str]] = {
         "Called {person} twice, left a voicemail; will try again tomorrow.",
         "Payment of {amount} received and matched to {label}.",
         "Follow up with {person} about {label} by {date}.",
-        "All checks passed; nothing further needed for now.",
+        "Checked the {entity} against the file; nothing further needed for now.",
         "Flagged for review: figures on {label} do not add up.",
         "Updated after the meeting with {person}; status set to {status}.",
-        "Customer prefers e-mail over phone calls.",
+        "Reviewed with {person}; no changes needed to the {entity}.",
+        "Looked over the {entity} today; all in order.",
+        "Second pair of eyes on this {entity}: no concerns.",
+        "Keep for the next review of the {entity}.",
+        "Wording tidied on the {entity}; the substance is unchanged.",
         "Documents scanned and filed under {label}.",
         "Escalated to the team lead, response expected by {date}.",
         "Minor discrepancy of {amount} noted; corrected in the ledger.",
@@ -1706,7 +1729,7 @@ def slots(entity: EntitySpec, record: dict[str, Any], world: World, target_label
         elif "date" not in out and a.type in ("date", "datetime") and isinstance(v, str):
             out["date"] = _when(v)
         elif "rating" not in out and re.search(r"rating|stars|score", a.name) and isinstance(v, (int, float)):
-            out["rating"] = f"{v:g}"
+            out["rating"] = written_number(float(v))
         elif a.type == "ref":
             found = target_label(a, v)
             if found:
@@ -1759,7 +1782,7 @@ def field_values(
         elif isinstance(v, bool):
             out[a.name] = "yes" if v else "no"
         elif isinstance(v, (str, int, float)):
-            out[a.name] = f"{v:g}" if isinstance(v, float) else str(v)
+            out[a.name] = written_number(v) if isinstance(v, float) else str(v)
     return out
 
 

@@ -218,6 +218,13 @@ def type_matches(schema: Any, value: Any) -> bool:
     return kind in types
 
 
+def written_number(value: float) -> str:
+    """A number as a person writes it: every figure it has (43779.35, never the 43779.3 that `:g`
+    rounds to), no exponent (1433463.86, not 1.43346e+06), and no ".0" on a whole one."""
+    text = f"{round(value, 6):.6f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
 def as_declared(value: Any, schema: Any) -> Any:
     """`value` in the type `schema` declares where it is a plain rendering of such a value: the string
     '4' for an integer (a record's key is kept as text), '2.5' for a number, the integer 4 as '4' for
@@ -249,11 +256,19 @@ LEAF_STRINGS: ContextVar[Callable[[str, random.Random], str | None] | None] = Co
 )
 # A nested object's own name or title is named after the object: a venue's `name` is `venue_name`.
 _NAMED_BY_PARENT = frozenset({"name", "title", "label", "display_name"})
+_QUALIFIERS = frozenset({"current", "latest", "last", "previous", "primary", "default", "main", "new", "old"})
 
 
 def hint_string(name: str, rng: random.Random, index: int = 1) -> str:
-    """A plausible string for a value called `name` (the schema leaves the shape free)."""
+    """A plausible string for a value called `name` (the schema leaves the shape free): the world's
+    own where a world is being made (`LEAF_STRINGS`: its people, mailboxes, file addresses and the
+    domain's notes), else one of the kind the name reads as."""
     n = name.lower()
+    hook = LEAF_STRINGS.get()
+    if hook is not None and not re.search(r"(^|_)(id|sid|uid|key)$", n):  # an id keeps its own shape
+        value = hook(name, rng)
+        if value is not None:
+            return value
     if "email" in n:
         return f"{rng.choice(FIRST).lower()}.{rng.choice(LAST).lower()}{index}@example.com".replace("ü", "u")
     if re.search("phone|mobile|fax", n):
@@ -264,11 +279,6 @@ def hint_string(name: str, rng: random.Random, index: int = 1) -> str:
         return rng.choice(LAST)
     if re.search(r"full_?name|display_?name|contact|person|author|owner", n):
         return f"{rng.choice(FIRST)} {rng.choice(LAST)}"
-    hook = LEAF_STRINGS.get()  # the world being made knows its streets, cities and countries
-    if hook is not None and re.search("address|city|location|region|site|country", n):
-        value = hook(name, rng)
-        if value is not None:
-            return value
     if "address" in n:
         return f"{rng.randint(1, 400)} {rng.choice(WORDS).title()} St, {rng.choice(CITIES)}"
     if re.search("city|location|region|site", n):
@@ -287,10 +297,6 @@ def hint_string(name: str, rng: random.Random, index: int = 1) -> str:
         return f"{stem.upper()}-{rng.randint(10000, 99999)}"
     if re.search("note|description|comment|reason|summary|details|body|message|text|content", n):
         return rng.choice(NOTES)
-    if hook is not None:
-        value = hook(name, rng)
-        if value is not None:
-            return value
     from agentomnia.envs.semantic import QUALIFIERS, THEMES  # semantic builds on this module
 
     return f"{rng.choice(QUALIFIERS)} {rng.choice(THEMES)}"
@@ -691,6 +697,12 @@ def format_value(fmt: str, rng: random.Random, name: str = "", index: int = 1) -
     if fmt in ("email", "idn-email"):
         return hint_string("email", rng, index)
     if fmt in ("uri", "url", "iri"):
+        hook = LEAF_STRINGS.get()  # the world's own addresses: a stored file's, a site's page
+        named = re.sub(r"(url|uri|link|href)s$", r"\1", name.lower())  # one of `evidence_urls`
+        named = named if re.search("url|uri|link|href|website", named) else f"{named}_url"
+        found = hook(named, rng) if hook is not None else None
+        if isinstance(found, str) and found.startswith(("http://", "https://")):
+            return found
         return f"https://example.com/{rng.choice(WORDS)}/{index}"
     if fmt in ("uri-reference", "iri-reference", "uri-template"):
         return f"/{rng.choice(WORDS)}/{index}"
@@ -1111,7 +1123,9 @@ def _object(
     optional_odds = 0.85 if depth < 2 else 0.2
 
     def hint(p: str) -> str:
-        return f"{name}_{p}" if p in _NAMED_BY_PARENT and name else p
+        # a document's `current_version.label` is a version's label, not a name the word "current" leads
+        owner = name.split("_", 1)[1] if name.split("_", 1)[0] in _QUALIFIERS and "_" in name else name
+        return f"{owner}_{p}" if p in _NAMED_BY_PARENT and name else p
 
     for p, sub in props.items():
         if p in required or (rng.random() < optional_odds and (high is None or len(out) < high)):

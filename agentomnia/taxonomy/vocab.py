@@ -19,7 +19,9 @@ item per domain in the knowledge file's order:
             - attrs: [make, model]
               rows: [[Toyota, Corolla], [Ford, F-150], [Honda, Civic], ...]              # 6-15 rows
 
-Sentences of a text attribute may name another attribute of the same record in braces. The loader
+Sentences of a text attribute may name another attribute of the same record in braces. A remark field
+that seeds add beside an entity's own attributes (a sanction's `note`, a claim's `rejection_reason`) may
+have sentences too, though the knowledge file does not list it (see `vocab_attribute`). The loader
 reads every file present (a missing one is no error); `vocab_problems` checks one file against its
 knowledge file, and `python -m agentomnia.taxonomy.vocab [FILE...]` checks every file (or the ones
 named) and exits non-zero on problems, each naming file, domain, entity, attribute and the fix.
@@ -45,6 +47,7 @@ _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 EntryKind = Literal["list", "range", "pattern", "faker"]
 # Words that make a str attribute a sentence when one of its name's parts is one of them (`notes`,
 # `review_text`, `cancellation_reason`), never a part of a longer word (`reviewer`, `context`).
+_NAMES_A_RECORD = re.compile(r"_(id|ids|key|uuid|ref|number|no|code)$")
 FREE_TEXT = re.compile(
     r"(^|_)(note|description|comment|reason|summary|details|body|message|review|instruction|feedback"
     r"|remark|justification|rationale|statement|explanation|content|agenda|question|response|conditions"
@@ -331,8 +334,8 @@ def _ranges(kb: DomainKnowledge) -> dict[tuple[str, str], tuple[float | None, fl
 def free_text(type_: str, name: str) -> bool:
     """Sentences rather than values: `text` attributes and str ones named like notes; never an
     address, street, city, country or postcode, whatever its type."""
-    if PLACE_FIELD.match(name):
-        return False
+    if PLACE_FIELD.match(name) or _NAMES_A_RECORD.search(name):
+        return False  # `reply_to_message_id` names a message, it says nothing
     return type_ == "text" or (type_ == "str" and FREE_TEXT.search(name) is not None)
 
 
@@ -554,7 +557,7 @@ def vocab_problems(path: Path, knowledge: list[DomainKnowledge] | None = None) -
                 )
                 continue
             for attr_name, entry in attrs.items():
-                attr = entity.attribute(attr_name)
+                attr = vocab_attribute(entity, attr_name)
                 if attr is None:
                     names = [a.name for a in entity.attributes]
                     problems.append(
@@ -600,6 +603,16 @@ def coverage_gaps(path: Path) -> list[str]:
     return gaps
 
 
+def vocab_attribute(entity: Any, name: str) -> Attribute | None:
+    """The attribute of a knowledge-base entity a vocabulary entry is for. A remark the entity does
+    not list (a `note`, a `comment`, a `rejection_reason`) may have an entry too: seeds add such
+    fields beside the knowledge base's own, and their sentences are the domain's to write."""
+    attr = entity.attribute(name)
+    if attr is None and free_text("str", name) and not PLACE_FIELD.match(name):
+        return Attribute(name=name, type="text", nullable=True)
+    return attr
+
+
 @cache
 def _domain_files() -> dict[int, str]:
     """Which knowledge file (stem) describes each domain id, read from its `- id:` lines (no YAML parse)."""
@@ -632,7 +645,7 @@ def _file_vocab(stem: str) -> dict[int, DomainVocab]:
             if entity is None:
                 continue
             for attr_name, entry in attrs.items():
-                attr = entity.attribute(attr_name)
+                attr = vocab_attribute(entity, attr_name)
                 if attr is None or (PLACE_FIELD.match(attr_name) and entry.kind == "list"):
                     continue  # addresses are the engine's (Faker, by locale): a list of sentences is not one
                 if _entry_problem(entry, attr, entity, None, bounds.get((entity_name, attr_name))) is None:

@@ -319,6 +319,35 @@ def test_vocab_validator_names_file_domain_entity_attribute_and_fix(tmp_path: Pa
     assert vocab_problems(Path(__file__).parents[2] / "agentomnia/taxonomy/data/vocab/tob_a01.yaml") == []
 
 
+def test_a_remark_a_seed_adds_has_the_domains_sentences(tmp_path: Path) -> None:
+    """A remark field that seeds add beside an entity's own attributes (a game sanction's `note`) may
+    have sentences in the domain's vocabulary, checked as text; a field of any other kind the entity
+    does not have is still refused. The default run's seeds' remarks read as the domain's."""
+    from agentomnia.envs.semantic import text_for
+    from agentomnia.taxonomy.knowledge import load_knowledge
+    from agentomnia.taxonomy.vocab import vocab_attribute
+
+    sanction = load_knowledge()[20104].entity("sanction")
+    assert sanction is not None and sanction.attribute("note") is None
+    assert vocab_attribute(sanction, "note") is not None and vocab_attribute(sanction, "weight_kg") is None
+    bad = tmp_path / "tob_b01.yaml"
+    bad.write_text(
+        "- id: 20104\n  values:\n    sanction:\n"
+        "      note: ['Lifted after review of the {nope}.', b, c, d, e, f]\n"
+        "      weight_kg: {min: 1, max: 2}\n",
+        encoding="utf-8",
+    )
+    text = "\n".join(vocab_problems(bad))
+    assert "names {nope}, which sanction has no attribute of" in text
+    assert "sanction.weight_kg is not an attribute" in text
+    entry = vocab_for(20104).entry("sanction", "note")  # type: ignore[union-attr]
+    assert entry is not None and entry.kind == "list" and len(entry.values) >= 8
+    held = _entity("sanction", _a("reason"), _a("note")).model_copy(update={"source": "merged"})
+    world = World.for_spec(20104, (held,))
+    said = {text_for(held.attributes[2], held, world, random.Random(i), {}) for i in range(8)}
+    assert said <= set(entry.values), said
+
+
 def test_generation_is_deterministic_and_uses_the_domain_vocabulary() -> None:
     spec = _spec(20004)
     one, two = generate_state(spec, seed=0), generate_state(spec, seed=0)
@@ -629,6 +658,45 @@ def test_strings_inside_a_seeds_lists_and_objects_read_as_what_they_are() -> Non
         assert all(re.fullmatch(r"[a-z]+", t) for t in tags), tags
         for value in [*attendees, venue["name"], cursor, *tags]:
             assert not is_stock_phrase(value.lower().split()), value
+
+
+def test_a_seeds_nested_mailboxes_files_and_remarks_are_the_worlds_own() -> None:
+    """A document's `current_version` (e-mail, file address, remark, label) and a sanction's
+    `evidence_urls` read as the world's: real-looking mailboxes, the one file store of the business,
+    a remark about what holds it, a version's label; never example.com, a stock sentence about a
+    delivery, or a company's name as a version label."""
+    from agentomnia.envs.values import NOTES
+
+    text = {"type": "string"}
+    version = {
+        "type": "object",
+        "required": ["label", "file_url", "created_by", "created_at", "author_email", "comment"],
+        "properties": {
+            "label": text, "file_url": {"type": "string", "format": "uri"}, "created_by": text,
+            "created_at": {"type": "string", "format": "date-time"},
+            "author_email": {"type": "string", "format": "email"}, "comment": text,
+        },
+    }  # fmt: skip
+    document = _entity(
+        "document",
+        _a("current_version", "object", declared=version),
+        _a("evidence_urls", "list", declared={"type": "array", "items": {"type": "string", "format": "uri"},
+                                              "minItems": 2}),
+    )  # fmt: skip
+    hosts = set()
+    for seed in range(10):
+        rng, world = random.Random(seed), World()
+        current, evidence = (make_value(a, document, rng, 1, world=world) for a in document.attributes[1:])
+        for url in [current["file_url"], *evidence]:
+            assert re.fullmatch(
+                r"https://files\.[a-z0-9.-]+/(documents|images)/\d{4}/\d{2}/[0-9a-f]{12}\.\w+", url
+            ), url
+            hosts.add(url.split("/")[2])
+        assert "example.com" not in current["author_email"], current
+        assert current["comment"] not in NOTES and "route" not in current["comment"], current
+        assert not re.search(r"\b(LLC|Inc|Ltd|PLC|Group)\b|-[A-Z]", current["label"]), current["label"]
+        assert len({url.split("/")[2] for url in [current["file_url"], *evidence]}) == 1  # one store
+    assert len(hosts) > 1  # each world its own
 
 
 def test_a_seeds_category_and_tags_are_named_from_what_the_spec_classifies_by() -> None:
@@ -1440,3 +1508,19 @@ def test_a_birth_date_is_of_what_the_record_is() -> None:
                 NOW.date() - datetime.fromisoformat(timely_date(born, random.Random(seed), entity)).date()
             ).days / 365
             assert low <= age <= high + 1, (entity.name, age)
+
+
+def test_a_business_site_goes_by_its_town_and_part_of_town() -> None:
+    """A purchaser's `location` is "Boise Downtown", never "Boise Location"; a field that names a
+    record (`reply_to_message_id`) is never given a sentence as if it were a message."""
+    from agentomnia.envs.semantic import name_for
+    from agentomnia.taxonomy.vocab import free_text
+
+    rng, world = random.Random(4), World()
+    for name in ("location", "store_location", "site"):
+        entity = _entity(name, _a("name"))
+        for _ in range(12):
+            said = name_for(entity.attributes[1], entity, world, rng)
+            assert not said.lower().endswith(name.replace("_", " ")) and len(said.split()) >= 2, said
+    assert free_text("str", "message") and free_text("str", "void_reason")
+    assert not free_text("str", "reply_to_message_id") and not free_text("str", "note_ids")
