@@ -635,7 +635,7 @@ def valid_calls(
             if tool.op == "aggregate" and p in ("group_by", "sum_of"):
                 args[p] = schema["enum"][attempt % len(schema["enum"])]
                 continue
-            if tool.op == "search" and p == "query":
+            if tool.op == "search" and p == b.get("query", "query"):
                 text = next(
                     (str(r.get(f)) for r in records for f in b.get("text_fields", []) if r.get(f)), "a"
                 )

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentomnia.envs.spec import EnvSpec
+from agentomnia.envs.values import written_number
 from agentomnia.tasks.models import Task
 
 _SOURCE = re.compile(
@@ -35,7 +36,7 @@ def _stated(value: Any, query: str) -> bool:
     text = _norm(query)
     forms = {
         str(value),
-        f"{value:g}" if isinstance(value, float) else str(value),
+        written_number(value) if isinstance(value, float) else str(value),
         str(value).replace("_", " "),
     }
     return any(_norm(f) in text for f in forms)

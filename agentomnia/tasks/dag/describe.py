@@ -14,6 +14,7 @@ from typing import Any
 
 from agentomnia.envs.naming import article
 from agentomnia.envs.spec import EntitySpec, EnvSpec
+from agentomnia.envs.values import written_number
 
 _CUE_TYPES = ("enum", "bool", "str", "int", "money", "float", "date")
 _ID_SHAPE = re.compile(r"^[A-Z0-9]{2,4}-\d+$")
@@ -173,12 +174,8 @@ def say(value: Any) -> str:
     """A value as it reads in a sentence."""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, float):  # 1433463.86 as written, never 1.43346e+06
-        short = f"{value:g}"
-        if "e" in short and abs(value) >= 1:
-            written = repr(value)
-            return written.removesuffix(".0")
-        return short
+    if isinstance(value, float):
+        return written_number(value)
     if isinstance(value, str):
         return f"'{value}'"
     if isinstance(value, list):

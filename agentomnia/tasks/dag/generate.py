@@ -686,6 +686,24 @@ class Generator:
                     return value
         return None
 
+    def _kept(
+        self, entity: EntitySpec, subject: tuple[str, str] | None, attr: AttributeSpec | None
+    ) -> tuple[Any, str] | None:
+        """(value, source) of the field `attr` as the record `subject` has it now, where it has one:
+        from the latest step that returned the record, else from s0 while it is unchanged there."""
+        if subject is None or attr is None:
+            return None
+        current = self._table(entity).get(subject[1], {}).get(attr.name)
+        if current is None:
+            return None
+        for step in reversed(self.out.calls):
+            data = step.data if isinstance(step.data, dict) else {}
+            if str(data.get(entity.key)) == subject[1] and data.get(attr.name) == current:
+                return current, f"out:{step.index}.data.{attr.name}"
+        if self._table(entity, self.initial).get(subject[1], {}).get(attr.name) == current:
+            return current, f"s0:{entity.table}.{subject[1]}.{attr.name}"
+        return None
+
     def _ref_value(
         self, tool: ToolSpec, param: str, avoid: Sequence[str] = (), args: Mapping[str, Any] | None = None
     ) -> tuple[str, str, str]:
@@ -974,6 +992,7 @@ class Generator:
         focus: tuple[str, str] | None = None
         phrase: str | None = None
         extra: list[str] = []
+        owners: dict[str, str] = {}  # a reference argument's record, as the request calls it
         key_param = b.get("key") if b.get("key") in props else None
         if incoming is not None:
             param, value, source, in_phrase, in_entity = incoming
@@ -1037,15 +1056,25 @@ class Generator:
                 continue
             schema = props.get(p, {})
             attr = entity.attribute({**b.get("fields", {}), **b.get("filters", {})}.get(p, p))
-            if attr is not None and attr.type == "ref":
+            kept = (
+                self._kept(entity, subject, attr)
+                if tool.op == "update" and p in b.get("fields", {})
+                else None
+            )
+            if kept is not None:
+                # an update that must be sent the par level's location keeps the one it has: the request
+                # never asked to move it
+                args[p], sources[p] = kept
+            elif attr is not None and attr.type == "ref":
                 key, source, ref_phrase = self._ref_value(tool, p, args=args)
                 args[p], sources[p] = key, source
                 extra.append(f"{words(self._ref_word(p))}: {ref_phrase}")
+                owners[p] = ref_phrase
             elif tool.op == "range" and p in ("start", "end"):
                 continue
             elif tool.op == "aggregate" and p == "group_by":
                 args[p], sources[p] = self.rng.choice(schema.get("enum") or [entity.key]), "query"
-            elif tool.op == "search" and p == "query":
+            elif tool.op == "search" and p == b.get("query", "query"):
                 term = self._search_term(entity, tool)
                 if term is None:
                     raise Reject("grounding", f"no word of the {entity.table}' text finds only a few of them")
@@ -1070,7 +1099,10 @@ class Generator:
                 phrase
                 or f"the {plural(entity.name)} with {words(b['attr'])} from {args['start']} to {args['end']}"
             )
-        if tool.op == "list" and incoming is None:
+        if incoming is None and (
+            tool.op == "list" or (tool.op == "search" and b.get("query", "query") not in args)
+        ):
+            # a search sent without its text lists what its filters select (a supplier's items)
             filters = [
                 p
                 for p, a in b.get("filters", {}).items()
@@ -1080,7 +1112,11 @@ class Generator:
             # a filter the tool requires (pets by status) says which records the list holds
             bound = {p: b.get("filters", {}).get(p, p) for p in args}
             required_filter = next((p for p, a in bound.items() if entity.attribute(a) is not None), None)
-            if required_filter is not None:
+            if required_filter in owners:
+                phrase = (
+                    f"the {plural(entity.name)} of {owners[required_filter]}"  # "the items of supplier ..."
+                )
+            elif required_filter is not None:
                 value = args[required_filter]
                 attr = bound[required_filter]
                 one = value[0] if isinstance(value, list) else value
@@ -1092,8 +1128,8 @@ class Generator:
                     args[p], sources[p] = value, "query"
                     phrase = singled_out(entity, {b["filters"][p]: value}, [b["filters"][p]], many=True)
             phrase = phrase or f"all {plural(entity.name)}"
-        if tool.op == "search":
-            phrase = phrase or f"the {plural(entity.name)} matching {say(args.get('query'))}"
+        if tool.op == "search" and b.get("query", "query") in args:
+            phrase = phrase or f"the {plural(entity.name)} matching {say(args[b.get('query', 'query')])}"
         if tool.kind == "write" and compound_of(tool) is not None:
             self._fit_compared(tool, args, sources, extra)
         return args, sources, focus, phrase, extra
@@ -1123,7 +1159,7 @@ class Generator:
         """A word a person would type to find a few records: a word of the text the search looks
         in (a surname, a company's distinctive word), never a filler word or a number that half the
         table's text contains ("All", "the"); None where every word finds more than three (six bills
-        noted "Customer prefers e-mail over phone calls." and no other)."""
+        noted "Paid in full; receipt sent by e-mail." and no other)."""
         label = entity.label_attribute
         rows = [r for _k, r in sorted(self._table(entity, self.initial).items())]
         fields = tuple(tool.binding.get("text_fields", ())) or ((label.name,) if label else ())
@@ -1334,6 +1370,17 @@ class Generator:
                 if step.sources.get(p) == "query" and p in tool.binding.get("fields", {})
             ]
             set_fields = [(label, said(entity, attr, v)) for label, attr, v in asked]
+            # a reference the change sets from an earlier step is said as that record ("its plan is
+            # that port-in's plan"): a request never moves a record somewhere it did not say
+            carried = {
+                words(self._ref_word(p))
+                for p in step.args
+                if p in tool.binding.get("fields", {}) and step.sources.get(p, "query") != "query"
+            }
+            for part in extra:
+                label, sep, ref_phrase = part.partition(": ")
+                if sep and label in carried:
+                    set_fields.append((label, ref_phrase))
             flags = {label: v for label, _, v in asked if isinstance(v, bool)}
             its = listing([_its(f, v, flags) for f, v in set_fields])
             upper = phrase[:1].upper() + phrase[1:]

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import networkx as nx
 
-from agentomnia.envs.spec import EnvSpec
+from agentomnia.envs.spec import EnvSpec, ToolSpec
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.dag.augment import VirtualNode
-from agentomnia.tasks.dag.describe import field_label, words
+from agentomnia.tasks.dag.describe import field_label, plural, words
 from agentomnia.tasks.dag.generate import Generator, _naming
 from agentomnia.taxonomy.vocab import vocab_for
 
@@ -241,3 +241,106 @@ def test_a_new_persons_email_is_made_from_their_name(tmp_path: Path, sandbox: Sa
             assert first[0] in local and (first in local or last in local), (args[name], args[mail])
     finally:
         session.close()
+
+
+def _ref_field(spec: EnvSpec, tool_op: str, *, text: bool = False) -> tuple[ToolSpec, str, str]:
+    """A tool of `tool_op` whose entity has a reference attribute (and, with `text`, a text one),
+    with that attribute's name and the tool's parameter for it (the attribute's own name where the
+    tool does not bind it)."""
+    for tool in spec.tools:
+        entity = spec.entity(tool.entity)
+        if tool.op != tool_op or (text and not any(a.type == "str" for a in entity.attributes)):
+            continue
+        bound = {**tool.binding.get("fields", {}), **tool.binding.get("filters", {})}
+        for a in entity.attributes:
+            if a.type == "ref" and a.ref and a.name != entity.key:
+                param = next((p for p, attr in bound.items() if attr == a.name), a.name)
+                return tool, a.name, param
+    raise AssertionError(f"freight has no {tool_op} tool over an entity with a reference")
+
+
+def test_an_update_sends_what_it_was_not_asked_to_change_as_the_record_has_it(
+    freight_spec: EnvSpec, freight_bundle: Bundle, freight_sandbox: Sandbox
+) -> None:
+    """An update that must be sent a field it was not asked to change (a par level's location, for
+    a PUT of the whole record) sends the record's own value: the request never moves the record
+    somewhere it did not say, and every value that does change is one the request states."""
+    tool, attr, param = _ref_field(freight_spec, "update")
+    fields = {**tool.binding.get("fields", {}), param: attr}
+    strict = tool.model_copy(
+        update={
+            "binding": {**tool.binding, "fields": fields},
+            "parameters": {
+                **tool.parameters,
+                "properties": {**tool.parameters.get("properties", {}), param: {"type": "string"}},
+                "required": sorted({*tool.parameters.get("required", []), *fields}),
+            },
+        }
+    )
+    spec = freight_spec.model_copy(
+        update={"tools": [strict if t.name == tool.name else t for t in freight_spec.tools]}
+    )
+    entity = spec.entity(strict.entity)
+    session = freight_sandbox.open(freight_bundle, freight_bundle.s0)
+    kept = 0
+    try:
+        for seed in range(8):
+            gen = Generator(spec, session, nx.MultiDiGraph(), random.Random(seed), allow_ids=True)
+            args, sources, focus, _phrase, extra = gen.ground(strict, None)
+            assert focus is not None
+            record = gen._table(entity)[focus[1]]
+            changed = [p for p, a in fields.items() if args.get(p) != record.get(a)]
+            assert changed and all(sources[p] == "query" for p in changed), (args, sources, record)
+            if record.get(attr) is not None:
+                assert args[param] == record[attr] and sources[param] != "query"
+                assert not any(part.startswith(f"{Generator._ref_word(param)}: ") for part in extra), extra
+                kept += 1
+    finally:
+        session.close()
+    assert kept
+
+
+def test_a_search_sent_without_its_text_names_the_records_its_filter_selects(
+    freight_spec: EnvSpec, freight_bundle: Bundle, freight_sandbox: Sandbox
+) -> None:
+    """A seed's search whose text parameter is `q` and optional, and whose filter is required
+    (`listSupplierItems(supplier_id, q?)`), is asked for as the records of the filter's record
+    ("the items of supplier ..."), never "the items matching None"."""
+    tool, attr, param = _ref_field(freight_spec, "list", text=True)
+    entity = freight_spec.entity(tool.entity)
+    text = next(a.name for a in entity.attributes if a.type == "str")
+    search = tool.model_copy(
+        update={
+            "op": "search",
+            "binding": {"fields": {}, "filters": {param: attr}, "query": "q", "text_fields": [text]},
+            "parameters": {
+                "type": "object",
+                "properties": {param: {"type": "string"}, "q": {"type": "string"}},
+                "required": [param],
+            },
+        }
+    )
+    spec = freight_spec.model_copy(
+        update={"tools": [search if t.name == tool.name else t for t in freight_spec.tools]}
+    )
+    target = spec.entity(entity.attribute(attr).ref)  # type: ignore[union-attr, arg-type]
+    session = freight_sandbox.open(freight_bundle, freight_bundle.s0)
+    try:
+        for seed in range(5):
+            gen = Generator(spec, session, nx.MultiDiGraph(), random.Random(seed), allow_ids=True)
+            args, _sources, _focus, phrase, _extra = gen.ground(search, None)
+            assert phrase is not None and "None" not in phrase, phrase
+            assert phrase.startswith(f"the {plural(entity.name)} of "), phrase
+            assert str(args[param]) in phrase or words(target.name) in phrase, (phrase, args)
+    finally:
+        session.close()
+
+
+def test_a_number_a_request_states_is_the_number_it_means() -> None:
+    """43779.35 is said as 43779.35 (`:g` said 43779.3, and the check expected 43779.35)."""
+    from agentomnia.envs.values import written_number
+    from agentomnia.tasks.dag.describe import say
+
+    assert say(43779.35) == "43779.35" and say(1433463.86) == "1433463.86" and say(192.0) == "192"
+    assert written_number(0.1 + 0.2) == "0.3" and written_number(-2.5) == "-2.5"
+    assert written_number(-0.0000001) == "0"
