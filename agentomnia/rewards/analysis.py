@@ -42,8 +42,8 @@ from agentomnia.trajectories.evidence import (
     DATE_PATTERN,
     ID_PATTERN,
     Evidence,
-    combines,
     numbers_in,
+    ungrounded_numbers,
 )
 from agentomnia.trajectories.messages import parse_answer, parse_arguments, tool_schemas
 
@@ -393,13 +393,13 @@ def unobserved_values(view: RunView) -> list[tuple[str, Any]]:
     evidence = observations(view)
     leaves = list(answer_leaves(view.answer))
     numbers = [float(v) for _, v in leaves if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    grounded = [n for n in numbers if evidence.has_number(n)]
+    unfounded = set(ungrounded_numbers(numbers, evidence))
     out: list[tuple[str, Any]] = []
     for path, value in leaves:
         if value is None or isinstance(value, bool):
             continue
         if isinstance(value, (int, float)):
-            if not evidence.has_number(value) and not combines(value, grounded):
+            if float(value) in unfounded:
                 out.append((path, value))
             continue
         text = str(value).strip()

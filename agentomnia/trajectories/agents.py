@@ -27,6 +27,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from agentomnia.envs.toolset import QUERY_PARAMS
+from agentomnia.envs.values import written_number
 from agentomnia.llm.protocol import LLM
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.tasks.dag.describe import lead_word
@@ -38,6 +40,7 @@ from agentomnia.trajectories.evidence import (
     combines,
     needs_support,
     record_index,
+    records_in,
     state_facts,
 )
 from agentomnia.trajectories.guidance import GUIDANCE_KIND, Guidance
@@ -133,7 +136,11 @@ def _first_sentence(text: str) -> str:
     return sentence[:1].lower() + sentence[1:] if sentence else "do the next step"
 
 
-_VERBS = frozenset({"get", "list", "find", "search", "fetch", "retrieve", "return", "create", "add", "update", "delete", "remove", "set", "mark", "cancel", "end", "stop", "start", "rate", "book", "assign", "record", "register", "open", "close", "send", "check", "schedule", "move", "approve", "reject", "submit", "upload", "download", "show", "view", "read", "post", "place", "track", "log", "issue", "refund", "pay", "apply", "change", "edit", "modify", "reserve", "confirm", "complete", "archive", "restore", "generate", "calculate", "compute", "count", "export", "import", "link", "unlink", "transfer", "enroll", "invite", "publish", "pause", "resume", "look", "query", "lookup", "replace", "patch", "reset", "renew", "release", "resolve", "escalate", "flag", "dispatch"})  # fmt: skip
+_VERBS = frozenset({"get", "list", "find", "search", "fetch", "retrieve", "return", "create", "add", "update", "delete", "remove", "set", "mark", "cancel", "end", "stop", "start", "rate", "book", "assign", "record", "register", "open", "close", "send", "check", "schedule", "move", "approve", "reject", "submit", "upload", "download", "show", "view", "read", "post", "place", "track", "log", "issue", "refund", "pay", "apply", "change", "edit", "modify", "reserve", "confirm", "complete", "archive", "restore", "generate", "calculate", "compute", "count", "export", "import", "link", "unlink", "transfer", "enroll", "invite", "publish", "pause", "resume", "look", "query", "lookup", "replace", "patch", "reset", "renew", "release", "resolve", "escalate", "flag", "dispatch", "credit", "debit", "extend", "grant", "lift", "point", "revoke", "suspend", "withdraw", "redeem", "settle", "void", "reassign", "reschedule", "sanction"})  # fmt: skip
+
+
+# words that open a verb's object: a description whose second word is one opens with a verb
+_DETERMINERS = frozenset({"a", "an", "the", "one", "each", "every", "all", "its", "their", "this", "that", "these", "those", "any", "some", "another", "my", "your", "our"})  # fmt: skip
 
 
 def _verb(word: str) -> str | None:
@@ -152,6 +159,8 @@ def _purpose(description: str, tool: str) -> str:
     sentence = _first_sentence(description)
     head, _, rest = sentence.partition(" ")
     verb = _verb(head)
+    if verb is None and head.isalpha() and rest.partition(" ")[0].lower() in _DETERMINERS:
+        verb = head.lower()  # "Sanction a player", "Point a player's server at another server"
     if verb is not None:
         return f"{verb} {rest}".strip()
     named = _verb(lead_word(tool))
@@ -313,14 +322,15 @@ class OfflineTeacher:
                 ):
                     why = f"to find the {words(stem)} whose {words(f)} is {v}"
                     options.append((1, name, {f: v, **extra}, why))
-            if "query" in props and required <= {"query", "limit"}:
+            text = next((q for q in QUERY_PARAMS if q in props), None)  # a search's text: `query`, `q`
+            if text is not None and required <= {text, "limit"}:
                 for f, v in sorted(record.items()):
                     if isinstance(v, str) and f != key_field and len(v) >= 4 and evidence.supports(v):
-                        options.append((2, name, {"query": v}, f"to search {words(table)} for {v}"))
+                        options.append((2, name, {text: v}, f"to search {words(table)} for {v}"))
             if (
                 not required - {"limit"}
-                and "query" not in props
-                and (name.startswith("list_") or "limit" in props)
+                and text is None
+                and (name.startswith(("list_", "search_", "find_")) or "limit" in props)
             ):
                 options.append((3, name, dict(extra), f"to list the {words(table)}"))
         for _, name, args, why in sorted(options, key=lambda o: (o[0], o[1])):
@@ -442,8 +452,13 @@ class OfflineTeacher:
     def _final(self, messages: Sequence[Mapping[str, Any]], evidence: Evidence) -> str:
         answer: dict[str, Any] = {}
         derivable: dict[str, Any] = {}
+        # a total over the records an answer lists is worked out from them below, never read off
+        # whatever record happens to have a field of that name
+        over_records = bool({"changed", "plan"} & set(self.task.expected_answer))
         for field in self._answer_fields(messages):
             target = self.guidance.target_answer.get(field) if self.guidance is not None else None
+            if over_records and _SUMMED.match(field) and not evidence.supports(target):
+                continue
             if target is not None and (not self._needs(target) or evidence.supports(target)):
                 answer[field] = target
                 continue
@@ -464,6 +479,14 @@ class OfflineTeacher:
         for field, target in derivable.items():
             if combines(float(target), stated):
                 answer[field] = target
+        # a total or an average over the records the answer lists is worked out, and the working shown
+        work: list[str] = []
+        for field in self._answer_fields(messages):
+            if field not in answer and _SUMMED.match(field):
+                worked = self._worked(field, answer, messages)
+                if worked is not None:
+                    answer[field], line = worked
+                    work.append(line)
         done = []
         for m in messages:
             if m.get("role") == "tool":
@@ -473,7 +496,89 @@ class OfflineTeacher:
                     ok = False
                 done.append(ok)
         summary = closing(done, self.task.id)
-        return summary + ("\n" + answer_block(answer) if answer else "")
+        return "\n".join([summary, *work, *([answer_block(answer)] if answer else [])])
+
+    def _summed_attr(self, field: str, record: Mapping[str, Any]) -> str | None:
+        """The attribute of `record` a total or average adds up: the one the task names
+        (`total_attr`), else the one the field is named after (`total_cost`: `cost`, or `unit_cost`)."""
+        named = (
+            self.task.internal_spec.get("total_attr")
+            if isinstance(self.task.internal_spec, Mapping)
+            else None
+        )
+        stem = _SUMMED.sub("", field)
+        options = [named] if isinstance(named, str) and named else []
+        if stem:
+            options += [
+                stem,
+                *sorted(a for a in record if a.endswith(f"_{stem}") or a.startswith(f"{stem}_")),
+            ]
+        return next(
+            (
+                a
+                for a in options
+                if isinstance(record.get(a), (int, float)) and not isinstance(record.get(a), bool)
+            ),
+            None,
+        )
+
+    def _worked(
+        self, field: str, answer: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]
+    ) -> tuple[float, str] | None:
+        """(value, the working as a sentence) of a total or an average over the records the answer
+        lists (the records it changed, the plan it chose), each as the run first saw it, before
+        changing it: "Total cost: 120 + 200 = 320, 320 + 214 = 534." None where a record was never seen."""
+        keys = _listed_keys(answer)
+        if not keys:
+            return None
+        first: dict[str, Mapping[str, Any]] = {}  # each record as the run first saw it, before it changed it
+        for m in messages:
+            if m.get("role") != "tool":
+                continue
+            try:
+                data = json.loads(str(m.get("content") or "{}")).get("data")
+            except (json.JSONDecodeError, AttributeError):
+                continue
+            for key, record in records_in(data, self._index):
+                if self._summed_attr(field, record) is not None:  # never a record that only points at it
+                    first.setdefault(key, record)
+        values: list[float] = []
+        for key in keys:
+            seen = first.get(key)
+            attr = self._summed_attr(field, seen) if seen is not None else None
+            if seen is None or attr is None:
+                return None
+            values.append(float(seen[attr]))
+        steps, total = [], values[0]
+        for v in values[1:]:
+            after = round(total + v, 6)
+            steps.append(f"{written_number(total)} + {written_number(v)} = {written_number(after)}")
+            total = after
+        label = words(field)
+        if field.startswith("average"):
+            mean = round(total / len(values), 6)
+            steps.append(f"{written_number(total)} / {len(values)} = {written_number(mean)}")
+            total = mean
+        said = ", ".join(steps) if steps else written_number(total)
+        value = int(total) if float(total).is_integer() else round(total, 6)
+        meant = self.task.expected_answer.get(field)
+        if isinstance(meant, (int, float)) and abs(float(meant) - value) > max(0.005, 1e-6 * abs(value)):
+            return None  # the objective is no plain sum of one field (a lane's cost by its volume)
+        return value, f"{label[:1].upper() + label[1:]}: {said}."
+
+
+_SUMMED = re.compile(r"^(total|average)(_|$)")
+
+
+def _listed_keys(answer: Mapping[str, Any]) -> list[str]:
+    """The record keys an answer lists: the records changed, or every list of a chosen plan."""
+    listed = answer.get("changed")
+    if not isinstance(listed, list):
+        plan = answer.get("plan")
+        listed = (
+            [k for v in plan.values() if isinstance(v, list) for k in v] if isinstance(plan, Mapping) else []
+        )
+    return [str(k) for k in listed if isinstance(k, (str, int)) and not isinstance(k, bool)]
 
 
 def _find_key(data: Any, field: str) -> Any:

@@ -86,6 +86,28 @@ def combines(value: float, grounded: Sequence[float]) -> bool:
     return False
 
 
+def ungrounded_numbers(
+    stated: Sequence[float], evidence: Evidence, known: Sequence[float] = ()
+) -> list[float]:
+    """The numbers of one message that neither the evidence (nor `known`: what the run knows of
+    itself, such as how many steps it took) holds nor arithmetic derives: a number is derived when it
+    is one step (+, -, x, /) from two numbers the message grounds, and a number so derived grounds
+    the next step, so worked arithmetic ("61 + 58 = 119, 119 + 60 = 179") holds however many terms
+    it sums."""
+    own = {float(k) for k in known}
+    grounded = [n for n in stated if evidence.has_number(n) or n in own]
+    pending = [n for n in stated if not (evidence.has_number(n) or n in own)]
+    progress = True
+    while pending and progress:
+        progress = False
+        for n in list(pending):
+            if combines(n, grounded):
+                grounded.append(n)
+                pending.remove(n)
+                progress = True
+    return pending
+
+
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 

@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentomnia.envs.values import written_number
 from agentomnia.llm.protocol import LLM, LLMError
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
@@ -32,12 +33,12 @@ from agentomnia.trajectories.evidence import (
     DATE_PATTERN,
     ID_PATTERN,
     Evidence,
-    combines,
     needs_support,
     numbers_in,
     record_index,
     records_in,
     state_facts,
+    ungrounded_numbers,
 )
 from agentomnia.trajectories.guidance import LEAK_PHRASES, Guidance, leak_fragments
 from agentomnia.trajectories.messages import ALL_WENT_THROUGH, parse_arguments
@@ -108,13 +109,13 @@ def check_grounding(
                 problems.append(
                     f"turn {i}: {claim!r} in the text appears in no earlier message, schema or result"
                 )
-        stated = numbers_in(content)
-        grounded_here = [n for n in stated if evidence.has_number(n)]
-        for number in stated:
-            if not evidence.has_number(number) and not combines(number, grounded_here):
-                problems.append(
-                    f"turn {i}: the number {number:g} in the text is not in, nor derived from, any earlier result"
-                )
+        # how many steps the run took, and how many the system refused, the run knows of itself
+        steps = [r for r in messages[:i] if r.get("role") == "tool"]
+        refused = sum('"ok":false' in str(r.get("content") or "").replace(" ", "") for r in steps)
+        for number in ungrounded_numbers(numbers_in(content), evidence, known=(len(steps), refused)):
+            problems.append(
+                f"turn {i}: the number {written_number(number)} in the text is not in, nor derived from, any earlier result"
+            )
         for call in m.get("tool_calls") or []:
             name, args, _ = parse_arguments(call)
             for param, value in sorted((args or {}).items()):

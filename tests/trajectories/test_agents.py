@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.fixtures.parcel import Parcel
+
 
 def test_the_teacher_says_what_a_call_is_for_with_a_verb() -> None:
     """A tool described by a noun phrase takes its name's verb ("list episodes of ..."), never
@@ -14,6 +16,10 @@ def test_the_teacher_says_what_a_call_is_for_with_a_verb() -> None:
     assert _purpose("Returns pet inventories by status", "getInventory") == "return pet inventories by status"
     assert _purpose("End playback.", "stop_stream") == "end playback"
     assert _purpose("Weather for a city", "weather_now") == "look up weather for a city"
+    # a verb no list holds is still a verb when its object follows: never "issue sanction a player"
+    assert _purpose("Sanction a player", "issue_sanction") == "sanction a player"
+    assert _purpose("Point a player's server at another server", "set_player_server").startswith("point a")
+    assert _purpose("Credit or debit a player's currency", "grant_currency").startswith("credit or debit")
 
 
 def test_the_teacher_asks_for_a_missing_detail_as_a_person_would_and_the_user_hears_it() -> None:
@@ -34,3 +40,62 @@ def test_the_teacher_asks_for_a_missing_detail_as_a_person_would_and_the_user_he
         assert _asks_about(question, key)
     assert not _asks_about("Before I continue, which carpet is it?", "pet_id")
     assert not _asks_about("Before I continue, which customer is it?", "priority")
+
+
+def test_the_teacher_works_out_a_total_over_the_records_it_changed(parcel: Parcel) -> None:
+    """A program task that asks for the total amount of the claims it approved gets that total worked
+    out from the amounts the run read, with the working shown ("Total: 120 + 80.5 = 200.5"), and the
+    grounding check follows the working step by step; a step count the run states of itself needs no
+    tool result to hold it."""
+    from agentomnia.envs.values import written_number
+    from agentomnia.tasks.models import Check, RubricItem, Task
+    from agentomnia.trajectories import generate_trajectories
+    from agentomnia.trajectories.evidence import Evidence, ungrounded_numbers
+
+    session = parcel.sandbox.open(parcel.bundle, parcel.s0)
+    try:
+        items = session.call("list_open_claims", {}).data["items"]
+        big = [i for i in items if i["amount"] >= 30000]  # a rule that picks some claims, not all
+        done = [i for i in big if session.call("approve_claim", {"claim_id": i["claim_id"]}).ok]
+    finally:
+        session.close()
+    assert 2 <= len(done) < len(items)
+    changed = sorted(i["claim_id"] for i in done)
+    total = round(sum(i["amount"] for i in done), 2)
+    program = (
+        "def solve(call):\n"
+        "    items = call('list_open_claims')['data']['items']\n"
+        "    changed, total = [], 0\n"
+        "    for item in items:\n"
+        "        if item['amount'] >= 30000 and call('approve_claim', claim_id=item['claim_id'])['ok']:\n"
+        "            changed.append(item['claim_id'])\n"
+        "            total += item['amount']\n"
+        "    return {'changed': sorted(changed), 'count': len(changed), 'total': round(total, 2)}\n"
+    )
+    task = Task(
+        env_id=parcel.env_id, kind="program",
+        coordinate=parcel.coordinate(["code_programmatic", "state_management"], ["structured_information"]),
+        init_config=parcel.s0,
+        query="Approve every open claim of 30000 or more that can be approved. Tell me which ones you "
+              "changed, how many, and their total amount, as JSON with \"changed\", \"count\" and \"total\".",
+        reference_program=program,
+        expected_answer={"changed": changed, "count": len(changed), "total": total},
+        rubric=(
+            RubricItem(id="T1", text="Names the claims approved.", scope="task",
+                       check=Check(kind="answer_equals", field="changed", value=changed)),
+            RubricItem(id="T2", text="Gives their total amount.", scope="task",
+                       check=Check(kind="answer_equals", field="total", value=total, tolerance=0.01)),
+        ),
+        internal_spec={"key": "claim_id", "total_attr": "amount"},
+    )  # fmt: skip
+    (run,) = generate_trajectories([task], {parcel.env_id: parcel.bundle}, parcel.sandbox, guidance=True)
+    final = str(run.messages[-1]["content"])
+    assert run.verified, (run.verification, final)
+    working = next((line for line in final.splitlines() if line.startswith("Total: ")), final)
+    assert working.count(" + ") == len(done) - 1 and working.endswith(f" {written_number(total)}."), working
+    # the checker: worked steps hold, a number that skips a step does not, a step count is known
+    evidence = Evidence.from_tools([])
+    evidence.add_text("61 58 60")
+    assert ungrounded_numbers([61, 58, 119, 60, 179], evidence) == []
+    assert ungrounded_numbers([61, 58, 60, 179], evidence) == [179]
+    assert ungrounded_numbers([11], evidence, known=(11, 1)) == []
