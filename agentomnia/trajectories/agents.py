@@ -437,13 +437,7 @@ class OfflineTeacher:
         ]
 
     def _observed_value(self, field: str, messages: Sequence[Mapping[str, Any]]) -> Any:
-        for m in reversed(messages):
-            if m.get("role") != "tool":
-                continue
-            try:
-                data = json.loads(str(m.get("content") or "{}")).get("data")
-            except (json.JSONDecodeError, AttributeError):
-                continue
+        for data in reversed(_tool_data(messages)):
             found = _find_key(data, field)
             if found is not None:
                 return found
@@ -532,13 +526,7 @@ class OfflineTeacher:
         if not keys:
             return None
         first: dict[str, Mapping[str, Any]] = {}  # each record as the run first saw it, before it changed it
-        for m in messages:
-            if m.get("role") != "tool":
-                continue
-            try:
-                data = json.loads(str(m.get("content") or "{}")).get("data")
-            except (json.JSONDecodeError, AttributeError):
-                continue
+        for data in _tool_data(messages):
             for key, record in records_in(data, self._index):
                 if self._summed_attr(field, record) is not None:  # never a record that only points at it
                     first.setdefault(key, record)
@@ -568,6 +556,18 @@ class OfflineTeacher:
 
 
 _SUMMED = re.compile(r"^(total|average)(_|$)")
+
+
+def _tool_data(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The `data` of every tool result, in the order the run saw them."""
+    out = []
+    for m in messages:
+        if m.get("role") == "tool":
+            try:
+                out.append(json.loads(str(m.get("content") or "{}")).get("data"))
+            except (json.JSONDecodeError, AttributeError):
+                continue
+    return out
 
 
 def _listed_keys(answer: Mapping[str, Any]) -> list[str]:
