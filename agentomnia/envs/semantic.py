@@ -96,8 +96,9 @@ PERSON_ROLE_ATTR = re.compile(
 ORG_ATTR = re.compile(
     r"(^|_)(company|employer|organi[sz]ation|vendor|supplier|carrier|manufacturer|brand|publisher|insurer"
     r"|payer|payer_name|bank|merchant|custodian|firm|sponsor|agency|lender|counterparty|operator|broker"
-    r"|distributor|landlord_company|airline|maker|label|studio|issuer|provider_name|legal_name)($|_name$)"
-)
+    r"|distributor|landlord_company|airline|maker|(?<!version_)(?<!print_)(?<!shipping_)(?<!size_)label|studio"
+    r"|issuer|provider_name|legal_name)($|_name$)"
+)  # a record label is a company; a version's or a parcel's label is not
 ORG_ENTITY = re.compile(
     r"(^|_)(company|vendor|supplier|carrier|partner|merchant|provider|agency|firm|bank|brand|publisher|lab"
     r"|laboratory|clinic|hospital|school|restaurant|hotel|insurer|payer|manufacturer|consultant|contractor"

@@ -1522,5 +1522,10 @@ def test_a_business_site_goes_by_its_town_and_part_of_town() -> None:
         for _ in range(12):
             said = name_for(entity.attributes[1], entity, world, rng)
             assert not said.lower().endswith(name.replace("_", " ")) and len(said.split()) >= 2, said
+    from agentomnia.envs.semantic import ORG_ATTR
+
+    # a record label is a company; an approval's `version_label` is a version's ("4.8.45", "v2.1")
+    assert ORG_ATTR.search("label") and ORG_ATTR.search("record_label")
+    assert not ORG_ATTR.search("version_label") and not ORG_ATTR.search("print_label")
     assert free_text("str", "message") and free_text("str", "void_reason")
     assert not free_text("str", "reply_to_message_id") and not free_text("str", "note_ids")
