@@ -22,6 +22,7 @@ values it reports. Runs without guidance of the other kinds (the guidance ablati
 from __future__ import annotations
 
 import json
+import operator
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -516,13 +517,34 @@ class OfflineTeacher:
             None,
         )
 
+    def _considered(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
+        """The keys of the records the request's rule picks out of the run's listing ("every coin
+        top-up whose method is google play"), the ones an aggregate over what was looked at adds up."""
+        spec = self.task.internal_spec if isinstance(self.task.internal_spec, Mapping) else {}
+        rule, key, total = spec.get("predicate"), spec.get("key"), spec.get("total_attr")
+        if not isinstance(rule, Mapping) or not isinstance(key, str):
+            return []
+        for data in _tool_data(messages):
+            items = data.get("items") if isinstance(data, Mapping) else None
+            if isinstance(items, list) and any(isinstance(i, Mapping) and key in i for i in items):
+                return [
+                    str(i[key])
+                    for i in items
+                    if isinstance(i, Mapping)
+                    and _holds(i.get(str(rule.get("attr"))), str(rule.get("op")), rule.get("value"))
+                    and (not isinstance(total, str) or i.get(total) is not None)
+                ]
+        return []
+
     def _worked(
         self, field: str, answer: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]
     ) -> tuple[float, str] | None:
         """(value, the working as a sentence) of a total or an average over the records the answer
         lists (the records it changed, the plan it chose), each as the run first saw it, before
         changing it: "Total cost: 120 + 200 = 320, 320 + 214 = 534." None where a record was never seen."""
-        keys = _listed_keys(answer)
+        keys = (
+            self._considered(messages) if "considered" in self.task.expected_answer else _listed_keys(answer)
+        )
         if not keys:
             return None
         first: dict[str, Mapping[str, Any]] = {}  # each record as the run first saw it, before it changed it
@@ -556,6 +578,18 @@ class OfflineTeacher:
 
 
 _SUMMED = re.compile(r"^(total|average)(_|$)")
+
+
+_COMPARE = {"==": operator.eq, ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+
+
+def _holds(value: Any, op: str, wanted: Any) -> bool:
+    """`value op wanted` as a request's rule means it; a missing value meets no rule."""
+    compare = _COMPARE.get(op)
+    try:
+        return value is not None and compare is not None and bool(compare(value, wanted))
+    except TypeError:
+        return False
 
 
 def _tool_data(messages: Sequence[Mapping[str, Any]]) -> list[Any]:

@@ -99,3 +99,43 @@ def test_the_teacher_works_out_a_total_over_the_records_it_changed(parcel: Parce
     assert ungrounded_numbers([61, 58, 119, 60, 179], evidence) == []
     assert ungrounded_numbers([61, 58, 60, 179], evidence) == [179]
     assert ungrounded_numbers([11], evidence, known=(11, 1)) == []
+
+
+def test_an_aggregate_over_what_was_looked_at_adds_up_the_records_the_rule_picks(parcel: Parcel) -> None:
+    """ "The total and average coins across all top-ups whose method is google play": the records the
+    request's rule picks out of the run's listing, not the one record it changed."""
+    import json
+
+    from agentomnia.tasks.models import Check, RubricItem, Task
+    from agentomnia.trajectories.agents import OfflineTeacher
+
+    items = [
+        {"topup_id": "TOP-001", "method": "google_play", "coins": 1200},
+        {"topup_id": "TOP-002", "method": "card", "coins": 900},
+        {"topup_id": "TOP-003", "method": "google_play", "coins": 3500},
+        {"topup_id": "TOP-004", "method": "google_play", "coins": None},
+    ]
+    state = {"topups": {i["topup_id"]: i for i in items}}
+    task = Task(
+        env_id=parcel.env_id, kind="program", init_config=state,
+        coordinate=parcel.coordinate(["data_analysis"], ["structured_information"]),
+        query='The total and average coins of the google play top-ups ("total", "average"), and mark the '
+              'largest completed ("changed", "considered").',
+        expected_answer={"changed": ["TOP-003"], "considered": 2, "total": 4700, "average": 2350.0},
+        rubric=(RubricItem(id="T1", text="Gives the total.", scope="task",
+                           check=Check(kind="answer_equals", field="total", value=4700)),),
+        internal_spec={"key": "topup_id", "total_attr": "coins",
+                       "predicate": {"attr": "method", "op": "==", "value": "google_play", "kind": "enum"}},
+    )  # fmt: skip
+    teacher = OfflineTeacher(task, [])
+    messages = [
+        {"role": "user", "content": task.query},
+        {"role": "tool", "tool_call_id": "c1", "content": json.dumps({"ok": True, "data": {"items": items}})},
+    ]
+    assert teacher._considered(messages) == ["TOP-001", "TOP-003"]
+    assert teacher._worked("total", {"changed": ["TOP-003"]}, messages) == (
+        4700,
+        "Total: 1200 + 3500 = 4700.",
+    )
+    value, working = teacher._worked("average", {}, messages)  # type: ignore[misc]
+    assert value == 2350 and working.endswith("4700 / 2 = 2350."), working
