@@ -428,9 +428,9 @@ def number_for(attr: AttributeSpec, rng: random.Random, entity: str = "") -> Any
 _BIRTH = re.compile(r"birth|dob|born")
 _PHASES: list[tuple[int, re.Pattern[str]]] = [
     (4, re.compile(r"due|expir|valid_until|valid_to|_after$|deadline|renewal|renews_|maturity|next_|expected|target|_by$|until|(^|_)et[ar]($|_)|estimat")),
-    (3, re.compile(r"closed|complet|resolved|ended|(^|_)end|finish|deliver|paid|shipped|returned|cancel|approved|decided|settled|dispensed|filled|fulfil|check_?out|arriv|dropoff|published|released|terminated|discharged|merged|done|restor|repaired|recovered|archived|retired|withdrawn|(^|_)actual_(date|on|at|time)$")),
+    (3, re.compile(r"closed|complet|resolved|ended|(^|_)end|finish|deliver|paid|shipped|returned|cancel|approved|decided|settled|dispensed|filled|fulfil|check_?out|arriv|dropoff|published|released|terminated|discharged|merged|done|restor|repaired|recovered|archived|retired|withdrawn|(^|_)actual_(date|on|at|time)$|go_?live|cutover|harvest")),
     (2, re.compile(r"updated|modified|(^|_)last_|changed|reviewed|edited|acknowledged")),
-    (1, re.compile(r"(^|_)(invoice|bill|order|statement|posting|transaction|issue)_date$|created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|booked|start|begin|(^|_)from|effective|check_?in|depart|pickup|reported|raised|logged|received|detected|occurred|onboarded|launched|(^|_)since|dispatched|assigned|admitted")),
+    (1, re.compile(r"(^|_)(invoice|bill|order|statement|posting|transaction|issue)_date$|created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|booked|start|begin|(^|_)from|effective|check_?in|depart|pickup|reported|raised|logged|received|detected|occurred|onboarded|launched|(^|_)since|dispatched|assigned|admitted|kick_?off|planted|sown")),
 ]  # fmt: skip
 _PAST = re.compile(
     r"created|opened|submitted|requested|issued|registered|joined|hired|enrolled|signed|placed|ordered|reported|raised|logged|received|detected|occurred|onboarded|(^|_)last_|updated|modified"

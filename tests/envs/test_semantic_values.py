@@ -189,6 +189,14 @@ def test_dates_follow_the_record_lifecycle() -> None:
         assert rec["end_date"] > rec["start_date"] and rec["due_date"] > rec["start_date"], rec
         born = semantic_value(person.attributes[1], person, rng, 1)
         assert (datetime(2026, 3, 2) - datetime.fromisoformat(born)).days >= 18 * 365
+        # a project goes live after its kickoff; a crop is harvested after it is planted
+        project = _entity("project", _a("kickoff_date", "date"), _a("go_live_date", "date"),
+                          _a("planted_on", "date"), _a("harvested_on", "date"))  # fmt: skip
+        dated = {a.name: semantic_value(a, project, rng, 1) for a in project.attributes[1:]}
+        order_lifecycle(project, dated, rng)
+        assert (
+            dated["kickoff_date"] < dated["go_live_date"] and dated["planted_on"] < dated["harvested_on"]
+        ), dated
 
 
 def test_a_seeds_declared_dates_follow_the_lifecycle_within_hours() -> None:
