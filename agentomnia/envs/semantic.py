@@ -1163,6 +1163,8 @@ def string_for(
     n = attr.name
     p = pools(world.locale)
     kind = _string_kind(n, is_person(entity))
+    if kind == "company" and n == "label" and PLACE_ENTITY.search(entity.name):
+        kind = "name"  # a saved location's label names the place ("Boise Downtown"), not a record label
     domain_kind = _entity_string(n, entity, record, rng)
     if domain_kind is not None:
         return domain_kind

@@ -144,6 +144,10 @@ _VERBS = frozenset({"get", "list", "find", "search", "fetch", "retrieve", "retur
 _DETERMINERS = frozenset({"a", "an", "the", "one", "each", "every", "all", "its", "their", "this", "that", "these", "those", "any", "some", "another", "my", "your", "our"})  # fmt: skip
 
 
+# verbs that are nouns as often: a description opening with one without an object names a thing
+_NOUNS_TOO = frozenset({"rate", "record", "log", "book", "check", "place", "post", "track", "schedule", "list", "count", "view", "transfer", "flag", "issue", "return", "search", "order", "release", "change", "link", "pay"})  # fmt: skip
+
+
 def _verb(word: str) -> str | None:
     """`Returns` -> `return`, `lists` -> `list`, `Get` -> `get`; None for a word that is no such verb."""
     w = word.lower()
@@ -160,8 +164,16 @@ def _purpose(description: str, tool: str) -> str:
     sentence = _first_sentence(description)
     head, _, rest = sentence.partition(" ")
     verb = _verb(head)
-    if verb is None and head.isalpha() and rest.partition(" ")[0].lower() in _DETERMINERS:
+    object_follows = rest.partition(" ")[0].lower() in _DETERMINERS
+    if verb is None and head.isalpha() and object_follows:
         verb = head.lower()  # "Sanction a player", "Point a player's server at another server"
+    if (
+        verb in _NOUNS_TOO
+        and head.lower() == verb  # "Returns pet inventories" says what it does
+        and not object_follows
+        and _verb(lead_word(tool)) not in (None, verb)
+    ):
+        verb = None  # "Rate plans and conditions of a room type" names what `get_rate_plans` gets
     if verb is not None:
         return f"{verb} {rest}".strip()
     named = _verb(lead_word(tool))
@@ -476,7 +488,7 @@ class OfflineTeacher:
                 answer[field] = target
         # a total or an average over the records the answer lists is worked out, and the working shown
         work: list[str] = []
-        for field in self._answer_fields(messages):
+        for field in sorted(self._answer_fields(messages), key=lambda f: f.startswith("average")):
             if field not in answer and _SUMMED.match(field):
                 worked = self._worked(field, answer, messages)
                 if worked is not None:
@@ -566,6 +578,8 @@ class OfflineTeacher:
             total = after
         label = words(field)
         if field.startswith("average"):
+            if answer.get(field.replace("average", "total", 1)) == total:
+                steps = []  # the total is worked out already: the average is one step from it
             mean = round(total / len(values), 6)
             steps.append(f"{written_number(total)} / {len(values)} = {written_number(mean)}")
             total = mean

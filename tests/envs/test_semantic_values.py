@@ -1535,5 +1535,11 @@ def test_a_business_site_goes_by_its_town_and_part_of_town() -> None:
     # a record label is a company; an approval's `version_label` is a version's ("4.8.45", "v2.1")
     assert ORG_ATTR.search("label") and ORG_ATTR.search("record_label")
     assert not ORG_ATTR.search("version_label") and not ORG_ATTR.search("print_label")
+    place = _entity("location", _a("label"))
+    for _ in range(6):  # a saved location's label names the place
+        said = semantic_value(place.attributes[1], place, rng, 1, world=world)
+        assert said.split()[-1] in ("Downtown", "Midtown", "Uptown", "Northside", "Southside", "Eastside",
+                                    "Westside", "Airport", "Riverside", "Town", "Harbor", "Central", "North",
+                                    "South", "East", "West"), said  # fmt: skip
     assert free_text("str", "message") and free_text("str", "void_reason")
     assert not free_text("str", "reply_to_message_id") and not free_text("str", "note_ids")

@@ -20,6 +20,9 @@ def test_the_teacher_says_what_a_call_is_for_with_a_verb() -> None:
     assert _purpose("Sanction a player", "issue_sanction") == "sanction a player"
     assert _purpose("Point a player's server at another server", "set_player_server").startswith("point a")
     assert _purpose("Credit or debit a player's currency", "grant_currency").startswith("credit or debit")
+    # a word that is a noun as often, with no object after it, names what the tool's own verb does
+    assert _purpose("Rate plans of a room type", "get_rate_plans") == "get rate plans of a room type"
+    assert _purpose("Record a payment", "add_payment") == "record a payment"
 
 
 def test_the_teacher_asks_for_a_missing_detail_as_a_person_would_and_the_user_hears_it() -> None:
@@ -139,3 +142,5 @@ def test_an_aggregate_over_what_was_looked_at_adds_up_the_records_the_rule_picks
     )
     value, working = teacher._worked("average", {}, messages)  # type: ignore[misc]
     assert value == 2350 and working.endswith("4700 / 2 = 2350."), working
+    # with the total worked out already, the average is one step from it
+    assert teacher._worked("average", {"total": 4700}, messages) == (2350, "Average: 4700 / 2 = 2350.")
