@@ -464,7 +464,7 @@ class OfflineTeacher:
         over_records = bool({"changed", "plan"} & set(self.task.expected_answer))
         for field in self._answer_fields(messages):
             target = self.guidance.target_answer.get(field) if self.guidance is not None else None
-            if over_records and _SUMMED.match(field) and not evidence.supports(target):
+            if over_records and _SUMMED.match(field) and (target is None or not evidence.supports(target)):
                 continue
             if target is not None and (not self._needs(target) or evidence.supports(target)):
                 answer[field] = target
