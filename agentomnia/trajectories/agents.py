@@ -435,7 +435,177 @@ class OfflineTeacher:
             self._pending = ("plan", self._next)
             self._next += 1
             return self._call_message(reason, call.tool, call.args)
+        fetch = self._objective_read(messages, schemas)
+        if fetch is not None:
+            name, args, reason = fetch
+            return self._call_message(prefix + reason, name, args)
         return assistant_message(prefix + self._final(messages, evidence))
+
+    # -------------------------------------------------------------- a plan's objective
+
+    def _objective(self) -> dict[str, list[tuple[str, ...]]]:
+        """For a task that asks for a plan and its objective (a solver task): per list of the plan (a
+        table whose records it chooses), the factors each chosen record's share of the objective
+        multiplies, read off the objective's fields. A factor is `(table, attribute)`: the record's
+        own attribute ("lanes", "unit_cost") or one of the record it points at ("stores", "demand");
+        `(table, start, end)` is the span between two ("shifts", "start_hour", "end_hour"). A field
+        of another list of the plan is that list's own share (a supplier's fee is not a lane's)."""
+        spec = self.task.internal_spec if isinstance(self.task.internal_spec, Mapping) else {}
+        blueprint = spec.get("blueprint")
+        objective = blueprint.get("objective") if isinstance(blueprint, Mapping) else None
+        plan = self.task.expected_answer.get("plan")
+        if not isinstance(objective, Mapping) or not isinstance(plan, Mapping):
+            return {}
+        by_table: dict[str, list[str]] = {}
+        for f in objective.get("fields") or []:
+            table, _, attr = str(f).partition(".")
+            if attr and attr.isidentifier():
+                by_table.setdefault(table, []).append(attr)
+        out: dict[str, list[tuple[str, ...]]] = {}
+        for chosen in plan:
+            factors: list[tuple[str, ...]] = []
+            rows = self.task.init_config.get(str(chosen))
+            first = next(iter(rows.values()), None) if isinstance(rows, Mapping) and rows else None
+            for table, attrs in by_table.items():
+                if table != chosen and (table in plan or first is None or self._linked(first, table) is None):
+                    continue
+                for a in attrs:
+                    end = "end_" + a.removeprefix("start_")
+                    if a.startswith("start_") and end in attrs:
+                        factors.append((table, a, end))
+                    elif not (a.startswith("end_") and "start_" + a.removeprefix("end_") in attrs):
+                        factors.append((table, a))
+            out[str(chosen)] = factors
+        return out
+
+    def _seen_records(self, messages: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+        """Every record the run has read, by key, as it first read it (before changing it); a record
+        that only points at a key (an availability's `employee_id`) is not that key's record."""
+        tables = {
+            str(k): row
+            for rows in self.task.init_config.values()
+            if isinstance(rows, Mapping)
+            for k, row in rows.items()
+            if isinstance(row, Mapping)
+        }
+        seen: dict[str, Mapping[str, Any]] = {}
+        for data in _tool_data(messages):
+            for key, record in records_in(data, self._index):
+                row = tables.get(key, {})
+                if 2 * len(set(record) & set(row)) >= len(row):
+                    seen.setdefault(key, record)
+        return seen
+
+    def _linked(self, record: Mapping[str, Any], table: str) -> str | None:
+        """The key of the record of `table` that `record` points at."""
+        rows = self.task.init_config.get(table)
+        if not isinstance(rows, Mapping):
+            return None
+        return next((str(v) for v in record.values() if isinstance(v, str) and v in rows), None)
+
+    def _unread(self, messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+        """(table, what of it is needed) the plan's objective needs and the run has not read yet."""
+        plan = self.task.expected_answer.get("plan")
+        terms = self._objective()
+        if not terms or not isinstance(plan, Mapping):
+            return []
+        seen = self._seen_records(messages)
+        out: list[tuple[str, str]] = []
+        for chosen, keys in plan.items():
+            records = [seen.get(str(k)) for k in keys] if isinstance(keys, list) else []
+            if not all(records):
+                out.append((str(chosen), "figures"))
+                continue
+            for table, *attrs in terms.get(str(chosen), []):
+                if table == chosen:
+                    continue
+                linked = [self._linked(r, table) for r in records if r is not None]
+                if any(k is None or k not in seen for k in linked):
+                    out.append((table, " and ".join(words(a) for a in attrs)))
+        return list(dict.fromkeys(out))
+
+    def _objective_read(
+        self, messages: Sequence[Mapping[str, Any]], schemas: Mapping[str, Mapping[str, Any]]
+    ) -> tuple[str, dict[str, Any], str] | None:
+        """A listing the plan's objective still needs before it can be worked out ("the hourly rate
+        of the employees"), each table read once; None when nothing is missing or no tool lists it."""
+        summed = next((f for f in self._answer_fields(messages) if _SUMMED.match(f)), None)
+        if summed is None:
+            return None
+        for table, what in self._unread(messages):
+            if table in self._tried:
+                continue
+            self._tried.add(table)
+            for name, schema in sorted(schemas.items()):
+                reads = self.read_tools.get(name)
+                if reads is None or (reads != table and not (not reads and name == f"list_{table}")):
+                    continue
+                props = dict(schema.get("properties") or {})
+                if set(schema.get("required") or []) - {"limit"}:
+                    continue
+                limit = props.get("limit", {})
+                rows = len(self.task.init_config.get(table) or {})
+                args = (
+                    {"limit": min(int(limit.get("maximum", rows)), max(rows, 1))}
+                    if isinstance(limit, Mapping) and "limit" in props
+                    else {}
+                )
+                return (
+                    name,
+                    args,
+                    f"To work out the {words(summed)} I need the {what} of the {words(table)}, so I call `{name}`.",
+                )
+        return None
+
+    def _plan_worked(
+        self, field: str, answer: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[float], list[str]] | None:
+        """Each chosen record's share of a plan's objective with its working ("SHF-002: 14 - 8 = 6,
+        24 × 6 = 144"), in the order the plan lists them; None where something was never read."""
+        plan = answer.get("plan")
+        terms = self._objective()
+        if not terms or not isinstance(plan, Mapping):
+            return None
+        seen = self._seen_records(messages)
+        values: list[float] = []
+        lines: list[str] = []
+        for chosen, keys in plan.items():
+            factors = terms.get(str(chosen)) or []
+            for key in keys if isinstance(keys, list) else []:
+                record = seen.get(str(key))
+                if record is None or not factors:
+                    return None
+                parts: list[tuple[str, float]] = []  # (what it is, figure); a span is said as worked out
+                steps: list[str] = []
+                for table, *attrs in factors:
+                    source = record if table == chosen else seen.get(self._linked(record, table) or "")
+                    read = [source.get(a) if source is not None else None for a in attrs]
+                    got = [float(v) for v in read if isinstance(v, (int, float)) and not isinstance(v, bool)]
+                    if len(got) != len(attrs):
+                        return None
+                    if len(got) == 2:
+                        span = round(got[1] - got[0], 6)
+                        steps.append(
+                            f"{words(attrs[1])} {written_number(got[1])} - {words(attrs[0])} "
+                            f"{written_number(got[0])} = {written_number(span)}"
+                        )
+                        parts.append(("", span))
+                    else:
+                        parts.append((words(attrs[0]), got[0]))
+                said, share = parts[0]
+                for what, p in parts[1:]:
+                    after = round(share * p, 6)
+                    left = f"{said} {written_number(share)}".strip()
+                    steps.append(
+                        f"{left} × {f'{what} {written_number(p)}'.strip()} = {written_number(after)}"
+                    )
+                    said, share = "", after
+                values.append(share)
+                lines.append(
+                    f"{key}: " + (", ".join(steps) or f"{words(factors[0][-1])} {written_number(share)}")
+                )
+        # shares that are one figure each are plain to see in the sum; the lines say the products
+        return values, lines if len(lines) > sum(1 for line in lines if " = " not in line) else []
 
     # -------------------------------------------------------------- answer
 
@@ -554,23 +724,32 @@ class OfflineTeacher:
         """(value, the working as a sentence) of a total or an average over the records the answer
         lists (the records it changed, the plan it chose), each as the run first saw it, before
         changing it: "Total cost: 120 + 200 = 320, 320 + 214 = 534." None where a record was never seen."""
-        keys = (
-            self._considered(messages) if "considered" in self.task.expected_answer else _listed_keys(answer)
-        )
-        if not keys:
-            return None
-        first: dict[str, Mapping[str, Any]] = {}  # each record as the run first saw it, before it changed it
-        for data in _tool_data(messages):
-            for key, record in records_in(data, self._index):
-                if self._summed_attr(field, record) is not None:  # never a record that only points at it
-                    first.setdefault(key, record)
         values: list[float] = []
-        for key in keys:
-            seen = first.get(key)
-            attr = self._summed_attr(field, seen) if seen is not None else None
-            if seen is None or attr is None:
-                return None
-            values.append(float(seen[attr]))
+        shares: list[str] = []
+        planned = self._plan_worked(field, answer, messages) if not field.startswith("average") else None
+        if planned is not None:
+            values, shares = planned
+        else:
+            keys = (
+                self._considered(messages)
+                if "considered" in self.task.expected_answer
+                else _listed_keys(answer)
+            )
+            first: dict[
+                str, Mapping[str, Any]
+            ] = {}  # each record as the run first saw it, before it changed it
+            for data in _tool_data(messages):
+                for key, record in records_in(data, self._index):
+                    if self._summed_attr(field, record) is not None:  # never a record that only points at it
+                        first.setdefault(key, record)
+            for key in keys:
+                seen = first.get(key)
+                attr = self._summed_attr(field, seen) if seen is not None else None
+                if seen is None or attr is None:
+                    return None
+                values.append(float(seen[attr]))
+        if not values:
+            return None
         steps, total = [], values[0]
         for v in values[1:]:
             after = round(total + v, 6)
@@ -587,8 +766,9 @@ class OfflineTeacher:
         value = int(total) if float(total).is_integer() else round(total, 6)
         meant = self.task.expected_answer.get(field)
         if isinstance(meant, (int, float)) and abs(float(meant) - value) > max(0.005, 1e-6 * abs(value)):
-            return None  # the objective is no plain sum of one field (a lane's cost by its volume)
-        return value, f"{label[:1].upper() + label[1:]}: {said}."
+            return None  # the objective is none the records' shares add up to
+        sentence = f"{label[:1].upper() + label[1:]}: {said}."
+        return value, "\n".join([*(s + "." for s in shares), sentence])
 
 
 _SUMMED = re.compile(r"^(total|average)(_|$)")

@@ -111,3 +111,34 @@ def test_the_model_rewords_a_solver_request_only_keeping_every_value(
     )
     assert refused.query == offline.query and refused.metadata["phrased_by"] == "template"
     assert "phrased_by" not in offline.metadata  # offline task ids are unchanged
+
+
+def test_the_teacher_reads_and_works_out_every_familys_objective(sandbox: Sandbox, tmp_path: Path) -> None:
+    """The guided teacher answers every family's plan and its objective, worked out from figures the
+    run read: where the objective multiplies (a shift's hours by the person's rate, a lane's unit
+    cost by its store's demand) it lists what it lacks first and shows each share's working."""
+    from agentomnia.envs.values import written_number
+    from agentomnia.sandbox.bundle import Bundle
+    from agentomnia.trajectories import generate_trajectories
+
+    tasks, dirs, _ = synthesize_solver_tasks(sandbox, per_family=1, out_dir=tmp_path, seed=5)
+    bundles = {t.env_id: Bundle.load(d) for t, d in zip(tasks, dirs, strict=True)}
+    runs = generate_trajectories(tasks, bundles, sandbox, guidance=True)
+    assert [r.verified for r in runs] == [True] * len(tasks), [
+        (t.metadata["family"], r.verification) for t, r in zip(tasks, runs, strict=True) if not r.verified
+    ]
+    for task, run in zip(tasks, runs, strict=True):
+        final = str(run.messages[-1]["content"])
+        summed = next(f for f in task.expected_answer if f != "plan")
+        total = next(
+            line for line in final.splitlines() if line.startswith(summed.replace("_", " ").capitalize())
+        )
+        assert total.endswith(f"{written_number(task.expected_answer[summed])}."), (
+            task.metadata["family"],
+            final,
+        )
+        if task.metadata["family"] in ("shift_scheduling", "facility_selection"):
+            reads = [c["function"]["name"] for m in run.messages for c in m.get("tool_calls") or []]
+            needed = "list_employees" if task.metadata["family"] == "shift_scheduling" else "list_stores"
+            assert needed in reads, reads
+            assert re.search(r"^\w+-\d+: .* × .* = [\d.]+\.$", final, re.MULTILINE), final
