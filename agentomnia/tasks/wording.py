@@ -114,6 +114,8 @@ def opening(rng: random.Random, split: str, domain: str, *, indirect: bool = Fal
     if options in (_VOICES["tob"], _INDIRECT["tob"]) and not names_a_person(domain):
         options = _FIELD_INDIRECT if indirect else _FIELD
     words = _words(domain)
+    if words.endswith(" staff") and options not in (_FIELD, _FIELD_INDIRECT):
+        words += " member"  # one person of a staff: "a housekeeping staff member"
     article = "an" if words[:1].lower() in tuple("aeiou") else "a"
     text = options[rng.randrange(len(options))].format(domain=words, a=article, A=article.capitalize())
     return text[:1].upper() + text[1:]

@@ -139,3 +139,39 @@ def test_a_rewording_that_drops_what_the_task_rests_on_is_caught() -> None:
     assert missing_values(request, same) == []
     lost = 'Matthew and Mindy sent prices for some deliveries; Morris-Smith ships 1,200 units at $4.50. Give "cost" as JSON.'
     assert missing_values(request, lost) == ["6", "total_cost", "Courtney"]
+
+
+def test_a_request_reads_as_one_person_wrote_it_from_its_first_sentence_to_its_format() -> None:
+    """One member of a staff ("a housekeeping staff member", never "a housekeeping staff"), no
+    "Also" on the first thing asked, and a single answer key is never returned "together"."""
+    from agentomnia.envs.spec import EnvSpec
+    from agentomnia.tasks.dag.generate import Generated
+    from agentomnia.tasks.dag.phrasing import _FORMAT, answer_format
+    from agentomnia.tasks.dag.profiles import STANDARD
+    from agentomnia.tasks.dag.synth import _compose
+    from agentomnia.taxonomy.coordinate import Coordinate
+
+    for seed in range(40):
+        said = opening(random.Random(seed), "tob", "Housekeeping Staff")
+        assert "staff member" in said and "a housekeeping staff " not in said.replace("staff member", ""), (
+            said
+        )
+    together = next(i for i, f in enumerate(_FORMAT) if "together" in f)
+    rng = _Fixed(together)
+    assert answer_format(rng, ["name"]) == 'Return "name" as JSON.'  # type: ignore[arg-type]
+    assert answer_format(_Fixed(together), ["a", "b"]) == 'Return "a" and "b" together as JSON.'  # type: ignore[arg-type]
+    spec = EnvSpec.model_construct(coordinate=Coordinate.model_construct(split="toc", l2="Laundry Services"))
+    out = Generated(clauses=['Also check the name of stop STO-001 and give it as "name".'])
+    text = _compose(spec, out, STANDARD, random.Random(0))
+    assert " Check the name of stop STO-001" in text and "Also" not in text, text
+
+
+class _Fixed(random.Random):
+    """A random source whose every choice is the same index."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(0)
+        self.index = index
+
+    def randrange(self, *args: object, **kwargs: object) -> int:  # type: ignore[override]
+        return self.index

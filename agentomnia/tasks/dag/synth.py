@@ -221,7 +221,10 @@ def _compose(spec: EnvSpec, out: Generated, profile: RefinementProfile, rng: ran
     """The request: an opening in the user's voice, the steps and questions in the order they arise
     (`Generated.clauses`), and the answer format in one plain sentence."""
     voice = opening(rng, spec.coordinate.split, spec.coordinate.l2, indirect=profile.indirect)
-    parts = [voice, *out.clauses]
+    clauses = list(out.clauses)
+    if clauses and clauses[0].startswith("Also "):  # nothing came before it to add to
+        clauses[0] = clauses[0][5].upper() + clauses[0][6:]
+    parts = [voice, *clauses]
     if out.reports:
         parts.append(answer_format(rng, [r.field for r in out.reports]))
     text = " ".join(p.strip() for p in parts if p.strip())
