@@ -755,3 +755,16 @@ def test_a_checkpoint_agent_runs_only_what_each_turn_adds(tmp_path: Path) -> Non
     before = kept.reused_tokens
     kept.act([{"role": "user", "content": "Hello."}], [])
     assert kept.reused_tokens == before
+
+
+def test_a_local_checkpoint_runs_its_trials_one_at_a_time() -> None:
+    """A checkpoint's generation keeps every core busy: its trials take one thread; any other policy
+    runs one trial per sandbox worker."""
+    from types import SimpleNamespace
+
+    from agentomnia.omniabench.service import trial_threads
+
+    box = SimpleNamespace(config=SimpleNamespace(workers=3))
+    assert trial_threads("hf:/tmp/checkpoints/sft/r0", box) == 1  # type: ignore[arg-type]
+    assert trial_threads("baseline:heuristic", box) == 3  # type: ignore[arg-type]
+    assert trial_threads("openai:qwen3", box) == 3  # type: ignore[arg-type]
