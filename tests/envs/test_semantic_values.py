@@ -1543,3 +1543,31 @@ def test_a_business_site_goes_by_its_town_and_part_of_town() -> None:
                                     "South", "East", "West"), said  # fmt: skip
     assert free_text("str", "message") and free_text("str", "void_reason")
     assert not free_text("str", "reply_to_message_id") and not free_text("str", "note_ids")
+
+
+def test_an_object_about_a_referenced_record_says_what_that_record_says() -> None:
+    """A patient's `owner` object beside its `owner_id` names that owner, with the owner's e-mail and
+    phone; the id the object gives the owner (`client_id`) is one per owner, however many pets."""
+    text = {"type": "string"}
+    client = {
+        "type": "object",
+        "required": ["client_id", "name", "email", "phone"],
+        "properties": {"client_id": {"type": "string", "pattern": "^CLI-[0-9]{5}$"}, "name": text,
+                       "email": {"type": "string", "format": "email"}, "phone": text},
+    }  # fmt: skip
+    owner = _entity("owner", _a("name"), _a("email"), _a("phone"))
+    patient = _entity("patient", _a("name"), _a("owner_id", "ref", ref="owner"),
+                      _a("owner", "object", declared=client))  # fmt: skip
+    spec = EnvSpec(name="clinic", class_name="Clinic", description="Patients and their owners.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="clinic", seed_ids=(), entities=(owner, patient), relations=(),
+                   rules=(), tools=())  # fmt: skip
+    state = generate_state(spec, seed=3, sizes={"owner": 3, "patient": 12})
+    assert not state_violations(spec, state)
+    clients: dict[str, set[str]] = {}
+    for record in state["patients"].values():
+        held, named = record["owner"], state["owners"][record["owner_id"]]
+        assert (held["name"], held["email"], held["phone"]) == (named["name"], named["email"], named["phone"])
+        clients.setdefault(record["owner_id"], set()).add(held["client_id"])
+    assert all(len(ids) == 1 for ids in clients.values()), clients
+    assert len({i for ids in clients.values() for i in ids}) == len(clients)
