@@ -432,6 +432,10 @@ def _entry_problem(
 _UNLINKABLE = ("ref", "bool", "date", "datetime", "list", "object")
 
 
+# a cell that means "nothing here": a record would show the word itself ("mount": "None")
+_NO_VALUE = frozenset({"none", "null", "n/a", "na", "nil", "-"})
+
+
 def group_problem(
     group: LinkedGroup,
     owner: Any,
@@ -477,6 +481,12 @@ def group_problem(
                 return f"column {name!r} lists {outside[0]} outside the domain's range rule [{lo}, {hi}]"
         elif any(isinstance(v, VocabEntry) for v in column):
             return f"column {name!r} is a {attr.type} attribute; only a number's cell may be a range"
+        elif attr.type != "enum" and any(str(v).strip().casefold() in _NO_VALUE for v in column):
+            said = next(v for v in column if str(v).strip().casefold() in _NO_VALUE)
+            return (
+                f"column {name!r} lists {said!r}, which a record would show as that text; name what the "
+                "thing has instead (a light's mount is 'Bowens'), or leave the row out"
+            )
         elif attr.type == "enum":
             bad = [v for v in column if v not in attr.enum]
             if bad:

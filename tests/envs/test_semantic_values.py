@@ -582,6 +582,15 @@ def test_linked_groups_are_validated(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert "vehicle.linked ['make', 'model'] lists 3 rows; write 6 to 15" in "\n".join(vocab_problems(path))
+    # a cell meaning "nothing" would show as the word itself ("mount": "None")
+    rows = ", ".join(f"[Make{i}x, {'None' if i == 'c' else f'Model{i}y'}]" for i in "abcdefg")
+    path.write_text(
+        f"- id: 10007\n  values:\n    vehicle:\n      linked:\n        - {{attrs: [make, model], rows: [{rows}]}}\n",
+        encoding="utf-8",
+    )
+    assert "column 'model' lists 'None', which a record would show as that text" in "\n".join(
+        vocab_problems(path)
+    )
 
 
 def test_linked_values_are_drawn_together() -> None:
