@@ -231,12 +231,34 @@ def same_fact(a: str, b: str) -> bool:
         return False
     if any(a in group and b in group for group in SAME_FACT):
         return True
+    when_a, when_b = _event(a), _event(b)
+    if when_a is not None and when_a == when_b:
+        return True  # `given_on` beside `administered_on`, `issued_on` beside `issue_date`
     (stem_a, unit_a), (stem_b, unit_b) = measured(a), measured(b)
     return (
         stem_a == stem_b
         and (unit_a or unit_b) is not None
         and (unit_a is None or unit_b is None or unit_a == unit_b)
     )
+
+
+_WHEN = re.compile(r"^(?:date_)?([a-z]+)(?:_on|_at|_date|_datetime)$|^date_([a-z]+)$")
+# verbs that name one event: a vaccine given is a vaccine administered
+_SAME_EVENT = {"giv": "administer"}
+
+
+def _event(name: str) -> str | None:
+    """The event a date attribute dates, as a verb stem (`given_on`: giv, `date_administered`:
+    administer, `issue_date`: issu), or None when the name dates no single-word event."""
+    m = _WHEN.match(name)
+    if m is None:
+        return None
+    verb = m.group(1) or m.group(2)
+    for ending in ("ed", "en", "e"):  # given and give, issued and issue, created and create
+        if verb.endswith(ending) and len(verb) - len(ending) >= 3:
+            verb = verb[: -len(ending)]
+            break
+    return _SAME_EVENT.get(verb, verb)
 
 
 def fact_kind(attr_type: str) -> str:

@@ -240,6 +240,10 @@ def test_one_fact_under_two_names_or_in_two_units() -> None:
         and unit_factor("moving_time_s", "moving_seconds") == 1.0
     )
     assert unit_factor("target_km", "target") == 1.0 and unit_factor("ride_minutes", "ride_h") == 60 / 3600
+    # one event dated under two names: the same verb or a synonym, with any date ending
+    assert same_fact("given_on", "administered_on") and same_fact("issued_on", "issue_date")
+    assert same_fact("due_date", "due_on") and same_fact("date_given", "given_at")
+    assert not same_fact("given_on", "expires_on") and not same_fact("seen_at", "seed_at")
 
 
 STRIDE = Path(__file__).parents[2] / "agentomnia/seeds/corpus/openapi/stride-activity-tracker.json"
