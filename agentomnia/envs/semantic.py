@@ -17,7 +17,7 @@ import random
 import re
 import threading
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import cache
@@ -263,6 +263,9 @@ class World:
     classes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     domain: int | None = None  # the spec's taxonomy domain: whose vocabularies lend names first
     file_host: str | None = None  # where this world's stored files live (files.<site>), once drawn
+    # (record, attribute, sentence, entity, label lookup) of each free text written from its record's
+    # fields: later passes move dates and amounts, and `retell` writes the sentence again from them
+    told: list[tuple[dict[str, Any], str, str, EntitySpec, Any]] = field(default_factory=list)
 
     @classmethod
     def for_spec(
@@ -1757,6 +1760,31 @@ def _with_article(a: str, value: str) -> str:
     return said[:1].upper() + said[1:] if a == "A" else said
 
 
+def retell(world: World, state: Mapping[str, Any], keep: Callable[[EntitySpec, str, str], bool]) -> None:
+    """Write each free text told from its record's fields again from the record as `state` holds it
+    now ("Out February 12, back February 13", never the dates drawn before the rental's were put in
+    order). A text a later pass replaced stays; `keep(entity, attribute, text)` says whether the
+    new text is one the attribute takes."""
+    for drawn, name, sentence, entity, look in world.told:
+        record = (state.get(entity.table) or {}).get(str(drawn.get(entity.key)))
+        if not isinstance(record, dict):
+            continue  # a record left out of the state
+        said = _render(sentence, field_values(entity, record, world, look))
+        if said is None or said == record.get(name):
+            continue
+        if _render_was(sentence, record.get(name)) and keep(entity, name, said):
+            record[name] = said
+
+
+def _render_was(sentence: str, text: Any) -> bool:
+    """Whether `text` is `sentence` rendered with some values (not a text a later pass put there)."""
+    if not isinstance(text, str):
+        return False
+    parts = re.split(r"\{[a-z_]+\}", sentence)
+    pattern = ".+?".join(re.escape(p) for p in parts)
+    return re.fullmatch(pattern, text, re.DOTALL) is not None
+
+
 def field_values(
     entity: EntitySpec, record: dict[str, Any], world: World, target_label: Any
 ) -> dict[str, str]:
@@ -1807,6 +1835,8 @@ def text_for(
         for sentence in options:
             said = _render(str(sentence), fields)
             if said is not None:
+                if "{" in str(sentence):
+                    world.told.append((record, attr.name, str(sentence), entity, look))
                 return said
     named = kind_value(attr.name, entity.name, world, rng)
     if named is not None:  # what such a field says in any domain: a transaction's memo "Groceries"

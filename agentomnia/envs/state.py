@@ -31,6 +31,7 @@ from agentomnia.envs.semantic import (
     order_lifecycle,
     own_email,
     phase,
+    retell,
     semantic_value,
     string_for,
     term_in_time,
@@ -295,12 +296,18 @@ def generate_state(
     from agentomnia.envs.calls import stage_requirements
 
     stage_requirements(spec, state)
+    retell(world, state, lambda e, name, text: _takes(spec, state, e, name, text))
     problems = state_violations(spec, state)
     if problems:
         raise ValueError(
             f"generated state for {spec.name} breaks {len(problems)} invariants, e.g. {problems[0]}"
         )
     return state
+
+
+def _takes(spec: EnvSpec, state: Mapping[str, Any], entity: EntitySpec, name: str, value: Any) -> bool:
+    attr = entity.attribute(name)
+    return attr is not None and value_problem(spec, state, attr, value) is None
 
 
 def _refer_back(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:

@@ -1580,3 +1580,40 @@ def test_an_object_about_a_referenced_record_says_what_that_record_says() -> Non
         clients.setdefault(record["owner_id"], set()).add(held["client_id"])
     assert all(len(ids) == 1 for ids in clients.values()), clients
     assert len({i for ids in clients.values() for i in ids}) == len(clients)
+
+
+def test_a_text_told_from_its_records_fields_says_them_as_the_state_ends_up() -> None:
+    """A rental's note "Out {pickup_date}, back {return_date}" is written again once later passes
+    have moved the dates (staging a tool's requirements puts the return after the pickup): it names
+    the rental's own days, never the ones drawn first; a text a later pass replaced stays."""
+    from agentomnia.envs.semantic import _when, retell, text_for
+
+    booking = EntitySpec(
+        name="rental_booking", table="rental_bookings", description="A rental.", key="rental_booking_id",
+        id_prefix="REN", source="kb",
+        attributes=(
+            AttributeSpec(name="rental_booking_id", type="str"),
+            AttributeSpec(name="pickup_date", type="date"),
+            AttributeSpec(name="return_date", type="date"),
+            AttributeSpec(name="deposit", type="money"),
+            AttributeSpec(name="notes", type="text"),
+        ),
+    )  # fmt: skip
+    world = World.for_spec(10069, (booking,))
+    drawn = {"rental_booking_id": "REN-001", "pickup_date": "2026-02-12", "return_date": "2025-10-03",
+             "deposit": 2500.0}  # fmt: skip
+    notes = next(
+        n
+        for seed in range(200)
+        if (n := text_for(booking.attributes[4], booking, world, random.Random(seed), drawn)).startswith(
+            "Out "
+        )
+    )
+    assert "October 3" in notes
+    now = {**drawn, "return_date": "2026-02-13", "notes": notes}  # a later pass made a new record
+    other = {**drawn, "rental_booking_id": "REN-002", "notes": "Picked up early by a courier."}
+    state = {"rental_bookings": {"REN-001": now, "REN-002": other}}
+    world.told.append((dict(other), "notes", "Out {pickup_date}, back {return_date}.", booking, None))
+    retell(world, state, lambda e, name, text: True)
+    assert now["notes"].startswith(f"Out {_when('2026-02-12')}, back {_when('2026-02-13')};"), now["notes"]
+    assert other["notes"] == "Picked up early by a courier."  # replaced since: not told again
