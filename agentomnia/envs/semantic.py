@@ -1765,8 +1765,12 @@ def retell(world: World, state: Mapping[str, Any], keep: Callable[[EntitySpec, s
     now ("Out February 12, back February 13", never the dates drawn before the rental's were put in
     order). A text a later pass replaced stays; `keep(entity, attribute, text)` says whether the
     new text is one the attribute takes."""
+    latest: dict[tuple[str, str, str], tuple[str, EntitySpec, Any]] = {}
     for drawn, name, sentence, entity, look in world.told:
-        record = (state.get(entity.table) or {}).get(str(drawn.get(entity.key)))
+        # a record redrawn for a uniqueness rule keeps its key: its last draw is the one kept
+        latest[(entity.table, str(drawn.get(entity.key)), name)] = (sentence, entity, look)
+    for (table, key, name), (sentence, entity, look) in latest.items():
+        record = (state.get(table) or {}).get(key)
         if not isinstance(record, dict):
             continue  # a record left out of the state
         said = _render(sentence, field_values(entity, record, world, look))
@@ -1781,6 +1785,8 @@ def _render_was(sentence: str, text: Any) -> bool:
     if not isinstance(text, str):
         return False
     parts = re.split(r"\{[a-z_]+\}", sentence)
+    if not "".join(parts).strip(" .,;:"):
+        return False  # a sentence of fields alone would match any text
     pattern = ".+?".join(re.escape(p) for p in parts)
     return re.fullmatch(pattern, text, re.DOTALL) is not None
 

@@ -833,7 +833,7 @@ def _settle_nested(
         for name in (f"{e.name}_id", e.key if e.key.endswith("_id") else ""):
             if keys and name:
                 targets.setdefault(name, keys)
-    told: dict[int, dict[str, Any]] = {}  # the ids the first object about a record gave it
+    given_ids: dict[int, dict[str, Any]] = {}  # the ids the first object about a record gave it
     for e in spec.entities:
         nested = [a for a in e.attributes if a.declared is not None and a.type in ("list", "object")]
         for record in state.get(e.table, {}).values():
@@ -858,7 +858,7 @@ def _settle_nested(
                     start = _week_start(record)
                     if start is not None:
                         _same_week(settled, start)
-                    _as_referenced(settled, _referenced_by(spec, state, e, record, a.name), told)
+                    _as_referenced(settled, _referenced_by(spec, state, e, record, a.name), given_ids)
                     if settled != value and conforms(settled, a.declared):
                         record[a.name] = settled
 
@@ -874,13 +874,15 @@ def _referenced_by(
     return target if isinstance(target, Mapping) else None
 
 
-def _as_referenced(value: Any, target: Mapping[str, Any] | None, told: dict[int, dict[str, Any]]) -> None:
+def _as_referenced(
+    value: Any, target: Mapping[str, Any] | None, given_ids: dict[int, dict[str, Any]]
+) -> None:
     """An object that describes a record the holder also references (a patient's `owner` beside its
     `owner_id`) says what that record says: its name, e-mail and phone are the owner's own, and an id
-    of its own (`client_id`) is the one the first such object gave that record (`told`)."""
+    of its own (`client_id`) is the one the first such object gave that record (`given_ids`)."""
     if not isinstance(value, dict) or target is None:
         return
-    ids = told.setdefault(id(target), {})
+    ids = given_ids.setdefault(id(target), {})
     for k, v in value.items():
         if k.endswith("_id") and k not in target and v is not None:
             value[k] = ids.setdefault(k, v)

@@ -433,7 +433,7 @@ _UNLINKABLE = ("ref", "bool", "date", "datetime", "list", "object")
 
 
 # a cell that means "nothing here": a record would show the word itself ("mount": "None")
-_NO_VALUE = frozenset({"none", "null", "n/a", "na", "nil", "-"})
+_NO_VALUE = frozenset({"none", "null", "n/a", "nil", "-"})  # not "NA": North America is a value
 
 
 def group_problem(

@@ -735,9 +735,8 @@ class OfflineTeacher:
                 if "considered" in self.task.expected_answer
                 else _listed_keys(answer)
             )
-            first: dict[
-                str, Mapping[str, Any]
-            ] = {}  # each record as the run first saw it, before it changed it
+            # each record as the run first saw it, before it changed it
+            first: dict[str, Mapping[str, Any]] = {}
             for data in _tool_data(messages):
                 for key, record in records_in(data, self._index):
                     if self._summed_attr(field, record) is not None:  # never a record that only points at it

@@ -1617,3 +1617,6 @@ def test_a_text_told_from_its_records_fields_says_them_as_the_state_ends_up() ->
     retell(world, state, lambda e, name, text: True)
     assert now["notes"].startswith(f"Out {_when('2026-02-12')}, back {_when('2026-02-13')};"), now["notes"]
     assert other["notes"] == "Picked up early by a courier."  # replaced since: not told again
+    from agentomnia.envs.semantic import _render_was
+
+    assert not _render_was("{name} {city}", "Picked up early by a courier.")  # fields alone match anything

@@ -156,10 +156,8 @@ def test_a_request_reads_as_one_person_wrote_it_from_its_first_sentence_to_its_f
         assert "staff member" in said and "a housekeeping staff " not in said.replace("staff member", ""), (
             said
         )
-    together = next(i for i, f in enumerate(_FORMAT) if "together" in f)
-    rng = _Fixed(together)
-    assert answer_format(rng, ["name"]) == 'Return "name" as JSON.'  # type: ignore[arg-type]
-    assert answer_format(_Fixed(together), ["a", "b"]) == 'Return "a" and "b" together as JSON.'  # type: ignore[arg-type]
+    for i in range(len(_FORMAT)):  # no format sentence says "together": one key or several
+        assert "together" not in answer_format(_Fixed(i), ["name"])  # type: ignore[arg-type]
     spec = EnvSpec.model_construct(coordinate=Coordinate.model_construct(split="toc", l2="Laundry Services"))
     out = Generated(clauses=['Also check the name of stop STO-001 and give it as "name".'])
     text = _compose(spec, out, STANDARD, random.Random(0))

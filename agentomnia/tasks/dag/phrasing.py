@@ -55,7 +55,7 @@ _FORMAT = (
     "Give me {keys} in one JSON object.",
     "Wrap it up as JSON with {keys}.",
     "For the reply, a JSON object with {keys}, please.",
-    "Return {keys} together as JSON.",
+    "Return {keys} as JSON.",
     "The reply should be JSON, keyed {keys}.",
     "Use the keys {keys} in your JSON answer.",
     "Format: JSON, with {keys}.",
@@ -81,7 +81,7 @@ def answer_format(rng: random.Random, keys: Sequence[str]) -> str:
     quoted = [f'"{k}"' for k in keys]
     listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
     text = choose(rng, _FORMAT).format(keys=listed)
-    return text.replace("the keys ", "the key ").replace(" together", "") if len(quoted) == 1 else text
+    return text.replace("the keys ", "the key ") if len(quoted) == 1 else text
 
 
 def demonstrative(entity: str) -> str:
