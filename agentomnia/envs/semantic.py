@@ -573,7 +573,9 @@ def order_lifecycle(entity: EntitySpec, record: dict[str, Any], rng: random.Rand
     start = max(starts) if starts else None
     for p, name, m in dated:
         timed = "T" in str(record[name])
-        if p == 4 and start is not None and (m <= start or m - start > (_TIMED_STEP if timed else _DUE_STEP)):
+        if p != 4 or start is None or _validity(entity, name) is not None:
+            continue  # an expiry of a known kind runs as long as that kind does (below)
+        if m <= start or m - start > (_TIMED_STEP if timed else _DUE_STEP):
             # due after the start, and not out of sight: an ETA within two days, a due date a season
             ahead = (
                 timedelta(minutes=15 * rng.randint(2, 4 * 48))
@@ -582,7 +584,68 @@ def order_lifecycle(entity: EntitySpec, record: dict[str, Any], rng: random.Rand
             )
             record[name] = _as(record[name], start + ahead)
 
+    _valid_for_its_kind(entity, record, rng)
     _runs_its_term(entity, record, rng)
+
+
+# how long a thing stays valid once it is issued or given, in days, by what it is: a passport for five
+# to ten years, a vaccination one to three, a job posting some weeks (a passport issued in February that
+# expires in March, or a vaccination that runs out the next day, is no such thing)
+_VALID_FOR: list[tuple[re.Pattern[str], tuple[int, int]]] = [
+    (re.compile(r"passport|identity|id_card|national_id|driv(er|ing)_?licen"), (5 * 365, 10 * 365)),
+    (re.compile(r"visa(s|_|$)"), (90, 2 * 365)),
+    (re.compile(r"vaccin|immuni[sz]|booster"), (365, 3 * 365)),
+    (re.compile(r"warrant"), (365, 5 * 365)),
+    (re.compile(r"certif|credential|licen[cs]|authori[sz]ation|accredit|qualification|clearance"), (365, 3 * 365)),
+    (re.compile(r"(^|_)(debit_|credit_|bank_|library_|patron_|member(ship)?_|loyalty_)?cards?(_|$)"), (2 * 365, 5 * 365)),
+    (re.compile(r"prescription"), (30, 365)),
+    (re.compile(r"(job_)?posting|vacanc|advert"), (14, 60)),
+]  # fmt: skip
+_EXPIRY = re.compile(r"^(?:(.+?)_)?(expir\w*|expires(_on|_at|_date)?|valid_(until|to|thru|through))$")
+# when a thing was issued or given: the start its expiry counts from
+_ISSUED = re.compile(
+    r"issued|administered|(^|_)given|granted|awarded|certified|acquired|purchased|bought|installed|"
+    r"in_service|posted|listed|(^|_)valid_from|effective|(^|_)start|received|obtained|passed"
+)
+
+
+def _validity(entity: EntitySpec, expiry: str) -> tuple[str, tuple[int, int]] | None:
+    """What an `expiry` field is about (`passport` for `passport_expiry`, '' for a bare `expires_on`)
+    and the days it lies after the issue: by what the field names, or else by what the record is (an
+    identity document's `expires_on`); None for a field that is no expiry, or a thing this knowledge
+    does not cover."""
+    m = _EXPIRY.match(expiry)
+    if m is None:
+        return None
+    for subject in (m.group(1), entity.name, entity.table):
+        days = next((days for rx, days in _VALID_FOR if subject and rx.search(subject)), None)
+        if days is not None:
+            return m.group(1) or "", days
+    return None
+
+
+def _valid_for_its_kind(entity: EntitySpec, record: dict[str, Any], rng: random.Random) -> None:
+    """An expiry lies as long after the issue as such a thing runs (`_VALID_FOR`). It counts from the
+    date the record gives for the issue (`issued_on`, `administered_on`, `in_service_on`), else from
+    its start (`created_at`); without either it is not moved. An expiry already in its kind's range
+    stays."""
+    movable = movable_dates(entity)
+    dated = [(n, m) for n in movable if not _EXPIRY.match(n) and (m := _moment(record.get(n))) is not None]
+    issued = [(n, m) for n, m in dated if _ISSUED.search(n)] or [(n, m) for n, m in dated if phase(n) == 1]
+    if not issued:
+        return
+    for name in movable:
+        valid = _validity(entity, name)
+        expiry = _moment(record.get(name))
+        if valid is None or expiry is None:
+            continue
+        about, (lo, hi) = valid
+        # the issue of its own name (`passport_issued_on` for `passport_expiry`), else the latest one
+        own = [m for n, m in issued if about and n.startswith(about)]
+        start = max(own or [m for _, m in issued])
+        if lo <= (expiry - start).days <= hi:
+            continue
+        record[name] = _as(record[name], start + timedelta(days=rng.randint(lo, hi)))
 
 
 # what runs for a term: its end comes months or years after its start, not weeks
@@ -645,28 +708,39 @@ def _runs_its_term(entity: EntitySpec, record: dict[str, Any], rng: random.Rando
 _TERM_OVER = frozenset({"expired", "ended", "terminated", "lapsed", "closed", "cancelled", "canceled",
                         "completed", "inactive", "void", "voided", "matured", "fulfilled"})  # fmt: skip
 _TERM_RUNNING = frozenset({"active", "renewed", "current", "in_force", "ongoing", "signed", "live", "valid"})
+_VALIDITY_OVER = frozenset({"expired", "lapsed", "void", "voided", "invalid"})
 _TERM_AHEAD = frozenset({"pending", "draft", "scheduled", "upcoming", "proposed", "not_started", "future"})
 
 
 def term_in_time(entity: EntitySpec, record: dict[str, Any], status: str, rng: random.Random) -> None:
     """A term's dates agree with its status at the clock (`NOW`): an expired contract ended before
-    it, an active lease runs across it, a pending one starts after it. The record's dates move
+    it, an active lease runs across it, a pending one starts after it; so do the dates of a thing
+    valid for a while (an expired certification, a valid passport). The record's dates move
     together, so their order and the term's length stay; what has happened stays before the clock."""
-    if not _TERM_ENTITY.search(entity.name):
-        return
     dated = {
         n: m
         for n in movable_dates(entity)
         if not _BIRTH.search(n) and (m := _moment(record.get(n))) is not None
     }
-    start = next((m for n, m in dated.items() if _TERM_START.match(n)), None)
-    end = next(
-        (m for n, m in dated.items() if (e := _TERM_END.match(n)) and e.group(1) not in _NOT_TERM_ENDS), None
-    )
+    said = status.lower()
+    if _TERM_ENTITY.search(entity.name):
+        start = next((m for n, m in dated.items() if _TERM_START.match(n)), None)
+        end = next(
+            (m for n, m in dated.items() if (e := _TERM_END.match(n)) and e.group(1) not in _NOT_TERM_ENDS),
+            None,
+        )
+        over = _TERM_OVER
+    else:
+        # a thing valid for a while (`_VALID_FOR`): an expired passport ran out before the clock, a
+        # valid one runs across it; a `completed` vaccination says nothing about its expiry
+        start = max((m for n, m in dated.items() if _ISSUED.search(n) and not _EXPIRY.match(n)), default=None)
+        end = next((m for n, m in dated.items() if _validity(entity, n) is not None), None)
+        over = _VALIDITY_OVER
+        if said in _TERM_AHEAD:
+            return
     if start is None or end is None or end <= start:
         return
-    said = status.lower()
-    if said in _TERM_OVER and end >= NOW:
+    if said in over and end >= NOW:
         shift = NOW - timedelta(days=rng.randint(1, 180)) - end
     elif said in _TERM_RUNNING and not start <= NOW < end:
         shift = NOW - timedelta(days=rng.randint(0, max(0, (end - start).days - 1))) - start

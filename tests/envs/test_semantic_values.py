@@ -16,7 +16,15 @@ from typing import Any
 import pytest
 
 from agentomnia.envs.build import state_stage, toolset_stage
-from agentomnia.envs.semantic import World, is_handle, one_place, order_lifecycle, semantic_value
+from agentomnia.envs.semantic import (
+    NOW,
+    World,
+    is_handle,
+    one_place,
+    order_lifecycle,
+    semantic_value,
+    term_in_time,
+)
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
 from agentomnia.envs.state import generate_state, make_value, state_violations
 from agentomnia.envs.toolset import ToolsetConfig
@@ -197,6 +205,54 @@ def test_dates_follow_the_record_lifecycle() -> None:
         assert (
             dated["kickoff_date"] < dated["go_live_date"] and dated["planted_on"] < dated["harvested_on"]
         ), dated
+
+
+def test_an_expiry_lies_as_long_after_the_issue_as_such_a_thing_runs() -> None:
+    """A vaccination given on 20 May does not run out on 21 May, nor a passport issued in February in
+    March: the expiry counts from the issue by what the thing is. An expired certification ran out
+    before the clock, an active one runs across it."""
+    vaccination = _entity("vaccination", _a("administered_on", "date"), _a("expires_on", "date"))
+    document = _entity("identity_document", _a("issued_on", "date"), _a("expires_on", "date"))
+    applicant = _entity("applicant", _a("passport_issued_on", "date"), _a("passport_expiry", "date"),
+                        _a("visa_issued_on", "date"), _a("visa_valid_until", "date"))  # fmt: skip
+    posting = _entity("job_posting", _a("posted_on", "date"), _a("expires_on", "date"))
+    promo = _entity("promo_code", _a("created_on", "date"), _a("valid_until", "date"))  # no kind known
+    cert = _entity("certification", _a("issued_on", "date"), _a("expires_on", "date"), _a("status"))
+    years = 365
+    for seed in range(40):
+        rng = random.Random(seed)
+        rec = {"administered_on": "2026-05-20", "expires_on": "2026-05-21"}
+        order_lifecycle(vaccination, rec, rng)
+        assert 1 * years <= _days(rec, "administered_on", "expires_on") <= 3 * years, rec
+        rec = {"issued_on": "2026-02-05", "expires_on": "2026-03-08"}
+        order_lifecycle(document, rec, rng)
+        assert 5 * years <= _days(rec, "issued_on", "expires_on") <= 10 * years, rec
+        rec = {"passport_issued_on": "2019-04-02", "passport_expiry": "2026-06-02",
+               "visa_issued_on": "2026-03-01", "visa_valid_until": "2026-03-09"}  # fmt: skip
+        order_lifecycle(applicant, rec, rng)
+        assert rec["passport_expiry"] == "2026-06-02", rec  # seven years: a passport's, kept
+        assert 90 <= _days(rec, "visa_issued_on", "visa_valid_until") <= 2 * years, rec  # from its own issue
+        rec = {"posted_on": "2025-09-01", "expires_on": "2026-02-07"}
+        order_lifecycle(posting, rec, rng)
+        assert 14 <= _days(rec, "posted_on", "expires_on") <= 60, rec
+        rec = {"created_on": "2026-02-01", "valid_until": "2026-02-20"}
+        order_lifecycle(promo, rec, rng)
+        assert rec["valid_until"] == "2026-02-20"  # what this knowledge does not cover is left alone
+        for status, over in (("expired", True), ("active", False)):
+            rec = {
+                "issued_on": "2026-01-10",
+                "expires_on": "2027-06-01" if over else "2025-11-01",
+                "status": status,
+            }
+            order_lifecycle(cert, rec, rng)
+            term_in_time(cert, rec, status, rng)
+            issued, expires = (datetime.fromisoformat(rec[k]) for k in ("issued_on", "expires_on"))
+            assert (expires < NOW) if over else (issued <= NOW < expires), rec
+            assert 1 * years <= (expires - issued).days <= 3 * years, rec
+
+
+def _days(rec: dict[str, Any], start: str, end: str) -> int:
+    return (datetime.fromisoformat(rec[end]) - datetime.fromisoformat(rec[start])).days
 
 
 def test_a_seeds_declared_dates_follow_the_lifecycle_within_hours() -> None:
