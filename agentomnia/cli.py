@@ -779,13 +779,20 @@ def cmd_omniabench_run(args: argparse.Namespace) -> Result:
     from agentomnia.omniabench.service import NoBenchmark, run_evaluation
     from agentomnia.sandbox.sandbox import Sandbox
 
+    options = None
+    if args.max_new_tokens is not None:
+        if not args.policy.startswith("hf:"):
+            raise CLIError(f"--max-new-tokens applies to hf: policies only, not {args.policy!r}")
+        if args.max_new_tokens < 1:
+            raise CLIError(f"--max-new-tokens must be at least 1, not {args.max_new_tokens}")
+        options = {"max_new_tokens": args.max_new_tokens}
     storage = Storage()
     box = Sandbox(workers=max(1, args.workers), idle_timeout_s=0)
     try:
         outcome = run_evaluation(
             storage, box, LineageStore(storage.lineage_path), policy=args.policy, round_key=args.round,
             trials=args.trials, max_steps=args.max_steps, llm=_configured_llm(), limit=args.limit,
-            source="imported" if args.imported else "benchmark",
+            source="imported" if args.imported else "benchmark", policy_options=options,
         )  # fmt: skip
     except NoBenchmark as exc:
         raise CLIError(str(exc)) from exc
@@ -1196,6 +1203,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=20, help="assistant turns per run")
     p.add_argument("--limit", type=int, default=0, help="only the first N benchmark tasks (0 = all)")
     p.add_argument("--workers", type=int, default=2, help="sandbox worker processes")
+    p.add_argument(
+        "--max-new-tokens", type=int, default=None, metavar="N",
+        help="hf: policies only: tokens per assistant turn (default 512; the pipeline's eval uses 96, "
+        "`omniabench_eval`'s max_new_tokens)",
+    )  # fmt: skip
     p.add_argument(
         "--imported", action="store_true", help="evaluate the tasks `import omniabench` filed under the round"
     )

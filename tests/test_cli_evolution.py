@@ -20,6 +20,11 @@ def test_benchmark_commands_explain_what_is_missing(home: Path) -> None:
     assert report.returncode == 1 and "omniabench run" in report.stderr
     bad = _cli("omniabench", "run", "--policy", "gpt", home=home)
     assert bad.returncode == 1
+    # tokens per turn are a local checkpoint's setting, said before anything runs
+    tokens = _cli("omniabench", "run", "--policy", "baseline:heuristic", "--max-new-tokens", "96", home=home)
+    assert tokens.returncode == 1 and "hf: policies only" in tokens.stderr
+    tokens = _cli("omniabench", "run", "--policy", "hf:/x", "--max-new-tokens", "0", home=home)
+    assert tokens.returncode == 1 and "at least 1" in tokens.stderr
 
 
 def test_report_and_status_read_the_stored_round(home: Path) -> None:

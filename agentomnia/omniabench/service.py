@@ -268,7 +268,9 @@ def run_evaluation(
     name = name or made  # a caller may name the policy apart from where it lives (`checkpoint:rl`)
     eval_id = "ev-" + content_hash(
         {"round": round_key, "policy": name, "benchmark": split.id, "trials": trials, "tasks": [t.id for t in tasks],
-         "fingerprint": _fingerprint(policy), "max_steps": max_steps}
+         "fingerprint": _fingerprint(policy), "max_steps": max_steps,
+         # tokens per turn change what a policy can do: another setting is another evaluation
+         **({"options": dict(policy_options)} if policy_options else {})}
     )  # fmt: skip
     failures_store = FailureStore(store.lineage_path)
     failures_store.start(eval_id, round_key, name, split.id, len(tasks), trials)
