@@ -1652,13 +1652,22 @@ _EVENT = re.compile(
     re.IGNORECASE,
 )
 _SEASONS = ("Spring Edition", "Summer Edition", "Autumn Edition", "Winter Edition", "Encore")
+# a room, a store or a site: another one is in another part of the building or the town
+_PLACE = re.compile(
+    r"\b(store|storeroom|stockroom|room|office|warehouse|depot|wing|hall|site|yard|lab|laboratory|station|"
+    r"cent(er|re)|building|floor|bay|dock|cupboard|closet|cabinet|library|branch|studio|kitchen|garage|shed|"
+    r"suite|clinic|ward|annex|pantry|store level \d+|level \d+)$",
+    re.IGNORECASE,
+)
+_PARTS = ("North", "South", "East", "West", "Upper", "Lower")
 
 
 def editions(value: str) -> list[str]:
     """Other values in `value`'s style, for when a list runs out or a look-alike is wanted: a role at
     another seniority ("Senior Marketing Operations Manager"), an event's other edition ("Clean Beauty
     Week Spring Edition"), a follow-up of a piece of work ("Apply kernel security patches (follow-up)"),
-    a product's edition ("Trail Runner Pro"); never a number."""
+    a place in another part of its building or town ("North Warehouse Office Store"), a product's edition
+    ("Trail Runner Pro"); never a number."""
     words = value.split()
     lower = any(w.isalpha() and w.islower() and w not in _SMALL_WORDS for w in words[1:])
     # "Apply kernel security patches", "Policy and regulation analysis"; not "Clean Beauty Week"
@@ -1668,6 +1677,8 @@ def editions(value: str) -> list[str]:
         return [f"{s} {value}" for s in _SENIORITY]
     if _EVENT.search(value):
         return [f"{value} {e}" for e in _SEASONS]
+    if _PLACE.search(value):  # "North Warehouse Office Store", not "Warehouse Office Store Deluxe"
+        return [f"{p} {value}" for p in _PARTS if p.lower() not in value.lower()] + [f"{value} Annex"]
     return [f"{value} {v}" for v in VARIANT_WORDS if v.lower() not in value.lower()]
 
 

@@ -32,7 +32,7 @@ from agentomnia.envs.toolset import QUERY_PARAMS
 from agentomnia.envs.values import written_number
 from agentomnia.llm.protocol import LLM
 from agentomnia.sandbox.bundle import Bundle
-from agentomnia.tasks.dag.describe import lead_word
+from agentomnia.tasks.dag.describe import lead_word, singular
 from agentomnia.tasks.models import ReferenceCall, Task
 from agentomnia.tasks.wording import lead_clause
 from agentomnia.trajectories.evidence import (
@@ -180,12 +180,6 @@ def _purpose(description: str, tool: str) -> str:
     return f"{named or 'look up'} {sentence}" if description.strip() else "do the next step"
 
 
-def _stem(table: str) -> str:
-    if table.endswith("ies"):
-        return table[:-3] + "y"
-    if table.endswith("ses") or table.endswith("xes"):
-        return table[:-2]
-    return table[:-1] if table.endswith("s") else table
 
 
 class OfflineTeacher:
@@ -309,7 +303,7 @@ class OfflineTeacher:
         if found is None:
             return None
         table, key, record = found
-        stem = _stem(table)
+        stem = singular(table)
         key_field = self._index.get(key, "")
         options: list[tuple[int, str, dict[str, Any], str]] = []  # (preference, tool, args, reason)
         for name, schema in sorted(schemas.items()):

@@ -304,3 +304,6 @@ def test_a_lookalike_is_named_as_such_records_are_really_called() -> None:
     assert all(
         d.startswith("Classic Cheeseburger ") and not d.endswith(("II", "III", "Classic")) for d in dishes
     ), dishes
+    # a storeroom beside 'Warehouse Office Store' is in another part of the building, not a 'Deluxe' one
+    rooms = {lookalike("Warehouse Office Store", entity("storeroom"), World(), rng, set()) for _ in range(5)}
+    assert all(r.endswith("Warehouse Office Store") or r.endswith(" Annex") for r in rooms), rooms

@@ -113,7 +113,7 @@ def test_a_list_of_what_a_record_points_at_says_the_same_not_a_chain() -> None:
 
 
 def test_a_noun_with_no_plural_is_counted_in_records() -> None:
-    from agentomnia.tasks.dag.describe import plural
+    from agentomnia.tasks.dag.describe import plural, singular
 
     assert plural("playback_progress") == "playback progress records"  # not "playback progresses"
     assert plural("equipment") == "equipment records"
@@ -122,6 +122,22 @@ def test_a_noun_with_no_plural_is_counted_in_records() -> None:
         "categories",
         "sales",
         "stocks",
+    ]
+    # a request says "how many diagnoses", not "diagnosises"; codes keep their capitals
+    assert [plural(n) for n in ("diagnosis", "evaluation_criterion", "shelf", "aircraft", "sla_policy")] == [
+        "diagnoses",
+        "evaluation criteria",
+        "shelves",
+        "aircraft",
+        "SLA policies",
+    ]
+    # and back, for the teacher's "to find the lease whose ..." (not "the leas whose ...")
+    assert [singular(t) for t in ("leases", "maintenance_requests", "analyses", "statuses", "data")] == [
+        "lease",
+        "maintenance_request",
+        "analysis",
+        "status",
+        "data",
     ]
 
 
@@ -173,3 +189,20 @@ class _Fixed(random.Random):
 
     def randrange(self, *args: object, **kwargs: object) -> int:  # type: ignore[override]
         return self.index
+
+
+def test_records_found_by_a_reference_in_a_role_are_named_by_the_role() -> None:
+    """list_employees(manager_id=...) reads "the employees whose manager is ...", not "the employees
+    of that leave application's employee" (which says nothing of who reports to whom)."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.tasks.dag.generate import in_role
+
+    employee = EntitySpec(
+        name="employee", table="employees", description="", key="employee_id", id_prefix="EMP",
+        attributes=(AttributeSpec(name="employee_id", type="str"), AttributeSpec(name="manager_id", type="ref", ref="employee"),
+                    AttributeSpec(name="store_id", type="ref", ref="store")),
+    )  # fmt: skip
+    assert in_role(employee, "manager_id", "that leave application's employee") == (
+        "the employees whose manager is that leave application's employee"
+    )
+    assert in_role(employee, "store_id", "the store named 'Oak'") is None  # "the employees of the store ..."

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any
 
 from agentomnia.envs.naming import article
@@ -160,14 +161,35 @@ _UNCOUNTABLE = frozenset({
 
 
 def plural(name: str) -> str:
+    """`lab_analysis` -> `lab analyses`: English plurals of the last word (irregular ones too, from
+    `inflect`); an uncountable noun is counted in records."""
     w = words(name)
     if w.endswith(("sales", "series", "news", "data")):
         return w  # already plural, or the same in both
-    if w.rsplit(" ", 1)[-1] in _UNCOUNTABLE:
+    head, _, last = w.rpartition(" ")
+    if last in _UNCOUNTABLE:
         return f"{w} records"
-    if w.endswith("y") and not w.endswith(("ay", "ey", "oy")):
-        return w[:-1] + "ies"
-    return w + ("es" if w.endswith(("s", "x", "ch", "sh")) else "s")
+    if not last.isalpha() or last.isupper():  # a code or an acronym: `SKU` -> `SKUs`
+        return w + "s"
+    said = _english().plural_noun(last)
+    return f"{head} {said}" if head else said
+
+
+def singular(table: str) -> str:
+    """`purchase_orders` -> `purchase_order`, `leases` -> `lease`, `analyses` -> `analysis`: a table's
+    last word in the singular (`inflect`); a word with no plural form stays."""
+    head, sep, last = table.rpartition("_")
+    if last in ("data", "metadata", "media", "analytics"):
+        return table  # a table of data holds data, not "datum" records
+    one = _english().singular_noun(last) if last.isalpha() and last.islower() else False
+    return f"{head}{sep}{one}" if one else table
+
+
+@cache
+def _english() -> Any:
+    import inflect
+
+    return inflect.engine()
 
 
 def say(value: Any) -> str:

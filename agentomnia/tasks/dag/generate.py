@@ -254,6 +254,19 @@ def round_figure(value: float, near: int) -> int:
     return int(high if near > value or low == value and near == value else low)
 
 
+def in_role(entity: EntitySpec, attr: str, owner: str) -> str | None:
+    """The records of `entity` whose reference `attr` names the record `owner` phrases in a role other
+    than its kind: "the employees whose manager is ..." (`manager_id`), "the sync jobs whose target
+    system is ..." (`target_system_id`), never "the employees of ..." (which says nothing of who
+    reports to whom); None where the reference names its record's kind (`supplier_id`)."""
+    role = Generator._ref_word(attr)
+    ref = entity.attribute(attr)
+    kind = ref.ref if ref is not None else None
+    if kind is None or role == kind or role.endswith(f"_{kind}") or role.startswith(f"{kind}_"):
+        return None  # `supplier_id`, `home_store_id`, an asset's `asset_tag`: the record's own kind
+    return f"the {plural(entity.name)} whose {words(role)} is {owner}"
+
+
 def _alongside(owner_phrase: str, link: str, many: str) -> str:
     """The records of a list filtered by what another record points at, said the way people say
     it: "the customer returns for that cash count's store", where the chain would read "that cash
@@ -1006,7 +1019,9 @@ class Generator:
                     in_phrase if tool.op == "assign" else f"{words(self._ref_word(param))}: {in_phrase}"
                 )
                 if tool.op in ("list", "search", "range"):
-                    phrase = _alongside(in_phrase, words(self._ref_word(param)), plural(entity.name))
+                    phrase = in_role(entity, b.get("filters", {}).get(param, param), in_phrase) or _alongside(
+                        in_phrase, words(self._ref_word(param)), plural(entity.name)
+                    )
                     self._filtered_by[(len(self.out.calls), param)] = in_phrase
         if tool.op == "manage":
             raise Reject(
@@ -1113,8 +1128,9 @@ class Generator:
             bound = {p: b.get("filters", {}).get(p, p) for p in args}
             required_filter = next((p for p, a in bound.items() if entity.attribute(a) is not None), None)
             if required_filter in owners:
-                phrase = (
-                    f"the {plural(entity.name)} of {owners[required_filter]}"  # "the items of supplier ..."
+                owner = owners[required_filter]
+                phrase = in_role(entity, bound[required_filter], owner) or (
+                    f"the {plural(entity.name)} of {owner}"  # "the items of supplier ..."
                 )
             elif required_filter is not None:
                 value = args[required_filter]

@@ -65,11 +65,27 @@ def withholdable(task: Task) -> list[tuple[str, Any, str]]:
             for text in _literals(value):
                 # the value must stand alone, once, not inside a longer number, word or quote
                 alone = re.findall(rf"(?<![\w.'-]){re.escape(text)}(?![\w'-]|\.\d)", task.query)
-                if len(alone) == 1 and task.query.count(text) == 1:
+                if (
+                    len(alone) == 1
+                    and task.query.count(text) == 1
+                    and _stands_as_detail(task.query, text, param)
+                ):
                     seen.add(param)
                     out.append((param, value, text))
                     break
     return out
+
+
+def _stands_as_detail(query: str, text: str, param: str) -> bool:
+    """Whether a gap phrase can stand where `text` does: a quoted value or a figure anywhere, a bare
+    word only after its field's label ("status occupied") or a word that takes an object ("is
+    occupied"). Before a noun it describes the noun ("how many occupied chargers"), and "how many
+    still to be confirmed with me chargers" is no request."""
+    if text.startswith("'") or not text.replace("_", "").isalpha():
+        return True
+    before = query[: query.find(text)].split()
+    last = before[-1].lower().strip(",") if before else ""
+    return last in _TAKES_OBJECT or last == param.lower().replace("_", " ").split()[-1]
 
 
 def _kind(param: str, value: Any) -> str | None:

@@ -127,6 +127,20 @@ def test_the_gap_reads_as_a_person_would_leave_it() -> None:
     assert says_gap("the album matching a word I will give you")
 
 
+def test_a_bare_word_before_its_noun_is_not_withheld() -> None:
+    """ "how many occupied chargers" cannot become "how many still to be confirmed with me chargers":
+    a bare value is withheld only after its field's label or a word that takes an object."""
+    from agentomnia.tasks.dag.interaction import _stands_as_detail
+
+    assert not _stands_as_detail(
+        "Could you find out how many occupied chargers there are?", "occupied", "status"
+    )
+    assert _stands_as_detail("A new charger: connector chademo, status occupied.", "occupied", "status")
+    assert _stands_as_detail("Make sure its status is occupied.", "occupied", "status")
+    assert _stands_as_detail("how many 'Nissan' cars", "'Nissan'", "make")  # a quote reads as a value
+    assert _stands_as_detail("the chargers rated 50 kW", "50", "power_kw")
+
+
 def test_a_gap_for_a_quote_that_ended_its_sentence_ends_it_too() -> None:
     from agentomnia.tasks.dag.interaction import ended
 
