@@ -1677,6 +1677,9 @@ def editions(value: str) -> list[str]:
         return [f"{s} {value}" for s in _SENIORITY]
     if _EVENT.search(value):
         return [f"{value} {e}" for e in _SEASONS]
+    town, _, area = value.rpartition(" ")
+    if town and area in _AREAS:  # a business's site: the same town's other parts ("Boise Airport")
+        return [f"{town} {a}" for a in _AREAS if a != area]
     if _PLACE.search(value):  # "North Warehouse Office Store", not "Warehouse Office Store Deluxe"
         return [f"{p} {value}" for p in _PARTS if p.lower() not in value.lower()] + [f"{value} Annex"]
     return [f"{value} {v}" for v in VARIANT_WORDS if v.lower() not in value.lower()]

@@ -307,3 +307,6 @@ def test_a_lookalike_is_named_as_such_records_are_really_called() -> None:
     # a storeroom beside 'Warehouse Office Store' is in another part of the building, not a 'Deluxe' one
     rooms = {lookalike("Warehouse Office Store", entity("storeroom"), World(), rng, set()) for _ in range(5)}
     assert all(r.endswith("Warehouse Office Store") or r.endswith(" Annex") for r in rooms), rooms
+    # a site beside 'Boise Downtown' is another part of Boise, not 'Boise Downtown Plus'
+    sites = {lookalike("Boise Downtown", entity("location"), World(), rng, set()) for _ in range(5)}
+    assert all(s.startswith("Boise ") and len(s.split()) == 2 and s != "Boise Downtown" for s in sites), sites
