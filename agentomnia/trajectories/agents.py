@@ -180,8 +180,6 @@ def _purpose(description: str, tool: str) -> str:
     return f"{named or 'look up'} {sentence}" if description.strip() else "do the next step"
 
 
-
-
 class OfflineTeacher:
     """Deterministic teacher that executes a reference plan through the tools, grounding every value."""
 
@@ -320,13 +318,9 @@ class OfflineTeacher:
                 options.append((0, name, {key_field: key}, f"to read {words(stem)} {key}"))
             for f, v in sorted(record.items()):
                 usable = isinstance(v, (str, int, float)) and not isinstance(v, bool) and f != key_field
-                if (
-                    f in props
-                    and usable
-                    and required <= {f, "limit"}
-                    and self._needs(v)
-                    and evidence.supports(v)
-                ):
+                # a value the request names: an id or a figure, or a status it says ("the sent message")
+                named = self._needs(v) or v in ((props.get(f) or {}).get("enum") or ())
+                if f in props and usable and required <= {f, "limit"} and named and evidence.supports(v):
                     why = f"to find the {words(stem)} whose {words(f)} is {v}"
                     options.append((1, name, {f: v, **extra}, why))
             text = next((q for q in QUERY_PARAMS if q in props), None)  # a search's text: `query`, `q`

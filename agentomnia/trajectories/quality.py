@@ -103,7 +103,12 @@ def check_grounding(
             for k in keys
             if k.casefold() in lowered and re.search(rf"(?<![\w-]){re.escape(k)}(?![\w])", content)
         }
-        claims |= {f for f in facts if f.casefold() in lowered}
+        # a fact stated as itself, not inside a longer word ('subscription.plan' in 'Subscription.PlanCode')
+        claims |= {
+            f
+            for f in facts
+            if f.casefold() in lowered and re.search(rf"(?<![\w]){re.escape(f.casefold())}(?![\w])", lowered)
+        }
         for claim in sorted(claims):
             if not evidence.has_string(claim):
                 problems.append(

@@ -77,6 +77,25 @@ def test_planted_hallucinated_id_is_caught_by_the_grounding_check(
     assert check_grounding(number.messages, parcel.bundle.tools, task.init_config).passed is False
 
 
+def test_a_fact_inside_a_longer_word_is_not_claimed() -> None:
+    """'Subscription.PlanCode', named by the request, does not claim the unseen 'subscription.plan' of
+    another field; the unseen value said as itself is still caught."""
+    state = {"field_mappings": {"FIE-003": {"field_mapping_id": "FIE-003", "source_field": "Subscription.PlanCode",
+                                            "target_field": "subscription.plan"}}}  # fmt: skip
+    request = {
+        "role": "user",
+        "content": "Tell me the transform of the mapping with source field 'Subscription.PlanCode'.",
+    }
+    said = {
+        "role": "assistant",
+        "content": "I look for the mapping whose source field is Subscription.PlanCode.",
+    }
+    assert check_grounding([request, said], [], state).passed is True
+    unseen = {"role": "assistant", "content": "Its target field is subscription.plan."}
+    verdict = check_grounding([request, unseen], [], state)
+    assert verdict.passed is False and "subscription.plan" in verdict.problems[0]
+
+
 def test_planted_contradiction_is_caught_by_the_consistency_check(
     guided: list[Trajectory], tasks: list[Task], parcel
 ) -> None:  # type: ignore[no-untyped-def]
