@@ -592,7 +592,7 @@ def order_lifecycle(entity: EntitySpec, record: dict[str, Any], rng: random.Rand
 # to ten years, a vaccination one to three, a job posting some weeks (a passport issued in February that
 # expires in March, or a vaccination that runs out the next day, is no such thing)
 _VALID_FOR: list[tuple[re.Pattern[str], tuple[int, int]]] = [
-    (re.compile(r"passport|identity|id_card|national_id|driv(er|ing)_?licen"), (5 * 365, 10 * 365)),
+    (re.compile(r"passport|identity_(doc|card)|id_card|national_id|driv(er|ing)_?licen"), (5 * 365, 10 * 365)),
     (re.compile(r"visa(s|_|$)"), (90, 2 * 365)),
     (re.compile(r"vaccin|immuni[sz]|booster"), (365, 3 * 365)),
     (re.compile(r"warrant"), (365, 5 * 365)),
@@ -630,8 +630,7 @@ def _valid_for_its_kind(entity: EntitySpec, record: dict[str, Any], rng: random.
     its start (`created_at`); without either it is not moved. An expiry already in its kind's range
     stays."""
     movable = movable_dates(entity)
-    dated = [(n, m) for n in movable if not _EXPIRY.match(n) and (m := _moment(record.get(n))) is not None]
-    issued = [(n, m) for n, m in dated if _ISSUED.search(n)] or [(n, m) for n, m in dated if phase(n) == 1]
+    issued = _issue_dates(movable, record)
     if not issued:
         return
     for name in movable:
@@ -646,6 +645,12 @@ def _valid_for_its_kind(entity: EntitySpec, record: dict[str, Any], rng: random.
         if lo <= (expiry - start).days <= hi:
             continue
         record[name] = _as(record[name], start + timedelta(days=rng.randint(lo, hi)))
+
+
+def _issue_dates(movable: list[str], record: Mapping[str, Any]) -> list[tuple[str, datetime]]:
+    """(field, moment) of when a record was issued or given (`_ISSUED`), else of its starts (phase 1)."""
+    dated = [(n, m) for n in movable if not _EXPIRY.match(n) and (m := _moment(record.get(n))) is not None]
+    return [(n, m) for n, m in dated if _ISSUED.search(n)] or [(n, m) for n, m in dated if phase(n) == 1]
 
 
 # what runs for a term: its end comes months or years after its start, not weeks
@@ -733,7 +738,7 @@ def term_in_time(entity: EntitySpec, record: dict[str, Any], status: str, rng: r
     else:
         # a thing valid for a while (`_VALID_FOR`): an expired passport ran out before the clock, a
         # valid one runs across it; a `completed` vaccination says nothing about its expiry
-        start = max((m for n, m in dated.items() if _ISSUED.search(n) and not _EXPIRY.match(n)), default=None)
+        start = max((m for _, m in _issue_dates(list(dated), record)), default=None)
         end = next((m for n, m in dated.items() if _validity(entity, n) is not None), None)
         over = _VALIDITY_OVER
         if said in _TERM_AHEAD:
