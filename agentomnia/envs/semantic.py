@@ -881,12 +881,23 @@ def kind_value(field_name: str, owner: str, world: World, rng: random.Random) ->
     p = pools(world.locale)
     fill = {
         "first": lambda: rng.choice(p.first), "last": lambda: rng.choice(p.last),
-        "city": lambda: rng.choice(p.cities), "street": lambda: rng.choice(p.streets),
+        "city": lambda: rng.choice(p.cities), "street": lambda: street_name(rng.choice(p.streets)),
         "company": lambda: rng.choice(p.companies), "year": lambda: str(NOW.year - rng.randint(0, 4)),
         "n": lambda: str(rng.randint(1, 9)), "nn": lambda: str(rng.randint(10, 99)),
         "letter": lambda: rng.choice("ABCDEFGH"),
     }  # fmt: skip
     return re.sub(r"\{([a-z]+)\}", lambda m: fill[m.group(1)](), rng.choice(values))
+
+
+def street_name(address: str) -> str:
+    """The street of a street address, as a place is named after it: "Donna Harbor" of "46948 Donna
+    Harbor Suite 825" (never a clinic called "46948 Donna Harbor Suite 825 Vet Surgery")."""
+    kept = [
+        w
+        for w in re.sub(r"\b(Suite|Apt\.?|Unit|Ste\.?|No\.?)\s*\S+", "", address).split()
+        if not any(c.isdigit() for c in w)
+    ]
+    return " ".join(kept).strip(" ,") or address
 
 
 _SITE_WORDS = frozenset({"location", "site", "branch", "office", "store_location"})

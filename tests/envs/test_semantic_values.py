@@ -1676,3 +1676,17 @@ def test_a_text_told_from_its_records_fields_says_them_as_the_state_ends_up() ->
     from agentomnia.envs.semantic import _render_was
 
     assert not _render_was("{name} {city}", "Picked up early by a courier.")  # fields alone match anything
+
+
+def test_a_place_named_after_a_street_takes_the_street_not_the_address() -> None:
+    """A clinic is "Donna Harbor Vet Surgery", never "46948 Donna Harbor Suite 825 Vet Surgery"."""
+    from agentomnia.envs.semantic import kind_value, street_name
+
+    assert street_name("46948 Donna Harbor Suite 825") == "Donna Harbor"
+    assert street_name("Via Roma 12") == "Via Roma"
+    world = World(domain=10005)  # Lifestyle > Pet Services
+    values = [
+        kind_value("clinic_name", "vaccination", world, random.Random(seed)) or "" for seed in range(40)
+    ]
+    assert any(v.endswith(" Vet Surgery") for v in values)  # the template named after a street
+    assert not [v for v in values if any(c.isdigit() for c in v)]
