@@ -206,3 +206,8 @@ def test_records_found_by_a_reference_in_a_role_are_named_by_the_role() -> None:
         "the employees whose manager is that leave application's employee"
     )
     assert in_role(employee, "store_id", "the store named 'Oak'") is None  # "the employees of the store ..."
+    member = EntitySpec(
+        name="team_member", table="team_members", description="", key="team_member_id", id_prefix="TEA",
+        attributes=(AttributeSpec(name="team_member_id", type="str"), AttributeSpec(name="team_id", type="ref", ref="group_team")),
+    )  # fmt: skip
+    assert in_role(member, "team_id", "that group team") is None  # its own kind, said short

@@ -264,6 +264,8 @@ def in_role(entity: EntitySpec, attr: str, owner: str) -> str | None:
     kind = ref.ref if ref is not None else None
     if kind is None or role == kind or role.endswith(f"_{kind}") or role.startswith(f"{kind}_"):
         return None  # `supplier_id`, `home_store_id`, an asset's `asset_tag`: the record's own kind
+    if kind.endswith(f"_{role}") or kind.startswith(f"{role}_"):
+        return None  # the kind said short: a group team's member has a `team_id`
     return f"the {plural(entity.name)} whose {words(role)} is {owner}"
 
 
