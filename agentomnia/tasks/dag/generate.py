@@ -769,9 +769,11 @@ class Generator:
         if overwritten:
             # "mark it rejected ... now set it to approved": nobody asks for a change and then undoes it
             raise Reject("redundant", f"{tool.name} writes {', '.join(overwritten)} of {focus} a second time")
-        if tool.op == "delete" and focus is not None and self._made_here(focus):
-            # "open a new ledger entry ... the new ledger entry can go, so delete it" undoes itself
-            raise Reject("redundant", f"{tool.name} deletes {focus}, which this request created")
+        made = self._written_here(focus) if tool.op == "delete" and focus is not None else None
+        if made is not None:
+            # "open a new ledger entry ... the new ledger entry can go, so delete it" undoes itself, and
+            # "set the emergency contact to confirmed ... remove that emergency contact" wastes a step
+            raise Reject("redundant", f"{tool.name} deletes {focus}, which this request {made}")
         result = self.session.call(tool.name, args)
         if tool.kind == "write":
             self._live = None  # read tools are declared (and verified) free of side effects
@@ -796,9 +798,12 @@ class Generator:
         fields = {str(b["fields"][p]) for p in args if p in b.get("fields", {})}
         return fields | ({str(b["attr"])} if tool.op == "assign" and b.get("attr") else set())
 
-    def _made_here(self, focus: tuple[str, Any]) -> bool:
+    def _written_here(self, focus: tuple[str, Any]) -> str | None:
+        """How an earlier step of this request wrote the record in `focus` ("created", "changed"), or
+        None when none did."""
         same = {focus, (focus[0], str(focus[1]))}
-        return any(s.tool.op == "create" and s.focus in same for s in self.out.calls)
+        ops = {s.tool.op for s in self.out.calls if s.tool.kind == "write" and s.focus in same}
+        return "created" if "create" in ops else "changed" if ops else None
 
     def _overwrites(
         self, tool: ToolSpec, args: Mapping[str, Any], focus: tuple[str, Any] | None

@@ -520,7 +520,7 @@ def test_a_request_never_undoes_what_it_just_created() -> None:
     assign = SimpleNamespace(op="assign", kind="write", binding={"attr": "folder_id", "fields": {}})
     assert gen._overwrites(assign, {"doc_id": "D1"}, ("doc", "D1")) == ["folder_id"]  # type: ignore[arg-type]
     assert gen._overwrites(assign, {"doc_id": "D2"}, ("doc", "D2")) == []  # type: ignore[arg-type]
-    assert gen._made_here(("doc", "D1")) and not gen._made_here(("doc", "D2"))
+    assert gen._written_here(("doc", "D1")) == "created" and gen._written_here(("doc", "D2")) is None
 
 
 def test_a_record_reached_through_a_reference_is_called_by_that_reference_after() -> None:

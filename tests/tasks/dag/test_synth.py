@@ -332,6 +332,17 @@ def test_a_request_never_sets_a_field_of_one_record_twice() -> None:
         assert exc.stage == "redundant" and "status" in exc.reason
     else:
         raise AssertionError("a second status change of CHA-008 was not refused")
+    # "set CHA-008 to rejected ... remove that change order": a record the request changed is not
+    # then deleted (nor one it created); another record may be
+    delete = tool("delete", key="order_id")
+    assert gen._written_here(("change_order", "CHA-008")) == "changed"
+    assert gen._written_here(("change_order", "CHA-009")) is None
+    try:
+        gen.call(delete, {}, {}, ("change_order", "CHA-008"), None)  # type: ignore[arg-type]
+    except Reject as exc:
+        assert exc.stage == "redundant" and "which this request changed" in exc.reason
+    else:
+        raise AssertionError("deleting the change order the request had just changed was not refused")
 
 
 def test_what_later_steps_do_to_a_new_record_is_graded(freight_spec: EnvSpec, freight_bundle: Bundle) -> None:
