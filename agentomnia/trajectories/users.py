@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from agentomnia.llm.protocol import LLM
-from agentomnia.tasks.dag.describe import words
+from agentomnia.tasks.dag.describe import labelled, words
 from agentomnia.tasks.models import Task
 
 DONE_TOKEN = "###DONE###"
@@ -92,7 +92,8 @@ class ScriptedUser:
                     continue
                 if _asks_about(question, key):
                     self._revealed.add(key)
-                    parts.append(f"The {words(key)} is {_text(value)}.")
+                    label, shown = labelled(key, _text(value))  # "The weight is 72.7 kg."
+                    parts.append(f"The {label} is {shown}.")
         return " ".join(parts) if parts else "I have no more details than what I already told you."
 
 

@@ -24,18 +24,37 @@ _ID_SHAPE = re.compile(r"^[A-Z0-9]{2,4}-\d+$")
 def words(name: str) -> str:
     """`monthly_fee` -> `monthly fee`, a seed's `userStatus` -> `user status`: how a field is said in
     prose (never as its key). An acronym stays as written (`SKUCode` is left alone), and one written
-    in lower case is said in capitals (`po_line` -> `PO line`, `sla_hours` -> `SLA hours`)."""
+    in lower case is said as people write it (`po_line` -> `PO line`, `ncrs` -> `NCRs`, `ph_level`
+    -> `pH level`)."""
     said = _CAMEL.sub(lambda m: " " + m.group(1).lower(), name).replace("_", " ").strip()
-    return _ACRONYM.sub(lambda m: m.group(0).upper(), said)
+    return _WORD.sub(lambda m: _acronym(m.group(0)), said)
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])(?=[a-z])")
+_WORD = re.compile(r"\b[a-z]{2,5}\b")
 # abbreviations people write in capitals, as whole words of a name
-_ACRONYM = re.compile(
-    r"\b(po|sku|sla|eta|etd|vat|gst|kyc|aml|api|url|vin|imei|iban|pdf|csv|hr|qa|ehr|icd|cpt|npi|ndc|mrn|rma"
-    r"|asn|bol|nda|sow|mel|apu|mfa|sms|ssl|dns|vpn|cve|cvss|ssn|ein|tin|ein|pos|atm|otp|faq|kpi|roi|sku|upc"
-    r"|ean|gtin|isbn|ip|uom|moq|eoq|rfq|rfp|ppe|hvac|ev|gps|rsvp|ssd|cpu|gpu|ram|os|ui|ux|sdk|id)\b"
-)
+ACRONYMS = frozenset({
+    "po", "sku", "sla", "eta", "etd", "vat", "gst", "kyc", "aml", "api", "url", "vin", "imei", "iban",
+    "pdf", "csv", "hr", "qa", "qc", "ehr", "emr", "icd", "cpt", "npi", "ndc", "mrn", "rma", "asn",
+    "bol", "nda", "mel", "apu", "mfa", "sso", "sms", "ssl", "dns", "vpn", "cve", "cvss", "ssn", "ein",
+    "tin", "pos", "atm", "otp", "faq", "kpi", "okr", "roi", "upc", "ean", "gtin", "isbn", "ip", "uom",
+    "moq", "eoq", "rfq", "rfp", "ppe", "hvac", "ev", "gps", "rsvp", "ssd", "cpu", "gpu", "ram", "os",
+    "ui", "ux", "sdk", "id", "ncr", "capa", "xp", "plc", "crf", "crm", "erp", "bom", "wip", "lms",
+    "iot", "etl", "seo", "cms", "pto", "dob", "icu", "ecg", "ekg", "mri", "bmi", "ldl", "hdl", "nps",
+    "hoa", "gpa", "cpr", "ems", "ap", "ar", "gl", "pcn", "drm", "ftp", "pr", "tsa", "ata", "aog"
+})  # fmt: skip
+_WRITTEN = {"ph": "pH", "rx": "Rx"}  # written neither in capitals nor in lower case
+_NOT_PLURAL = frozenset({"hrs", "tins", "rams"})  # hours, and words
+
+
+def _acronym(word: str) -> str:
+    if word in _WRITTEN:
+        return _WRITTEN[word]
+    if word in ACRONYMS:
+        return word.upper()
+    if word.endswith("s") and word[:-1] in ACRONYMS and word not in _NOT_PLURAL:  # `ncrs` -> `NCRs`
+        return word[:-1].upper() + "s"
+    return word
 
 
 def is_state_word(word: str) -> bool:
@@ -66,6 +85,7 @@ UNITS = {
     "kg_h": "kg/h", "t_h": "t/h", "km_h": "km/h", "m_s": "m/s", "ml_min": "mL/min", "mmol_l": "mmol/L",
     "mg_dl": "mg/dL", "ppm": "ppm", "ppb": "ppb", "db": "dB", "hz": "Hz", "mhz": "MHz", "kva": "kVA",
     "mbps": "Mbps", "pallets": "pallets", "tonnes": "tonnes", "litres": "litres", "liters": "liters",
+    "kv": "kV", "mmhg": "mmHg", "bpm": "bpm", "kb": "KB", "bytes": "bytes", "sqm": "m²",
 }  # fmt: skip
 
 
@@ -124,7 +144,45 @@ def field_label(name: str) -> str:
     head, _, tail = name.rpartition("_")
     if head and tail in UNITS and (tail not in _MEASURED or head.rpartition("_")[2] in _MEASURED[tail]):
         return f"{words(head)} ({UNITS[tail]})"
+    if name.lower() in _MEASURES:  # a field named for its unit alone: `ml` -> "volume (ml)"
+        return f"{_MEASURES[name.lower()]} ({UNITS[name.lower()]})"
     return words(name)
+
+
+_NUMBER = re.compile(r"^-?\d[\d,]*(\.\d+)?$")
+_CLOSED_UP = ("°C", "°F", "%")  # written against the number: 38.5°C, 15%
+_COUNTED = ("days", "hours", "minutes", "seconds", "nights", "weeks", "months")
+_MEASURES = {"ml": "volume", "litres": "volume", "liters": "volume", "kg": "weight", "lb": "weight",
+             "lbs": "weight", "km": "distance", "minutes": "duration", "mins": "duration", "hours": "duration",
+             "hrs": "duration", "days": "duration"}  # fmt: skip
+
+
+def labelled(name: str, value: str) -> tuple[str, str]:
+    """(label, value) of a field a request states, a measured number with its unit after it as
+    people write it: ("weight", "72.7 kg"), ("wait", "1 day"), ("water temp", "38.5°C"); anything
+    else as `field_label` says it ("weight (kg)" of a value that is no number)."""
+    label = field_label(name)
+    unit = re.match(r"^(.+) \(([^()]+)\)$", label)
+    if unit is None or not _NUMBER.match(value):
+        return label, value
+    head, sign = unit[1], unit[2]
+    if value == "1" and sign in _COUNTED:
+        sign = sign[:-1]  # "1 day"
+    return head, f"{value}{sign}" if sign in _CLOSED_UP else f"{value} {sign}"
+
+
+def stated(name: str, value: str) -> str:
+    """A field and its value as a request states them: "weight 72.7 kg", "status on hold"."""
+    return " ".join(labelled(name, value))
+
+
+def unit_after(text: str) -> str:
+    """The unit `labelled` wrote at the start of `text` (" kg", "°C", " day"), or ""."""
+    signs = sorted({*UNITS.values(), *(c[:-1] for c in _COUNTED)}, key=len, reverse=True)
+    closed = "|".join(re.escape(s) for s in _CLOSED_UP)
+    spaced = "|".join(re.escape(s) for s in signs if s not in _CLOSED_UP)
+    m = re.match(rf"(?:{closed}|\s(?:{spaced})(?:/[a-z]+)?)(?![\w²³/])", text)
+    return m[0] if m else ""
 
 
 def compared_label(name: str) -> str:
@@ -409,7 +467,11 @@ def singled_out(
                 (having.append(flag) if value else after.append(f"without {flag}"))
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             words_ = label.split()
-            if last in _NUMBERING or (_participle(words_[0].lower()) and words_[-1].startswith("(")):
+            head, measured = labelled(attr, say(value))
+            if head != label:  # a measure with its unit: "with a total of 89.08 hours", "175 minutes worked"
+                one = " " not in head and _participle(head.lower())
+                having.append(f"{measured} {head}" if one else f"{article(head)} of {measured}")
+            elif last in _NUMBERING or (_participle(words_[0].lower()) and words_[-1].startswith("(")):
                 having.append(f"{label} {say(value)}")  # "with lap no 2", "with worked (minutes) 175"
             elif _plural_word(words_[-1]) and "(" not in label and a is not None and a.type == "int":
                 # "with 248123 followers", "with 1 guest"
@@ -464,11 +526,23 @@ def predicate(entity: EntitySpec, attr: str, value: Any) -> str:
         if " " not in flag or _participle(said_[0].lower()):
             return f"are {flag}" if value else f"are not {flag}"
         return f"have {flag}" if value else f"do not have {flag}"
+    if introduces(words(attr)):  # "are cancelled by guest", never "have cancelled by guest"
+        return f"are {words(attr)} {said(entity, attr, value)}"
     if a is not None and a.type == "enum" and isinstance(value, str) and _STATE_FIELD.search(attr):
         shown = said(entity, attr, value)
         if " " not in shown and shown.lower() not in _NO_MODIFIER:
             return f"are {shown}"
+        if shown.split()[0].lower() in _PREPOSITION:  # "are in service", "are on hold"
+            return f"are {shown}"
     return f"have {cue(entity, attr, value)}"
+
+
+def counted(label: str, value: str) -> str | None:
+    """A whole number of a field named by what it counts, as a count: "3 guests", "1 serving"; None
+    for any other field or value."""
+    if " " in label or not _plural_word(label) or not re.fullmatch(r"\d+", value):
+        return None
+    return f"{value} {_one(label, 0) if value == '1' else label}"
 
 
 def _one(label: str, at: int) -> str:

@@ -24,7 +24,7 @@ import networkx as nx
 from agentomnia.envs.calls import _precondition_ok as precondition_ok
 from agentomnia.envs.calls import fit_compared_values, reference_admits, requirement_problem
 from agentomnia.envs.naming import article
-from agentomnia.envs.semantic import World, is_derived, linked_options, timely_date
+from agentomnia.envs.semantic import World, is_derived, is_person, linked_options, timely_date
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec, compound_of
 from agentomnia.envs.state import make_value, world_for
 from agentomnia.envs.values import as_declared, conforms
@@ -32,10 +32,12 @@ from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
 from agentomnia.tasks.dag.describe import (
     compared_label,
+    counted,
     describe_record,
     done_when,
     field_label,
     introduces,
+    labelled,
     lead_word,
     listing,
     plural,
@@ -43,6 +45,7 @@ from agentomnia.tasks.dag.describe import (
     said,
     say,
     singled_out,
+    stated,
     words,
 )
 from agentomnia.tasks.dag.graph import carries_value, edge_data
@@ -140,6 +143,11 @@ class Generated:
 _EDIT_VERBS = frozenset(
     {"", "update", "edit", "modify", "change", "set", "patch", "put", "save", "upsert", "amend"}
 )
+
+
+def _no_article(subject: str) -> str:
+    """A counted subject after "the number of": "open rent charges", never "the open rent charges"."""
+    return subject[4:] if subject.startswith("the ") and not subject.startswith("the only ") else subject
 
 
 def _filtered_count_keys(entity: str, field: str, value: Any) -> tuple[str, ...]:
@@ -297,21 +305,28 @@ def _detail(part: str) -> str:
 _RECENTLY = "most recently "  # how `Generator._pick_item` says a record was picked by its latest event
 
 
-def _its(label: str, value: str, flags: Mapping[str, bool], *, should: bool = False) -> str:
+def _its(
+    label: str, value: str, flags: Mapping[str, bool], *, should: bool = False, person: bool = False
+) -> str:
     """One field a change sets, said of its record: "its amount is 29.99"; a yes/no setting as what the
     record is ("it is not finished") or has ("its auto renew is turned off"); a field whose words lead
     into its value as what the record is ("it is approved by 'Vincent Wilkerson'"). `should` says what is
-    right instead ("its amount should be 29.99", "it should not be finished")."""
+    right instead ("its amount should be 29.99", "it should not be finished"); a `person` is "they"
+    ("their phone is ...", "they are not verified")."""
+    its, it, is_ = ("their", "they", "are") if person else ("its", "it", "is")
+    count = counted(label, value) if label not in flags else None
+    if count is not None:  # "it has 3 guests", never "its guests is 3"
+        return f"{it} {'should have' if should else 'have' if person else 'has'} {count}"
     if label not in flags:
         if introduces(label):  # "it is approved by 'Vincent Wilkerson'", never "its approved by is ..."
-            return f"it {'should be' if should else 'is'} {label} {value}"
-        return f"its {label} {'should be' if should else 'is'} {value}"
+            return f"{it} {'should be' if should else is_} {label} {value}"
+        return f"{its} {label} {'should be' if should else 'is'} {value}"
     on = flags[label]
     flag = label.removeprefix("is ")
     if " " not in flag:
-        verb = ("should" + ("" if on else " not") + " be") if should else ("is" if on else "is not")
-        return f"it {verb} {flag}"
-    return f"its {label} {'should be' if should else 'is'} turned {'on' if on else 'off'}"
+        verb = ("should" + ("" if on else " not") + " be") if should else (is_ if on else f"{is_} not")
+        return f"{it} {verb} {flag}"
+    return f"{its} {label} {'should be' if should else 'is'} turned {'on' if on else 'off'}"
 
 
 _ROLE = re.compile(r"^the ([a-z]+(?: [a-z]+)?) of |^that [a-z ]+'s ([a-z]+(?: [a-z]+)?)$")
@@ -360,11 +375,19 @@ def _details(parts: Sequence[str]) -> str:
 
 
 def new_record(noun: str, parts: Sequence[str]) -> tuple[str, str]:
-    """(what a new record is called, its details): a detail whose field's words lead into its value
-    follows the noun ("a new meal eaten on '2026-02-15'", never "It should have eaten on ...")."""
+    """(what a new record is called, its details; "" when it has none): a detail whose field's words
+    lead into its value follows the noun ("a new meal eaten on '2026-02-15'", never "It should have
+    eaten on ..."), and so does the one record it belongs to, when its phrase names its kind ("a new
+    sync run for that sync job", never "a new sync run set up: that sync job")."""
     led = [part for part in parts if introduces(" ".join(part.split()[:2]))]
-    detail = _details([part for part in parts if part not in led]) or "the usual defaults"
-    return " ".join([noun, *(_detail(part) for part in led)]), detail
+    # a long one stays last among the details, where nothing after it reads as part of it
+    owners = [
+        p for p in parts
+        if p not in led and ": " in p and _detail(p) == p.partition(": ")[2] and len(_detail(p).split()) <= 6
+    ]  # fmt: skip
+    owner = owners if len(owners) == 1 else []
+    called = [noun, *(_detail(part) for part in led), *(f"for {_detail(part)}" for part in owner)]
+    return " ".join(called), _details([part for part in parts if part not in led and part not in owner])
 
 
 def _answer_key(taken: Mapping[str, Any] | Sequence[str] | set[str], base: str) -> str:
@@ -869,6 +892,8 @@ class Generator:
                     )
                 elif that == f"those {plural(host.name)}":  # the list the last sentence described
                     chosen = f"the only such {words(host.name)}"
+                elif that == f"all {plural(host.name)}":  # a table of one: "our only program"
+                    chosen = f"our only {words(host.name)}"
                 else:
                     chosen = f"the only one of {that}"
             elif (
@@ -977,7 +1002,7 @@ class Generator:
                 latest = max(dates)
                 if latest and dates.count(latest) == 1:
                     done = done_when(a.name)  # "most recently opened", never "with the latest opened at"
-                    how = f"{_RECENTLY}{done}" if done else f"with the latest {field_label(a.name)}"
+                    how = f"{_RECENTLY}{done}" if done else f"with the latest {compared_label(a.name)}"
                     return dates.index(latest), how
         label = entity.label_attribute  # nor a date: the one the user knows by its name
         if by_name and label is not None and label.name != entity.key:
@@ -1065,7 +1090,7 @@ class Generator:
             if value is None:
                 raise Reject("grounding", f"no new value for {tool.name}.{param}")
             args[param], sources[param] = value, "query"
-            extra.append(f"{field_label(b['fields'][param])} {said(entity, b['fields'][param], value)}")
+            extra.append(stated(b["fields"][param], said(entity, b["fields"][param], value)))
         if tool.op == "assign" and b.get("param") not in args:
             current = record().get(b["attr"])
             key, source, ref_phrase = self._ref_value(
@@ -1107,7 +1132,7 @@ class Generator:
                     raise Reject("grounding", f"cannot ground required argument {tool.name}.{p}")
                 args[p], sources[p] = value, "query"
                 field = b.get("fields", {}).get(p, p)
-                extra.append(f"{field_label(field)} {said(entity, field, value)}")
+                extra.append(stated(field, said(entity, field, value)))
         if tool.op == "range":
             dates = sorted(
                 str(r.get(b["attr"]))[:10] for r in self._table(entity).values() if r.get(b["attr"])
@@ -1173,8 +1198,7 @@ class Generator:
             return
         fields = tool.binding.get("fields", {})
         for p in changed:
-            label = field_label(fields.get(p, p))
-            said, now = f"{label} {say(args[p])}", f"{label} {say(fitted[p])}"
+            said, now = stated(fields.get(p, p), say(args[p])), stated(fields.get(p, p), say(fitted[p]))
             extra[:] = [now if part == said else part for part in extra]
             args[p] = fitted[p]
 
@@ -1369,9 +1393,17 @@ class Generator:
                     (
                         "Please add a new {e} with {d}.",
                         "Create {a} with {d}.",
-                        "I need a new {e} set up: {d}.",
+                        "I need a new {e} set up with {d}.",
                         "Register a new {e} with {d}.",
                         "Can you open a new {e}? It should have {d}.",
+                    )
+                    if detail
+                    else (
+                        "Please add a new {e}.",
+                        "Create {a}.",
+                        "I need a new {e} set up.",
+                        "Register a new {e}.",
+                        "Can you open a new {e}?",
                     )
                 )
                 self.out.clauses.append(text.format(e=full, a=article(full), d=detail))
@@ -1392,7 +1424,9 @@ class Generator:
                 for p, v in step.args.items()
                 if step.sources.get(p) == "query" and p in tool.binding.get("fields", {})
             ]
-            set_fields = [(label, said(entity, attr, v)) for label, attr, v in asked]
+            set_fields = [
+                labelled(attr, said(entity, attr, v)) for _, attr, v in asked
+            ]  # "its weight is 72.7 kg"
             # a reference the change sets from an earlier step is said as that record ("its plan is
             # that port-in's plan"): a request never moves a record somewhere it did not say
             carried = {
@@ -1405,7 +1439,8 @@ class Generator:
                 if sep and label in carried:
                     set_fields.append((label, ref_phrase))
             flags = {label: v for label, _, v in asked if isinstance(v, bool)}
-            its = listing([_its(f, v, flags) for f, v in set_fields])
+            person = is_person(entity)  # "make sure their phone is ...", never "its phone" of a patient
+            its = listing([_its(f, v, flags, person=person) for f, v in set_fields])
             upper = phrase[:1].upper() + phrase[1:]
             operation = operation_clause(tool, entity, phrase) if op == "update" else None
             if operation is not None:
@@ -1425,7 +1460,7 @@ class Generator:
                     frames if flags else ("Change the {d} on {p}.", "For {p}, set the {d}.", *frames)
                 )
                 detail = listing([f"{f} to {v}" for f, v in set_fields])
-                should = listing([_its(f, v, flags, should=True) for f, v in set_fields])  # what is right
+                should = listing([_its(f, v, flags, should=True, person=person) for f, v in set_fields])
                 self.out.clauses.append(
                     text.format(
                         d=detail, p=phrase, P=upper, its=its, Its_should=should[:1].upper() + should[1:]
@@ -1559,7 +1594,7 @@ class Generator:
                     node,
                     key,
                     data.get("count"),
-                    f"the number of {subject}",
+                    f"the number of {_no_article(subject)}",
                     True,
                     step.index,
                     listed,
@@ -1573,22 +1608,26 @@ class Generator:
             if not groups:
                 raise Reject("grounding", f"{tool.name} returned no groups")
             label = self.rng.choice(sorted(groups))
-            by = step.args.get("group_by", "")
-            which = f"{plural(entity.name)} whose {words(str(by))} is {say(label)}"
+            by = str(step.args.get("group_by", ""))
+            # "how many aircraft there are whose status is in service", never "how many aircrafts whose
+            # status is 'in_service' there are"; the field grouped by is said, as the call takes it
+            whose = f"whose {words(by)} is {said(entity, by, label)}"
             key = self._key(
-                f"{entity.table} {label}", f"{entity.name} count by {by}", f"{entity.table} in group"
+                f"{plural(entity.name)} {label}",
+                f"{entity.name} count by {by}",
+                f"{plural(entity.name)} in group",
             )
             self._ask(
                 Reported(
                     node,
                     key,
                     groups[label]["count"],
-                    f"the number of {which}",
+                    f"the number of {plural(entity.name)} {whose}",
                     True,
                     step.index,
                     unit=f"count:{entity.table}:{by}",
                 ),  # fmt: skip
-                f"how many {which} there are",
+                f"how many {plural(entity.name)} there are {whose}",
             )
         else:
             raise Reject("grounding", f"{tool.name} ({tool.op}) has no reportable output")
@@ -1769,14 +1808,17 @@ class Generator:
                 threshold = int(threshold)  # "10 is the line we work to", not "10.0 ..."
             if a.value >= 0:  # nobody asks whether a count or an amount is at least 0 or -2
                 threshold = max(threshold, 1) if isinstance(threshold, int) else threshold
+            # the figure as what it is ("whether the number of open fault reports is at least 8"), by
+            # its answer field only where saying it would take a sentence of its own
+            plain = '"' not in a.text and len(a.text.split()) <= 9
             text = self.wording.choice(
                 (
-                    'whether "{f}" is at least {t} (true or false)',
-                    'whether "{f}" reaches {t}, as true or false',
-                    'if "{f}" comes to {t} or more (true or false)',
-                    'whether "{f}" is {t} or higher (true/false)',
+                    "whether {f} is at least {t} (true or false)",
+                    "whether {f} reaches {t} (true or false)",
+                    "if {f} comes to {t} or more (true or false)",
+                    "whether {f} is {t} or higher (true or false)",
                 )
-            ).format(f=a.field, t=threshold)
+            ).format(f=a.text if plain else f'"{a.field}"', t=threshold)
             node = VirtualNode(
                 id=vid, type="VALIDATE", inputs=(a.node,), field=self._key(f"{a.field} at least {str(threshold).replace('.', ' ')}"),
                 value=bool(a.value >= threshold), text=text,

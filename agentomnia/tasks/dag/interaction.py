@@ -15,6 +15,7 @@ import random
 import re
 from typing import Any
 
+from agentomnia.tasks.dag.describe import unit_after
 from agentomnia.tasks.families import DAG
 from agentomnia.tasks.models import Persona, Task
 from agentomnia.taxonomy import Coordinate
@@ -154,6 +155,8 @@ def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
     if not options:
         return None
     param, value, text = rng.choice(options)
+    if isinstance(value, (int, float)):  # "weight 72.7 kg": the unit goes with the figure
+        text += unit_after(task.query[task.query.find(text) + len(text) :])
     phrase = ended(task.query, text, gap_phrase(task.query, text, param, value))
     query = task.query.replace(text, phrase, 1)
     sentences = [s for s in _SENTENCE.split(query.strip()) if s]

@@ -13,7 +13,15 @@ import re
 
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.records import content_hash
-from agentomnia.tasks.dag.describe import compared_label, done_when, field_label, is_state_word, plural, words
+from agentomnia.tasks.dag.describe import (
+    compared_label,
+    done_when,
+    field_label,
+    is_state_word,
+    labelled,
+    plural,
+    words,
+)
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.program.plan import Predicate, ProgramPlan
 from agentomnia.tasks.wording import opening
@@ -39,7 +47,8 @@ def _rule(pred: Predicate, subject: str) -> str:
         return f"whose {subject}{label} is {when} {pred.value}"
     if pred.kind in ("enum", "bool"):
         return f"whose {subject}{words(pred.attr)} is {spoken(pred.value)}"
-    return f"whose {subject}{field_label(pred.attr)} is {_OP_WORDS[pred.op]} {figure(pred.value)}"
+    label, shown = labelled(pred.attr, figure(pred.value))  # "whose height is above 170 cm"
+    return f"whose {subject}{label} is {_OP_WORDS[pred.op]} {shown}"
 
 
 def figure(value: float) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec
+from agentomnia.tasks.dag.describe import done_when
 from agentomnia.tasks.program.plan import Join, Predicate, ProgramPlan, Write
 
 _NUMERIC = ("int", "float", "money")
@@ -90,6 +91,13 @@ def _writes(spec: EnvSpec, e: EntitySpec) -> list[Write]:
                         Write(tool=t.name, key_param=key, op="update", attr=a.name, value=True, param=param)
                     )
     return out
+
+
+def _records_the_move(attr: str, write: Write) -> bool:
+    """Whether a date field records the very state the write moves records to: "every filing granted
+    before March: switch it to granted" asks to grant what its own date says was granted."""
+    done = done_when(attr)
+    return done is not None and done == str(write.value).replace("_", " ").lower()
 
 
 def _threshold(values: list[Any], rng: random.Random, kind: str) -> tuple[str, Any]:
@@ -167,7 +175,7 @@ def propose_plans(spec: EnvSpec, state: Mapping[str, Any], rng: random.Random) -
             }
             for a in _numeric_attrs(e, {write.attr}) + [x for x in e.attributes if x.type == "date"]:
                 values = [r.get(a.name) for r in recs if r.get(a.name) is not None]
-                if len(set(values)) < 3:
+                if len(set(values)) < 3 or _records_the_move(a.name, write):
                     continue
                 kind = "date" if a.type == "date" else "number"
                 op, value = _threshold(values, rng, kind)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 from agentomnia.sandbox.bundle import Bundle
@@ -149,3 +150,37 @@ def test_a_gap_for_a_quote_that_ended_its_sentence_ends_it_too() -> None:
     assert ended("Its note is 'Done.'", "'Done.'", ASK_ME) == ASK_ME + "."
     assert ended("note 'Done.' and amount 5.", "'Done.'", ASK_ME) == ASK_ME  # the stop is the value's
     assert ended("its reason is 'goodwill' now.", "'goodwill'", ASK_ME) == ASK_ME
+
+
+def test_a_withheld_figure_takes_its_unit_with_it(freight_dir: Path, freight_sandbox: Sandbox) -> None:
+    """ "weight 72.7 kg" withheld reads "weight still to be confirmed with me", never "weight still to
+    be confirmed with me kg"."""
+    tasks, _ = synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=4)
+    task, param, text = next(
+        (t, p, x) for t in tasks for p, v, x in withholdable(t) if isinstance(v, (int, float))
+    )  # fmt: skip
+    measured = task.model_copy(update={"query": task.query.replace(text, f"{text} kg", 1)})
+    converted = next(
+        m for seed in range(40)
+        if (m := make_multi_turn(measured, random.Random(seed))) is not None and param in m.persona.withheld
+    )  # fmt: skip
+    assert says_gap(converted.query) and f"{text} kg" not in converted.query
+    assert not re.search(r"(me|you) kg\b", converted.query), converted.query
+
+
+def test_a_measured_figure_is_written_with_its_unit_after_it() -> None:
+    from agentomnia.tasks.dag.describe import labelled, stated, unit_after
+
+    assert stated("weight_kg", "72.7") == "weight 72.7 kg" and stated("wait_days", "1") == "wait 1 day"
+    assert (
+        stated("water_temp_c", "38.5") == "water temp 38.5°C"
+        and stated("discount_pct", "15") == "discount 15%"
+    )
+    assert (
+        stated("dose_mg_per_kg", "2.5") == "dose 2.5 mg/kg" and stated("voltage_kv", "25") == "voltage 25 kV"
+    )
+    assert labelled("rotation_length_days", "14") == ("rotation length", "14 days")
+    # no unit, or no figure: as the field's label says it
+    assert stated("price", "12") == "price 12" and stated("weight_kg", "'heavy'") == "weight (kg) 'heavy'"
+    assert unit_after(" kg and 'x'") == " kg" and unit_after("°C, then") == "°C" and unit_after(" kgs") == ""
+    assert unit_after(" mg/kg.") == " mg/kg" and unit_after(" units") == ""

@@ -545,6 +545,20 @@ def test_a_change_to_a_yes_no_setting_says_what_the_record_is() -> None:
     assert _its("amount", "29.99", flags) == "its amount is 29.99"
     assert _its("amount", "29.99", flags, should=True) == "its amount should be 29.99"
     assert _its("approved by", "'Vincent Wilkerson'", flags) == "it is approved by 'Vincent Wilkerson'"
+    # a person is "they": "make sure their phone is ...", never "its phone" of a patient
+    assert _its("phone", "'555-0100'", flags, person=True) == "their phone is '555-0100'"
+    assert _its("finished", "no", flags, person=True) == "they are not finished"
+    assert _its("finished", "no", flags, should=True, person=True) == "they should not be finished"
+    assert _its("referred by", "'Dr Lee'", flags, person=True) == "they are referred by 'Dr Lee'"
+    # a field named by what it counts is a count: "it has 3 guests", never "its guests is 3"
+    assert (
+        _its("guests", "3", flags) == "it has 3 guests" and _its("servings", "1", flags) == "it has 1 serving"
+    )
+    assert _its("guests", "2", flags, should=True) == "it should have 2 guests"
+    assert (
+        _its("status", "3", flags) == "its status is 3"
+        and _its("guests", "'many'", flags) == "its guests is 'many'"
+    )
 
 
 def test_a_list_singled_out_by_a_code_no_two_records_share_is_never_counted() -> None:
@@ -579,12 +593,24 @@ def test_a_new_record_is_called_by_the_fields_that_lead_into_their_values() -> N
         "meal eaten on '2026-02-15'",
         "slot dinner",
     )
-    assert new_record("meal", ["eaten on '2026-02-15'"]) == (
-        "meal eaten on '2026-02-15'",
-        "the usual defaults",
-    )
-    # a field whose words do not lead into a value stays a detail ("weight (kg) 72.7", "that dieter")
+    assert new_record("meal", ["eaten on '2026-02-15'"]) == ("meal eaten on '2026-02-15'", "")
+    # a field whose words do not lead into a value stays a detail ("weight (kg) 72.7"); the one record
+    # the new one belongs to follows the noun: "a new weight entry for that dieter with weight ..."
     assert new_record("weight entry", ["weight (kg) 72.7", "dieter: that dieter"]) == (
-        "weight entry",
-        "weight (kg) 72.7 and that dieter",
+        "weight entry for that dieter",
+        "weight (kg) 72.7",
+    )
+    assert new_record("sync run", ["sync job: that sync job"]) == ("sync run for that sync job", "")
+    # a long one stays the last detail: "... for the user of the vault members whose permission is
+    # read with name 'X'" would read the name as the members'
+    long = "the user of the most recently added of the vault members whose permission is read"
+    assert new_record("device", [f"user: {long}", "name 'Mac'"]) == ("device", f"name 'Mac' and {long}")
+    # two records, or one said by its role (grantee), stay details
+    assert new_record("order", ["vendor: that vendor", "store: the store named 'Annex'"]) == (
+        "order",
+        "that vendor and the store named 'Annex'",
+    )
+    assert new_record("contact", ["wait (days) 1", "grantee: the user whose plan is premium"]) == (
+        "contact",
+        "wait (days) 1 and grantee set to the user whose plan is premium",
     )

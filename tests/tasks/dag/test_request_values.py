@@ -68,9 +68,45 @@ def test_a_seeds_camel_case_names_are_said_as_words() -> None:
     is left as written."""
     assert words("userStatus") == "user status" and words("shipDate") == "ship date"
     assert words("SKUCode") == "SKUCode" and words("monthly_fee") == "monthly fee"
-    assert field_label("photoUrls") == "photo urls"
+    assert field_label("photoUrls") == "photo URLs"
     assert Generator._ref_word("petId") == "pet" and Generator._ref_word("pet_id") == "pet"
     assert Generator._ref_word("Id") == "Id" and Generator._ref_word("PID") == "PID"
+
+
+def test_an_abbreviation_is_said_as_people_write_it() -> None:
+    """ "the AP invoice", "the NCRs of that line", "its pH level": never "the ap invoice" or "set the
+    ncr"; an hour count, basis points and a sow stay words."""
+    assert words("ap_invoice") == "AP invoice" and words("capa_id") == "CAPA ID"
+    assert words("ncrs") == "NCRs" and words("xp_reward") == "XP reward" and words("plcs") == "PLCs"
+    assert words("ph_level") == "pH level" and words("rx_number") == "Rx number"
+    assert words("pos_terminal") == "POS terminal" and words("po_lines") == "PO lines"
+    assert words("duration_hrs") == "duration hrs" and words("spread_bps") == "spread bps"
+    assert words("sow_id") == "sow ID" and words("apps") == "apps" and words("gross") == "gross"
+    assert field_label("voltage_kv") == "voltage (kV)" and field_label("duration_hrs") == "duration (hours)"
+    # a field named for its unit alone says what it measures: "a volume of 200 ml", never "ml 200"
+    assert field_label("ml") == "volume (ml)" and field_label("minutes") == "duration (minutes)"
+
+
+def test_records_counted_by_who_did_a_thing_are_said_to_have_been_done_by_them() -> None:
+    """ "how many of those cancellations are cancelled by guest", never "have cancelled by guest"; the
+    number of open charges, never "the number of the open charges"."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.tasks.dag.describe import predicate
+    from agentomnia.tasks.dag.generate import _no_article
+
+    entity = EntitySpec(
+        name="cancellation", table="cancellations", key="cancellation_id", description="A cancellation.",
+        id_prefix="CAN",
+        attributes=[
+            AttributeSpec(name="cancellation_id", type="str"),
+            AttributeSpec(name="cancelled_by", type="enum", enum=["guest", "hotel"]),
+            AttributeSpec(name="status", type="enum", enum=["open", "on_hold"]),
+        ],
+    )  # fmt: skip
+    assert predicate(entity, "cancelled_by", "guest") == "are cancelled by guest"
+    assert predicate(entity, "status", "on_hold") == "are on hold"
+    assert _no_article("the open rent charges") == "open rent charges"
+    assert _no_article("the only such charges") == "the only such charges"
 
 
 def test_a_list_record_nothing_numbers_apart_is_told_apart_by_its_name(

@@ -384,6 +384,15 @@ def test_a_yes_no_check_states_the_level_as_the_persons_rule(standard: Synth, ch
             assert any(r in task.query for r in rules) is (level != "1"), task.query
             figure = task.expected_answer[key.partition("_at_least_")[0]]
             assert task.expected_answer[key] is (figure >= float(level))
+    # the figure checked is named as what it is ("whether the number of open shipments is at least
+    # 3"), not only by its answer field ("whether "shipment_count" is at least 3")
+    asks = [
+        next(s for s in re.split(r"(?<=[.?!])\s+", t.query) if f'"{k}"' in s)
+        for t in checked
+        for k in t.expected_answer
+        if "_at_least_" in k
+    ]
+    assert any(s.count('"') == 2 for s in asks), asks
 
 
 def test_a_search_uses_a_word_that_finds_a_few_records(

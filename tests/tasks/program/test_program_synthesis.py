@@ -245,3 +245,14 @@ def test_thresholds_and_dates_are_said_as_a_person_would() -> None:
     assert _rule(issued, "") == "issued before 2025-11-13"
     due = Predicate(attr="due_date", op=">=", value="2025-11-13", kind="date")
     assert _rule(due, "") == "whose due date is on or after 2025-11-13"
+
+
+def test_a_date_that_records_the_move_never_picks_the_records_to_move() -> None:
+    """ "every filing granted before March: switch it to granted" grants what its date says was
+    granted; a filing date picks filings to grant, a grant date does not."""
+    from agentomnia.tasks.program.plan import Write
+    from agentomnia.tasks.program.templates import _records_the_move
+
+    grant = Write(tool="grant_filing", key_param="filing_id", op="transition", attr="status", value="granted")
+    assert _records_the_move("granted_on", grant) and _records_the_move("granted_date", grant)
+    assert not _records_the_move("filed_on", grant) and not _records_the_move("priority_date", grant)
