@@ -428,7 +428,13 @@ def singled_out(
             shown = said(entity, attr, value)
             bare = shown.lower()
             noun = words(entity.name).split()[-1].lower()  # never "the terminated termination"
-            if bare in _NO_MODIFIER or not re.fullmatch(r"[a-z][a-z -]*", bare) or bare[:5] == noun[:5]:
+            echoed = bare in words(entity.name).lower().split()  # never "the trusted trusted device"
+            if (
+                bare in _NO_MODIFIER
+                or not re.fullmatch(r"[a-z][a-z -]*", bare)
+                or bare[:5] == noun[:5]
+                or echoed
+            ):
                 whose.append(f"whose {label} is {shown}")
             elif _STATE_FIELD.search(attr):
                 first = bare.split()[0]
@@ -456,6 +462,11 @@ def singled_out(
                 continue
             flag = words(attr).removeprefix("is ").removeprefix("has ")
             if " " not in flag and (is_state_word(flag) or head != "has"):
+                if (
+                    value and flag in words(entity.name).lower().split()
+                ):  # "the trusted devices that are trusted"
+                    tail.append(f"that {are} {flag}")
+                    continue
                 (states.append(flag) if value else tail.append(f"that {are} not {flag}"))
             elif head == "has" and len(words(attr).split()) > 1:  # `has_receipt`
                 (having.append(flag) if value else after.append(f"without {flag}"))

@@ -380,3 +380,27 @@ def test_a_number_a_request_states_is_the_number_it_means() -> None:
     assert say(43779.35) == "43779.35" and say(1433463.86) == "1433463.86" and say(192.0) == "192"
     assert written_number(0.1 + 0.2) == "0.3" and written_number(-2.5) == "-2.5"
     assert written_number(-0.0000001) == "0"
+
+
+def test_a_state_the_noun_already_says_is_not_said_twice() -> None:
+    """ "the trusted devices whose status is trusted", never "the trusted trusted devices"."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.tasks.dag.describe import singled_out
+
+    entity = EntitySpec(
+        name="trusted_device", table="trusted_devices", key="device_id", description="A device.",
+        id_prefix="TRU",
+        attributes=[
+            AttributeSpec(name="device_id", type="str"),
+            AttributeSpec(name="status", type="enum", enum=["trusted", "revoked"]),
+            AttributeSpec(name="trusted", type="bool"),
+        ],
+    )  # fmt: skip
+    assert singled_out(entity, {"status": "trusted"}, ["status"], many=True) == (
+        "the trusted devices whose status is trusted"
+    )
+    assert singled_out(entity, {"status": "revoked"}, ["status"], many=True) == "the revoked trusted devices"
+    assert (
+        singled_out(entity, {"trusted": True}, ["trusted"], many=True)
+        == "the trusted devices that are trusted"
+    )
