@@ -33,7 +33,7 @@ def words(name: str) -> str:
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])(?=[a-z])")
 _WORD = re.compile(r"\b[a-z]{2,5}\b")
 # abbreviations people write in capitals, as whole words of a name
-ACRONYMS = frozenset({
+_ACRONYMS = frozenset({
     "po", "sku", "sla", "eta", "etd", "vat", "gst", "kyc", "aml", "api", "url", "vin", "imei", "iban",
     "pdf", "csv", "hr", "qa", "qc", "ehr", "emr", "icd", "cpt", "npi", "ndc", "mrn", "rma", "asn",
     "bol", "nda", "mel", "apu", "mfa", "sso", "sms", "ssl", "dns", "vpn", "cve", "cvss", "ssn", "ein",
@@ -50,9 +50,9 @@ _NOT_PLURAL = frozenset({"hrs", "tins", "rams"})  # hours, and words
 def _acronym(word: str) -> str:
     if word in _WRITTEN:
         return _WRITTEN[word]
-    if word in ACRONYMS:
+    if word in _ACRONYMS:
         return word.upper()
-    if word.endswith("s") and word[:-1] in ACRONYMS and word not in _NOT_PLURAL:  # `ncrs` -> `NCRs`
+    if word.endswith("s") and word[:-1] in _ACRONYMS and word not in _NOT_PLURAL:  # `ncrs` -> `NCRs`
         return word[:-1].upper() + "s"
     return word
 
@@ -462,12 +462,11 @@ def singled_out(
                 continue
             flag = words(attr).removeprefix("is ").removeprefix("has ")
             if " " not in flag and (is_state_word(flag) or head != "has"):
-                if (
-                    value and flag in words(entity.name).lower().split()
-                ):  # "the trusted devices that are trusted"
-                    tail.append(f"that {are} {flag}")
-                    continue
-                (states.append(flag) if value else tail.append(f"that {are} not {flag}"))
+                echoed = flag in words(entity.name).lower().split()  # "the trusted devices that are trusted"
+                if value and not echoed:
+                    states.append(flag)
+                else:
+                    tail.append(f"that {are} {'' if value else 'not '}{flag}")
             elif head == "has" and len(words(attr).split()) > 1:  # `has_receipt`
                 (having.append(flag) if value else after.append(f"without {flag}"))
             elif head in _VERB_FIRST:
@@ -482,8 +481,8 @@ def singled_out(
             if head != label:  # a measure with its unit: "with a total of 89.08 hours", "175 minutes worked"
                 one = " " not in head and _participle(head.lower())
                 having.append(f"{measured} {head}" if one else f"{article(head)} of {measured}")
-            elif last in _NUMBERING or (_participle(words_[0].lower()) and words_[-1].startswith("(")):
-                having.append(f"{label} {say(value)}")  # "with lap no 2", "with worked (minutes) 175"
+            elif last in _NUMBERING:
+                having.append(f"{label} {say(value)}")  # "with lap no 2"
             elif _plural_word(words_[-1]) and "(" not in label and a is not None and a.type == "int":
                 # "with 248123 followers", "with 1 guest"
                 having.append(f"{say(value)} {_one(label, -1) if value == 1 else label}")
