@@ -265,11 +265,26 @@ def say(value: Any) -> str:
 
 def said(entity: EntitySpec, attr: str, value: Any) -> str:
     """A value of one of `entity`'s fields as a sentence has it: an enum as its words (status on
-    hold), anything else as `say` writes it."""
+    hold, kind LDL, level B1), anything else as `say` writes it."""
     a = entity.attribute(attr)
     if a is not None and a.type == "enum" and isinstance(value, str):
-        return value.replace("_", " ")
+        return spoken_code(value)
     return say(value)
+
+
+_CODE = re.compile(r"\b[a-ln-z]\d\b")  # a level or grade: B1, P2, Q3 (never a unit such as m3)
+
+
+def spoken_code(value: str) -> str:
+    """An enum value as people write it: `on_hold` -> "on hold", `ldl` -> "LDL", `b1` -> "B1",
+    `missing_po` -> "missing PO"; a MIME type or an address is left as it is, and so is a language
+    code ("ar")."""
+    if "/" in value or "." in value:
+        return value.replace("_", " ")
+    words_ = _WORD.sub(
+        lambda m: m.group(0) if m.group(0) == "ar" else _acronym(m.group(0)), value.replace("_", " ")
+    )
+    return _CODE.sub(lambda m: m.group(0).upper(), words_)
 
 
 def cue(entity: EntitySpec, attr: str, value: Any) -> str:

@@ -87,6 +87,17 @@ def test_an_abbreviation_is_said_as_people_write_it() -> None:
     assert field_label("ml") == "volume (ml)" and field_label("minutes") == "duration (minutes)"
 
 
+def test_an_enum_value_that_is_a_code_is_written_as_one() -> None:
+    """ "the LDL biometric readings", "placement level B1", "missing PO": never "ldl", "b1", "po"; a
+    MIME type, a unit and a language code stay as they are."""
+    from agentomnia.tasks.dag.describe import spoken_code
+
+    assert [spoken_code(v) for v in ("ldl", "b1", "p2", "missing_po", "id_card", "on_hold")] == [
+        "LDL", "B1", "P2", "missing PO", "ID card", "on hold",
+    ]  # fmt: skip
+    assert [spoken_code(v) for v in ("application/pdf", "m3", "ar")] == ["application/pdf", "m3", "ar"]
+
+
 def test_records_counted_by_who_did_a_thing_are_said_to_have_been_done_by_them() -> None:
     """ "how many of those cancellations are cancelled by guest", never "have cancelled by guest"; the
     number of open charges, never "the number of the open charges"."""
