@@ -142,6 +142,9 @@ def field_label(name: str) -> str:
     if len(parts) > 2 and "_".join(parts[-2:]).lower() in UNITS:  # a rate or density: `design_flow_m3_h`
         return f"{words('_'.join(parts[:-2]))} ({UNITS['_'.join(parts[-2:]).lower()]})"
     head, _, tail = name.rpartition("_")
+    if head.endswith("_per") and tail in UNITS:  # a rate: `price_per_kwh` -> "price per kWh"
+        unit = UNITS[tail]
+        return f"{words(head)} {unit[:-1] if unit in _COUNTED else unit}"  # "idle fee per minute"
     if head and tail in UNITS and (tail not in _MEASURED or head.rpartition("_")[2] in _MEASURED[tail]):
         return f"{words(head)} ({UNITS[tail]})"
     if name.lower() in _MEASURES:  # a field named for its unit alone: `ml` -> "volume (ml)"

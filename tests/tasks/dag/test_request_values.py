@@ -13,7 +13,7 @@ from agentomnia.envs.spec import EnvSpec, ToolSpec
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.dag.augment import VirtualNode
-from agentomnia.tasks.dag.describe import field_label, plural, words
+from agentomnia.tasks.dag.describe import field_label, plural, stated, words
 from agentomnia.tasks.dag.generate import Generator, _naming
 from agentomnia.taxonomy.vocab import vocab_for
 
@@ -85,6 +85,9 @@ def test_an_abbreviation_is_said_as_people_write_it() -> None:
     assert field_label("voltage_kv") == "voltage (kV)" and field_label("duration_hrs") == "duration (hours)"
     # a field named for its unit alone says what it measures: "a volume of 200 ml", never "ml 200"
     assert field_label("ml") == "volume (ml)" and field_label("minutes") == "duration (minutes)"
+    # a rate keeps its unit after "per": "price per kWh 0.36", never "price per 0.36 kWh"
+    assert stated("price_per_kwh", "0.36") == "price per kWh 0.36"
+    assert stated("idle_fee_per_min", "0.1") == "idle fee per minute 0.1"
 
 
 def test_an_enum_value_that_is_a_code_is_written_as_one() -> None:
