@@ -1676,13 +1676,20 @@ _PLACE = re.compile(
     re.IGNORECASE,
 )
 _PARTS = ("North", "South", "East", "West", "Upper", "Lower")
+# a hotel, a restaurant or a clinic of a chain: another one is its branch in another part of town
+_VENUE = re.compile(
+    r"\b(hotel|inn|suites|motel|lodge|resort|hostel|restaurant|cafe|café|bistro|diner|bakery|pharmacy|"
+    r"hospital|gym|fitness)$",
+    re.IGNORECASE,
+)
 
 
 def editions(value: str) -> list[str]:
     """Other values in `value`'s style, for when a list runs out or a look-alike is wanted: a role at
     another seniority ("Senior Marketing Operations Manager"), an event's other edition ("Clean Beauty
     Week Spring Edition"), a follow-up of a piece of work ("Apply kernel security patches (follow-up)"),
-    a place in another part of its building or town ("North Warehouse Office Store"), a product's edition
+    a place in another part of its building or town ("North Warehouse Office Store"), a chain's branch
+    ("Riverside Inn & Suites Airport"), a product's edition
     ("Trail Runner Pro"); never a number."""
     words = value.split()
     lower = any(w.isalpha() and w.islower() and w not in _SMALL_WORDS for w in words[1:])
@@ -1696,6 +1703,8 @@ def editions(value: str) -> list[str]:
     town, _, area = value.rpartition(" ")
     if town and area in _AREAS:  # a business's site: the same town's other parts ("Boise Airport")
         return [f"{town} {a}" for a in _AREAS if a != area]
+    if _VENUE.search(value):  # "Riverside Inn & Suites Airport", not "Riverside Inn & Suites Elite"
+        return [f"{value} {a}" for a in _AREAS if a.lower() not in value.lower()]
     if _PLACE.search(value):  # "North Warehouse Office Store", not "Warehouse Office Store Deluxe"
         return [f"{p} {value}" for p in _PARTS if p.lower() not in value.lower()] + [f"{value} Annex"]
     return [f"{value} {v}" for v in VARIANT_WORDS if v.lower() not in value.lower()]

@@ -307,6 +307,11 @@ def test_a_lookalike_is_named_as_such_records_are_really_called() -> None:
     # a storeroom beside 'Warehouse Office Store' is in another part of the building, not a 'Deluxe' one
     rooms = {lookalike("Warehouse Office Store", entity("storeroom"), World(), rng, set()) for _ in range(5)}
     assert all(r.endswith("Warehouse Office Store") or r.endswith(" Annex") for r in rooms), rooms
+    # a hotel beside 'Riverside Inn & Suites' is the chain's branch elsewhere, not an 'Elite' one
+    hotels = {lookalike("Riverside Inn & Suites", entity("hotel"), World(), rng, set()) for _ in range(5)}
+    assert all(h.startswith("Riverside Inn & Suites ") and h.split()[-1] in ("Downtown", "Midtown", "Uptown",
+               "Northside", "Southside", "Eastside", "Westside", "Airport", "Town", "Harbor", "Central", "North",
+               "South", "East", "West") for h in hotels), hotels  # fmt: skip
     # a site beside 'Boise Downtown' is another part of Boise, not 'Boise Downtown Plus'
     sites = {lookalike("Boise Downtown", entity("location"), World(), rng, set()) for _ in range(5)}
     assert all(s.startswith("Boise ") and len(s.split()) == 2 and s != "Boise Downtown" for s in sites), sites
