@@ -9,7 +9,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from agentomnia.envs.spec import EnvSpec, ToolSpec
+from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec
 from agentomnia.sandbox.bundle import Bundle
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.dag.augment import VirtualNode
@@ -90,6 +90,13 @@ def test_an_abbreviation_is_said_as_people_write_it() -> None:
     assert stated("idle_fee_per_min", "0.1") == "idle fee per minute 0.1"
 
 
+def _entity(name: str, *attributes: AttributeSpec) -> EntitySpec:
+    """An entity `name` keyed by `<name>_id`, with `attributes` beside its key."""
+    key = AttributeSpec(name=f"{name}_id", type="str")
+    return EntitySpec(name=name, table=f"{name}s", key=key.name, description=f"A {name}.",
+                      id_prefix=name[:3].upper(), attributes=[key, *attributes])  # fmt: skip
+
+
 def test_an_enum_value_that_is_a_code_is_written_as_one() -> None:
     """ "the LDL biometric readings", "placement level B1", "missing PO": never "ldl", "b1", "po"; a
     MIME type, a unit and a language code stay as they are."""
@@ -104,19 +111,14 @@ def test_an_enum_value_that_is_a_code_is_written_as_one() -> None:
 def test_records_counted_by_who_did_a_thing_are_said_to_have_been_done_by_them() -> None:
     """ "how many of those cancellations are cancelled by guest", never "have cancelled by guest"; the
     number of open charges, never "the number of the open charges"."""
-    from agentomnia.envs.spec import AttributeSpec, EntitySpec
     from agentomnia.tasks.dag.describe import predicate
     from agentomnia.tasks.dag.generate import _no_article
 
-    entity = EntitySpec(
-        name="cancellation", table="cancellations", key="cancellation_id", description="A cancellation.",
-        id_prefix="CAN",
-        attributes=[
-            AttributeSpec(name="cancellation_id", type="str"),
-            AttributeSpec(name="cancelled_by", type="enum", enum=["guest", "hotel"]),
-            AttributeSpec(name="status", type="enum", enum=["open", "on_hold"]),
-        ],
-    )  # fmt: skip
+    entity = _entity(
+        "cancellation",
+        AttributeSpec(name="cancelled_by", type="enum", enum=["guest", "hotel"]),
+        AttributeSpec(name="status", type="enum", enum=["open", "on_hold"]),
+    )
     assert predicate(entity, "cancelled_by", "guest") == "are cancelled by guest"
     assert predicate(entity, "status", "on_hold") == "are on hold"
     assert _no_article("the open rent charges") == "open rent charges"
@@ -184,7 +186,6 @@ def test_questions_over_figures_never_combine_a_gap_or_two_counts_of_one_list(
 def test_who_did_something_is_asked_as_who(
     freight_spec: EnvSpec, freight_bundle: Bundle, freight_sandbox: Sandbox
 ) -> None:
-    from agentomnia.envs.spec import AttributeSpec
     from agentomnia.tasks.dag.generate import Executed
 
     tool = next(t for t in freight_spec.tools if t.op == "get")
@@ -215,7 +216,6 @@ def test_dates_a_request_gives_read_from_the_clock(
     from datetime import timedelta
 
     from agentomnia.envs.semantic import NOW, timely_date
-    from agentomnia.envs.spec import AttributeSpec
 
     rng = random.Random(3)
     for _ in range(20):
@@ -398,18 +398,13 @@ def test_a_number_a_request_states_is_the_number_it_means() -> None:
 
 def test_a_state_the_noun_already_says_is_not_said_twice() -> None:
     """ "the trusted devices whose status is trusted", never "the trusted trusted devices"."""
-    from agentomnia.envs.spec import AttributeSpec, EntitySpec
     from agentomnia.tasks.dag.describe import singled_out
 
-    entity = EntitySpec(
-        name="trusted_device", table="trusted_devices", key="device_id", description="A device.",
-        id_prefix="TRU",
-        attributes=[
-            AttributeSpec(name="device_id", type="str"),
-            AttributeSpec(name="status", type="enum", enum=["trusted", "revoked"]),
-            AttributeSpec(name="trusted", type="bool"),
-        ],
-    )  # fmt: skip
+    entity = _entity(
+        "trusted_device",
+        AttributeSpec(name="status", type="enum", enum=["trusted", "revoked"]),
+        AttributeSpec(name="trusted", type="bool"),
+    )
     assert singled_out(entity, {"status": "trusted"}, ["status"], many=True) == (
         "the trusted devices whose status is trusted"
     )
