@@ -130,10 +130,14 @@ def directives_for(
     seeds_per_domain: int = DEFAULT_SEEDS_PER_DOMAIN,
     statuses: Collection[str] = ("active",),
     taxonomy: Taxonomy | None = None,
+    every_l1: bool = False,
 ) -> SynthesisDirectives:
     """Merge the PRDs whose status is in `statuses` into one round's directives.
 
-    The round's seed budget is `max_domains` L2 domains of `seeds_per_domain` seeds each. The
+    The round's seed budget is `max_domains` L2 domains of `seeds_per_domain` seeds each. With
+    `every_l1`, each L1 the PRDs weigh first takes one domain (raising the budget where it has fewer
+    than that many) and the rest goes by weight, so no failing L1 is left without data: a round
+    confined to L1s holding a share s of the failures is at least -ln(s) from them. The
     domains go to the L1s in proportion to the failures behind them (`apportion`, largest
     remainder), so the round's seeds over L1 match the failure distribution as closely as whole
     domains allow; an L1 takes at most as many domains as it has, the rest go elsewhere. Within an
@@ -150,7 +154,13 @@ def directives_for(
     weight = _l1_weights(active)
     order = sorted(weight, key=lambda k: -weight[k])  # stable: ties keep PRD priority order
     candidates = _l2_candidates(active, order, tax)
-    slots = apportion({k: weight[k] for k in order}, max_domains, caps={k: len(candidates[k]) for k in order})
+    caps = {k: len(candidates[k]) for k in order}
+    if every_l1:  # one domain each, then the rest of the budget by weight
+        extra = apportion({k: weight[k] for k in order}, max(0, max_domains - len(order)),
+                          caps={k: max(0, caps[k] - 1) for k in order})  # fmt: skip
+        slots = {k: min(1, caps[k]) + extra[k] for k in order}
+    else:
+        slots = apportion({k: weight[k] for k in order}, max_domains, caps=caps)
     kept = [k for k in order if slots[k] > 0]
     kept_weight = sum(weight[k] for k in kept)
     return SynthesisDirectives(
