@@ -179,12 +179,16 @@ def stated(name: str, value: str) -> str:
     return " ".join(labelled(name, value))
 
 
+_SIGNS = sorted({*UNITS.values(), *(c[:-1] for c in _COUNTED)}, key=len, reverse=True)  # longest first
+_UNIT_AFTER = re.compile(
+    rf"(?:{'|'.join(re.escape(s) for s in _CLOSED_UP)}"
+    rf"|\s(?:{'|'.join(re.escape(s) for s in _SIGNS if s not in _CLOSED_UP)})(?:/[a-z]+)?)(?![\w²³/])"
+)
+
+
 def unit_after(text: str) -> str:
     """The unit `labelled` wrote at the start of `text` (" kg", "°C", " day"), or ""."""
-    signs = sorted({*UNITS.values(), *(c[:-1] for c in _COUNTED)}, key=len, reverse=True)
-    closed = "|".join(re.escape(s) for s in _CLOSED_UP)
-    spaced = "|".join(re.escape(s) for s in signs if s not in _CLOSED_UP)
-    m = re.match(rf"(?:{closed}|\s(?:{spaced})(?:/[a-z]+)?)(?![\w²³/])", text)
+    m = _UNIT_AFTER.match(text)
     return m[0] if m else ""
 
 
