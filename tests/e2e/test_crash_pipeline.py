@@ -157,9 +157,27 @@ def _lineage(home: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], 
     return sorted(rows), duplicates, int(edges)
 
 
-def _differences(left: list[tuple[Any, ...]], right: list[tuple[Any, ...]]) -> str:
-    a, b = set(left), set(right)
-    return f"only after the crash: {sorted(a - b)[:10]}; only in the clean run: {sorted(b - a)[:10]}"
+def _differences(left: Path, right: Path) -> str:
+    """The records only one of two homes holds: how many of each kind, and up to three of each with
+    their status and recorded reason, so a failure says which records a rerun made differently."""
+    rows = {home: set(_lineage(home)[0]) for home in (left, right)}
+
+    def described(home: Path, only: set[tuple[Any, ...]]) -> dict[str, list[str]]:
+        by_kind: dict[str, list[str]] = {}
+        for rid, kind, _, _ in sorted(only, key=lambda r: (r[1], r[0])):
+            by_kind.setdefault(kind, []).append(rid)
+        store = LineageStore(home / "lineage.duckdb")
+        out = {}
+        for kind, ids in by_kind.items():
+            marks = ", ".join("?" for _ in ids[:3])
+            found = store.file.query(f"SELECT id, status, reason FROM records WHERE id IN ({marks})", ids[:3])
+            out[f"{kind} ({len(ids)})"] = [f"{rid[:12]} {status}: {reason}" for rid, status, reason in found]
+        return out
+
+    return (
+        f"only after the crash: {described(left, rows[left] - rows[right])}; "
+        f"only in the clean run: {described(right, rows[right] - rows[left])}"
+    )
 
 
 @dataclass
@@ -313,11 +331,11 @@ def test_the_next_rerun_finishes_the_round_with_the_lineage_of_an_uninterrupted_
     assert clean.proc.wait(timeout=WHOLE_RUN_S) == 0, clean.log.read_text(errors="replace")[-3000:]
     after_crash, after_clean = _status(crash.home), _status(clean.home)
     assert after_crash["slots"] == [] and after_crash["stuck_runs"] == []
-    assert after_crash["records"] == after_clean["records"]
     rows, duplicates, edges = _lineage(crash.home)
     clean_rows, clean_duplicates, clean_edges = _lineage(clean.home)
     assert duplicates == [] == clean_duplicates
-    assert rows == clean_rows, _differences(rows, clean_rows)
+    assert rows == clean_rows, _differences(crash.home, clean.home)
+    assert after_crash["records"] == after_clean["records"]
     assert edges == clean_edges
     assert {a["asset"]: a["status"] for a in after_crash["assets"]} == {
         a["asset"]: a["status"] for a in after_clean["assets"]
