@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from agentomnia.dates import date_forms
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.envs.values import written_number
 from agentomnia.tasks.models import Task
@@ -35,7 +36,7 @@ def _stated(value: Any, query: str) -> bool:
         return bool(value) and all(_stated(v, query) for v in value)
     text = _norm(query)
     forms = {
-        str(value),
+        *date_forms(str(value)),
         written_number(value) if isinstance(value, float) else str(value),
         str(value).replace("_", " "),
     }

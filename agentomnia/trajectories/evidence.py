@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from agentomnia.dates import with_iso_dates
+
 ID_PATTERN = re.compile(r"(?<![A-Za-z0-9_-])[A-Z][A-Z0-9]{1,7}-\d{2,}(?![A-Za-z0-9_])")
 DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?")
 NUMBER_PATTERN = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?![\w-])")
@@ -163,6 +165,8 @@ class Evidence:
         return other
 
     def add_text(self, text: str, label: str = "the request") -> None:
+        iso = with_iso_dates(text)  # a date the text speaks ("March 13, 2026") supports 2026-03-13
+        text = text if iso == text else f"{text}\n{iso}"
         self._texts.append((label, text))
         self._blob += "\n" + text.casefold()
         for n in numbers_in(text):

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from agentomnia.dates import spoken_date
 from agentomnia.llm.protocol import LLM
 from agentomnia.tasks.dag.describe import labelled, words
 from agentomnia.tasks.models import Task
@@ -92,13 +93,24 @@ class ScriptedUser:
                     continue
                 if _asks_about(question, key):
                     self._revealed.add(key)
-                    label, shown = labelled(key, _text(value))  # "The weight is 72.7 kg."
-                    parts.append(f"The {label} is {shown}.")
+                    parts.append(_detail(key, value))
         return " ".join(parts) if parts else "I have no more details than what I already told you."
 
 
+def _detail(key: str, value: Any) -> str:
+    """A withheld detail as the user gives it: "The weight is 72.7 kg.", and a field named for when
+    something happens as a label would give it: "Opened on: March 1, 2026 at 2:15 PM." (never "The
+    opened on is ...")."""
+    label, shown = labelled(key, _text(value))
+    if label.endswith((" on", " at", " from", " to", " by")):
+        return f"{label[0].upper()}{label[1:]}: {shown}."
+    return f"The {label} is {shown}."
+
+
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, default=str)
+    if isinstance(value, str):
+        return spoken_date(value) or value  # "The statement date is March 13, 2026."
+    return json.dumps(value, default=str)
 
 
 class LLMUser:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentomnia.dates import with_iso_dates
 from agentomnia.omniabench.heuristic.parser import (
     DESCRIPTIVE,
     MASKED,
@@ -643,7 +644,10 @@ class HeuristicAgent:
     def act(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> dict[str, Any]:
-        request = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+        # dates back in the form the tools take: "March 13, 2026" is 2026-03-13
+        request = with_iso_dates(
+            "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+        )
         plan = self._plan(request)
         if request != self._request:  # the user said more: what was out of reach may not be now
             self._request = request

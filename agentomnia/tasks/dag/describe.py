@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
+from agentomnia.dates import iso_dates, spoken_date
 from agentomnia.envs.naming import article
 from agentomnia.envs.spec import EntitySpec, EnvSpec
 from agentomnia.envs.values import written_number
@@ -165,6 +166,8 @@ def labelled(name: str, value: str) -> tuple[str, str]:
     people write it: ("weight", "72.7 kg"), ("wait", "1 day"), ("water temp", "38.5°C"); anything
     else as `field_label` says it ("weight (kg)" of a value that is no number)."""
     label = field_label(name)
+    if label.endswith(" at") and iso_dates(value):
+        label = label[:-3] + " on"  # "created on March 1, 2026 at 1:30 PM", never "created at March 1"
     unit = re.match(r"^(.+) \(([^()]+)\)$", label)
     if unit is None or not _NUMBER.match(value):
         return label, value
@@ -172,6 +175,18 @@ def labelled(name: str, value: str) -> tuple[str, str]:
     if value == "1" and sign in _COUNTED:
         sign = sign[:-1]  # "1 day"
     return head, f"{value}{sign}" if sign in _CLOSED_UP else f"{value} {sign}"
+
+
+def between(name: str, start: str, end: str) -> str:
+    """Records whose date field lies in a span, as a request picks them: "started between December 12,
+    2025 and March 21, 2026" where the field is a verb's ("started_on"), else "with due date between
+    ..."."""
+    label = words(name)
+    first, last = (spoken_date(v) or v for v in (start, end))
+    stem = re.sub(r" (on|at|date)$", "", label)
+    if stem != label and stem.endswith("ed"):
+        return f"{stem} between {first} and {last}"
+    return f"with {label} between {first} and {last}"
 
 
 def stated(name: str, value: str) -> str:
@@ -196,6 +211,14 @@ def compared_label(name: str) -> str:
     """A field as a comparison names it, without its unit: "the highest price", not "the highest
     price cents" or "the highest water temp (°C)"."""
     return re.sub(r" (cents|pence)$", "", re.sub(r" \([^)]*\)$", "", field_label(name)))
+
+
+def measured_label(name: str) -> str:
+    """A field as a question or a sum names it, its unit said after it: "runtime in seconds", "water
+    temp in °C", "markup percentage" (never "the runtime (seconds) of edit cut EDI-009")."""
+    return re.sub(
+        r" \(([^)]*)\)$", lambda m: " percentage" if m[1] == "%" else f" in {m[1]}", field_label(name)
+    )
 
 
 # dates that say when something is due or planned to happen, not when it happened: "the most
@@ -250,6 +273,18 @@ def singular(table: str) -> str:
     return f"{head}{sep}{one}" if one else table
 
 
+_NOT_PLURAL_END = ("ss", "us", "is", "as", "os", "news", "series", "species", "lens", "chassis", "yes")
+
+
+def is_plural(label: str) -> bool:
+    """Whether a field's words end in a plural noun, so a sentence says "its operational restrictions
+    are ...", never "... is ..."; a word that only ends in s (status, address, basis) is not one."""
+    last = label.rpartition(" ")[2]
+    if len(last) < 4 or not last.isalpha() or not last.endswith("s") or last in _UNCOUNTABLE:
+        return False
+    return not last.endswith(_NOT_PLURAL_END) and bool(_english().singular_noun(last))
+
+
 @cache
 def _english() -> Any:
     import inflect
@@ -264,7 +299,7 @@ def say(value: Any) -> str:
     if isinstance(value, float):
         return written_number(value)
     if isinstance(value, str):
-        return f"'{value}'"
+        return spoken_date(value) or f"'{value}'"  # a date as people write it: March 13, 2026
     if isinstance(value, list):
         return ", ".join(say(v) for v in value) or "nothing"
     return str(value)
@@ -386,6 +421,10 @@ _GRADE_FIELD = re.compile(r"^(priority|severity|tier|risk|risk_level|grade)$")  
 _NO_MODIFIER = frozenset({"new", "other", "none", "unknown", "n/a", "na", "mixed", "any", "all", "default"})
 _PREPOSITION = frozenset({"in", "on", "at", "under", "out", "off", "awaiting", "pending", "for", "to", "by"})
 _LINKING = ("on", "at", "by", "until", "from", "to", "for", "in")
+# words that lead into a date as a participle does: "effective on March 23, 2026", "valid from ...",
+# "starts on ..." (never "the model weight with effective on March 23, 2026")
+_DATED = frozenset({"effective", "valid", "payable", "starts", "ends", "begins", "expires", "opens", "closes",
+                    "occurs", "runs", "available", "open", "active", "live"})  # fmt: skip
 _VERB_FIRST = frozenset({"needs", "requires", "allows", "accepts", "includes", "has", "uses", "wants"})
 
 
@@ -406,7 +445,7 @@ def introduces(label: str) -> bool:
     said_ = label.lower().split()
     if len(said_) < 2 or said_[-1] not in _LINKING:
         return False
-    return _participle(said_[-2])
+    return _participle(said_[-2]) or (said_[-1] in ("on", "from", "until", "to") and said_[-2] in _DATED)
 
 
 def _participle(word: str) -> bool:

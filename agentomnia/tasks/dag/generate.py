@@ -21,6 +21,7 @@ from typing import Any
 
 import networkx as nx
 
+from agentomnia.dates import date_forms
 from agentomnia.envs.calls import _precondition_ok as precondition_ok
 from agentomnia.envs.calls import fit_compared_values, reference_admits, requirement_problem
 from agentomnia.envs.naming import article
@@ -31,15 +32,18 @@ from agentomnia.envs.values import as_declared, conforms
 from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
 from agentomnia.tasks.dag.describe import (
+    between,
     compared_label,
     counted,
     describe_record,
     done_when,
     field_label,
     introduces,
+    is_plural,
     labelled,
     lead_word,
     listing,
+    measured_label,
     plural,
     predicate,
     said,
@@ -85,7 +89,7 @@ def _stated(value: Any, phrase: str) -> bool:
     named 'Savings'" says its name; asking for it back would give the answer away)."""
     if isinstance(value, bool) or value is None:
         return False
-    forms = {str(value), words(str(value))} - {""}
+    forms = {*date_forms(str(value)), words(str(value))} - {""}
     return any(re.search(rf"(?<![\w.]){re.escape(f)}(?!\w)", phrase, re.IGNORECASE) for f in forms)
 
 
@@ -320,7 +324,7 @@ def _its(
     if label not in flags:
         if introduces(label):  # "it is approved by 'Vincent Wilkerson'", never "its approved by is ..."
             return f"{it} {'should be' if should else is_} {label} {value}"
-        return f"{its} {label} {'should be' if should else 'is'} {value}"
+        return f"{its} {label} {'should be' if should else 'are' if is_plural(label) else 'is'} {value}"
     on = flags[label]
     flag = label.removeprefix("is ")
     if " " not in flag:
@@ -376,7 +380,7 @@ def _details(parts: Sequence[str]) -> str:
 
 def new_record(noun: str, parts: Sequence[str]) -> tuple[str, str]:
     """(what a new record is called, its details; "" when it has none): a detail whose field's words
-    lead into its value follows the noun ("a new meal eaten on '2026-02-15'", never "It should have
+    lead into its value follows the noun ("a new meal eaten on February 15, 2026", never "It should have
     eaten on ..."), and so does the one record it belongs to, when its phrase names its kind ("a new
     sync run for that sync job", never "a new sync run set up: that sync job")."""
     led = [part for part in parts if introduces(" ".join(part.split()[:2]))]
@@ -1142,10 +1146,7 @@ class Generator:
             i = self.rng.randint(0, len(dates) // 2)
             args["start"], args["end"] = dates[i], dates[min(len(dates) - 1, i + max(1, len(dates) // 3))]
             sources["start"] = sources["end"] = "query"
-            phrase = (
-                phrase
-                or f"the {plural(entity.name)} with {words(b['attr'])} from {args['start']} to {args['end']}"
-            )
+            phrase = phrase or f"the {plural(entity.name)} {between(b['attr'], args['start'], args['end'])}"
         if incoming is None and (
             tool.op == "list" or (tool.op == "search" and b.get("query", "query") not in args)
         ):
@@ -1551,7 +1552,7 @@ class Generator:
                 if re.fullmatch(
                     r"[a-z]+ed_by|(written|done|made|run|taken|sent|paid|held|given|led)_by", a.name
                 )
-                else possessive(phrase, field_label(a.name))
+                else possessive(phrase, measured_label(a.name))  # "the runtime in seconds of ..."
             )
             key = self._key(a.name, f"current {a.name}", f"{entity.name} {a.name}")
             self._ask(

@@ -15,6 +15,7 @@ import random
 import re
 from typing import Any
 
+from agentomnia.dates import spoken_date
 from agentomnia.tasks.dag.describe import unit_after
 from agentomnia.tasks.families import DAG
 from agentomnia.tasks.models import Persona, Task
@@ -50,6 +51,8 @@ def _literals(value: Any) -> list[str]:
         return []
     if isinstance(value, (int, float)):
         return [f"{value}"]
+    if isinstance(value, str) and spoken_date(value):
+        return [str(spoken_date(value))]
     if isinstance(value, str) and len(value) >= 3:
         return [f"'{value}'", value] if value.replace("_", "").isalnum() else [f"'{value}'"]
     return []
@@ -82,6 +85,10 @@ def _stands_as_detail(query: str, text: str, param: str) -> bool:
     word only after its field's label ("status occupied") or a word that takes an object ("is
     occupied"). Before a noun it describes the noun ("how many occupied chargers"), and "how many
     still to be confirmed with me chargers" is no request."""
+    if re.search(rf"\bbetween (?:[^.;]* and )?{re.escape(text)}", query):
+        return (
+            False  # one end of a span: "started between still to be confirmed with me and ..." is no request
+        )
     if text.startswith("'") or not text.replace("_", "").isalpha():
         return True
     before = query[: query.find(text)].split()

@@ -11,14 +11,15 @@ from __future__ import annotations
 import random
 import re
 
+from agentomnia.dates import spoken_date
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.records import content_hash
 from agentomnia.tasks.dag.describe import (
     compared_label,
     done_when,
-    field_label,
     is_state_word,
     labelled,
+    measured_label,
     plural,
     words,
 )
@@ -37,14 +38,15 @@ def spoken(value: object) -> str:
 
 def _rule(pred: Predicate, subject: str) -> str:
     """Which records a rule picks, said after their noun: "whose total is at least 42,000", and for a
-    date a verb names ("issued on"), "issued before 2025-11-13"."""
+    date a verb names ("issued on"), "issued before November 13, 2025"."""
     if pred.kind == "date":
         when = "before" if pred.op == "<" else "on or after"
         label = words(pred.attr)
         stem = re.sub(r" (on|at|date)$", "", label)
+        day = spoken_date(str(pred.value)) or pred.value  # "before October 27, 2025"
         if not subject and stem != label and stem.endswith("ed"):
-            return f"{stem} {when} {pred.value}"
-        return f"whose {subject}{label} is {when} {pred.value}"
+            return f"{stem} {when} {day}"
+        return f"whose {subject}{label} is {when} {day}"
     if pred.kind in ("enum", "bool"):
         return f"whose {subject}{words(pred.attr)} is {spoken(pred.value)}"
     label, shown = labelled(pred.attr, figure(pred.value))  # "whose height is above 170 cm"
@@ -87,8 +89,8 @@ def _flag_action(attr: str, on: bool, digest: str) -> str:
 
 
 def _summed(attr: str) -> str:
-    """Their sum, said once: "their total precip (mm)", but "their combined total" for a `total`."""
-    label = field_label(attr)
+    """Their sum, said once: "their total precip in mm", but "their combined total" for a `total`."""
+    label = measured_label(attr)
     return f"their combined {label}" if label.startswith("total") else f"their total {label}"
 
 
@@ -207,7 +209,7 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
         )
         parts = [goal, where, skip, none]
     else:
-        total = field_label(plan.total_attr or "")
+        total = measured_label(plan.total_attr or "")
         both = "combined and average" if total.startswith("total") else "total and average"
         look = _pick(
             digest,
@@ -226,7 +228,7 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
                 "Then take the one with the highest {w} (if two are tied, the one registered first) and {a}.",
                 "The one with the highest {w} (on a tie, the one registered first) needs an update: {a}.",
             ),
-        ).format(w=total, a=action)
+        ).format(w=compared_label(plan.total_attr or ""), a=action)
         none = _pick(
             digest,
             "none",
@@ -248,7 +250,7 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
     ]
     if plan.template == "aggregate_pick":
         fields += ["considered", "total", "average"]
-        label = field_label(plan.total_attr or "")
+        label = measured_label(plan.total_attr or "")
         told += [
             "how many you looked at",
             f"the {'combined' if label.startswith('total') else 'total'} and the average {label}",

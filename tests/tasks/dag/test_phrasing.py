@@ -411,7 +411,7 @@ def test_a_record_is_singled_out_as_a_person_says_it_not_as_a_field_list() -> No
     assert said({"administered_by": "Rebekah Bruce"}, "administered_by") == (
         "the laundry order administered by 'Rebekah Bruce'"
     )
-    assert said({"eaten_on": "2026-02-15"}, "eaten_on") == "the laundry order eaten on '2026-02-15'"
+    assert said({"eaten_on": "2026-02-15"}, "eaten_on") == "the laundry order eaten on February 15, 2026"
     assert said({"guests": 1}, "guests") == "the laundry order with 1 guest"
     assert said({"guests": 3}, "guests") == "the laundry order with 3 guests"
     assert said({"lap_no": 2}, "lap_no") == "the laundry order with lap no 2"
@@ -544,6 +544,15 @@ def test_a_change_to_a_yes_no_setting_says_what_the_record_is() -> None:
     assert _its("auto renew", "yes", flags) == "its auto renew is turned on"
     assert _its("amount", "29.99", flags) == "its amount is 29.99"
     assert _its("amount", "29.99", flags, should=True) == "its amount should be 29.99"
+    # a plural field is "are", a word that only ends in s is not plural
+    assert (
+        _its("operational restrictions", "'No flights'", flags)
+        == "its operational restrictions are 'No flights'"
+    )
+    assert (
+        _its("status", "'ok'", flags) == "its status is 'ok'"
+        and _its("address", "'x'", flags) == "its address is 'x'"
+    )
     assert _its("approved by", "'Vincent Wilkerson'", flags) == "it is approved by 'Vincent Wilkerson'"
     # a person is "they": "make sure their phone is ...", never "its phone" of a patient
     assert _its("phone", "'555-0100'", flags, person=True) == "their phone is '555-0100'"
@@ -557,7 +566,7 @@ def test_a_change_to_a_yes_no_setting_says_what_the_record_is() -> None:
     assert _its("guests", "2", flags, should=True) == "it should have 2 guests"
     assert (
         _its("status", "3", flags) == "its status is 3"
-        and _its("guests", "'many'", flags) == "its guests is 'many'"
+        and _its("guests", "'many'", flags) == "its guests are 'many'"
     )
 
 

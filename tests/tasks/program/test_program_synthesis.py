@@ -222,11 +222,13 @@ def test_yes_no_writes_and_sums_are_said_as_a_person_would() -> None:
         assert _flag_action("away_mode", True, digest) in ("turn its away mode on", "switch its away mode on")
         assert "yes" not in _flag_action("auto_renew", False, digest)
     assert _summed("total") == "their combined total"
-    assert _summed("precip_mm") == "their total precip (mm)"
+    assert _summed("precip_mm") == "their total precip in mm"
+    assert _summed("runtime_seconds") == "their total runtime in seconds"
+    assert _summed("markup_pct") == "their total markup percentage"
 
 
 def test_thresholds_and_dates_are_said_as_a_person_would() -> None:
-    """'at least 10', never 'at least 10.4239'; 42,000, never 4.2e+04; 'issued before 2025-11-13',
+    """'at least 10', never 'at least 10.4239'; 42,000, never 4.2e+04; 'issued before November 13, 2025',
     never 'whose issued on is before'; the fallback is 'the one submitted most recently'."""
     import random
 
@@ -242,9 +244,9 @@ def test_thresholds_and_dates_are_said_as_a_person_would() -> None:
         assert picked in ([10.4239, 11.2, 30.1], [11.2, 30.1]) and level in (10, 11), (op, level)
     assert [figure(v) for v in (42000.0, 2500000, 10.4239, 7)] == ["42,000", "2,500,000", "10.4239", "7"]
     issued = Predicate(attr="issued_on", op="<", value="2025-11-13", kind="date")
-    assert _rule(issued, "") == "issued before 2025-11-13"
+    assert _rule(issued, "") == "issued before November 13, 2025"
     due = Predicate(attr="due_date", op=">=", value="2025-11-13", kind="date")
-    assert _rule(due, "") == "whose due date is on or after 2025-11-13"
+    assert _rule(due, "") == "whose due date is on or after November 13, 2025"
 
 
 def test_a_date_that_records_the_move_never_picks_the_records_to_move() -> None:
