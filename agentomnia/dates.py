@@ -1,10 +1,10 @@
 """Dates as a person writes them, and read back.
 
 Tools take and return ISO 8601 ('2026-03-13', '2026-03-01T13:30:00', '2026-03-01T13:30:00Z'); a
-request says "March 13, 2026", "March 1, 2026 at 1:30 PM" or "March 1, 2026 at 1:30 PM UTC". `spoken_date` writes the one, `iso_dates` reads the other back
-out of a text, so every check that looks for a stated value finds it in either form. Only the forms
-a spoken date reads back to exactly are spoken; any other (an offset, a fraction of a second, minutes
-without seconds) stays as it is written.
+request says "March 13, 2026", "March 1, 2026 at 1:30 PM" or "March 1, 2026 at 1:30 PM UTC".
+`spoken_date` writes the one, `iso_dates` reads the other back out of a text, so every check that
+looks for a stated value finds it in either form. Only the forms a spoken date reads back to exactly
+are spoken; any other (an offset, a fraction of a second, minutes without seconds) stays as it is.
 """
 
 from __future__ import annotations

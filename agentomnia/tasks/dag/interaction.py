@@ -51,8 +51,8 @@ def _literals(value: Any) -> list[str]:
         return []
     if isinstance(value, (int, float)):
         return [f"{value}"]
-    if isinstance(value, str) and spoken_date(value):
-        return [str(spoken_date(value))]
+    if isinstance(value, str) and (day := spoken_date(value)):
+        return [day]  # "March 13, 2026", as the request says it
     if isinstance(value, str) and len(value) >= 3:
         return [f"'{value}'", value] if value.replace("_", "").isalnum() else [f"'{value}'"]
     return []
@@ -85,10 +85,9 @@ def _stands_as_detail(query: str, text: str, param: str) -> bool:
     word only after its field's label ("status occupied") or a word that takes an object ("is
     occupied"). Before a noun it describes the noun ("how many occupied chargers"), and "how many
     still to be confirmed with me chargers" is no request."""
+    # one end of a span: "started between still to be confirmed with me and ..." is no request
     if re.search(rf"\bbetween (?:[^.;]* and )?{re.escape(text)}", query):
-        return (
-            False  # one end of a span: "started between still to be confirmed with me and ..." is no request
-        )
+        return False
     if text.startswith("'") or not text.replace("_", "").isalpha():
         return True
     before = query[: query.find(text)].split()
