@@ -168,10 +168,9 @@ def labelled(name: str, value: str) -> tuple[str, str]:
     label = field_label(name)
     if label.endswith(" at") and iso_dates(value):
         label = label[:-3] + " on"  # "created on March 1, 2026 at 1:30 PM", never "created at March 1"
-    unit = re.match(r"^(.+) \(([^()]+)\)$", label)
-    if unit is None or not _NUMBER.match(value):
+    head, sign = _unit_of(label)
+    if sign is None or not _NUMBER.match(value):
         return label, value
-    head, sign = unit[1], unit[2]
     if value == "1" and sign in _COUNTED:
         sign = sign[:-1]  # "1 day"
     return head, f"{value}{sign}" if sign in _CLOSED_UP else f"{value} {sign}"
@@ -181,12 +180,17 @@ def between(name: str, start: str, end: str) -> str:
     """Records whose date field lies in a span, as a request picks them: "started between December 12,
     2025 and March 21, 2026" where the field is a verb's ("started_on"), else "with due date between
     ..."."""
-    label = words(name)
     first, last = (spoken_date(v) or v for v in (start, end))
+    verb = date_verb(name)
+    return f"{verb} between {first} and {last}" if verb else f"with {words(name)} between {first} and {last}"
+
+
+def date_verb(name: str) -> str | None:
+    """The participle a date field's words lead with, which can pick records on its own: "started"
+    of `started_on`, "filed" of `filed_at`; None for `due_date` or `start_date`."""
+    label = words(name)
     stem = re.sub(r" (on|at|date)$", "", label)
-    if stem != label and stem.endswith("ed"):
-        return f"{stem} between {first} and {last}"
-    return f"with {label} between {first} and {last}"
+    return stem if stem != label and stem.endswith("ed") else None
 
 
 def stated(name: str, value: str) -> str:
@@ -210,15 +214,21 @@ def unit_after(text: str) -> str:
 def compared_label(name: str) -> str:
     """A field as a comparison names it, without its unit: "the highest price", not "the highest
     price cents" or "the highest water temp (°C)"."""
-    return re.sub(r" (cents|pence)$", "", re.sub(r" \([^)]*\)$", "", field_label(name)))
+    return re.sub(r" (cents|pence)$", "", _unit_of(field_label(name))[0])
 
 
 def measured_label(name: str) -> str:
     """A field as a question or a sum names it, its unit said after it: "runtime in seconds", "water
     temp in °C", "markup percentage" (never "the runtime (seconds) of edit cut EDI-009")."""
-    return re.sub(
-        r" \(([^)]*)\)$", lambda m: " percentage" if m[1] == "%" else f" in {m[1]}", field_label(name)
-    )
+    head, unit = _unit_of(field_label(name))
+    return head if unit is None else f"{head} percentage" if unit == "%" else f"{head} in {unit}"
+
+
+def _unit_of(label: str) -> tuple[str, str | None]:
+    """A `field_label` split into its words and the unit it writes in brackets: ("water temp", "°C");
+    (label, None) when it has none."""
+    m = re.match(r"^(.+) \(([^()]+)\)$", label)
+    return (m[1], m[2]) if m else (label, None)
 
 
 # dates that say when something is due or planned to happen, not when it happened: "the most

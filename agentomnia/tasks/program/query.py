@@ -9,13 +9,13 @@ call sequence, no record ids. Attribute names are spoken as words ("declared val
 from __future__ import annotations
 
 import random
-import re
 
 from agentomnia.dates import spoken_date
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.records import content_hash
 from agentomnia.tasks.dag.describe import (
     compared_label,
+    date_verb,
     done_when,
     is_state_word,
     labelled,
@@ -41,12 +41,11 @@ def _rule(pred: Predicate, subject: str) -> str:
     date a verb names ("issued on"), "issued before November 13, 2025"."""
     if pred.kind == "date":
         when = "before" if pred.op == "<" else "on or after"
-        label = words(pred.attr)
-        stem = re.sub(r" (on|at|date)$", "", label)
         day = spoken_date(str(pred.value)) or pred.value  # "before October 27, 2025"
-        if not subject and stem != label and stem.endswith("ed"):
-            return f"{stem} {when} {day}"
-        return f"whose {subject}{label} is {when} {day}"
+        verb = date_verb(pred.attr)
+        if not subject and verb:
+            return f"{verb} {when} {day}"
+        return f"whose {subject}{words(pred.attr)} is {when} {day}"
     if pred.kind in ("enum", "bool"):
         return f"whose {subject}{words(pred.attr)} is {spoken(pred.value)}"
     label, shown = labelled(pred.attr, figure(pred.value))  # "whose height is above 170 cm"
