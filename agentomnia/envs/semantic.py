@@ -254,8 +254,9 @@ class World:
     vocab: DomainVocab | None = None
     locale: str = "en_US"
     used: dict[tuple[str, str], set[Any]] = field(default_factory=dict)
-    # the linked row each record being drawn took, so its other columns come from that same row
-    rows_taken: dict[tuple[int, str], tuple[Any, ...]] = field(default_factory=dict)
+    # the linked row each record being drawn took (with the record, which keeps its id its own), so
+    # its other columns come from that same row
+    rows_taken: dict[tuple[int, str], tuple[dict[str, Any], tuple[Any, ...]]] = field(default_factory=dict)
     person: tuple[str, str] | None = None  # the current record's own person (first, last)
     distinct: frozenset[tuple[str, str]] = frozenset()  # (entity, attr) a uniqueness rule covers
     # the values the spec's classifying attributes take (a pet's species, a title's genre), by name:
@@ -1590,7 +1591,11 @@ def from_group(
     the group's values the record already holds, else a row not yet handed out (then any row)."""
     rows = list(group.rows)
     agreeing = _agreeing_rows(group, attr.name, record) or []
-    taken = world.rows_taken.get((id(record), ",".join(group.attrs)))
+    # keyed by the record's id, and holding the record: a record made and dropped during generation
+    # frees its id for the next one, which would then inherit a row it never drew (and the run's
+    # draws would depend on where the allocator happened to put things)
+    held = world.rows_taken.get((id(record), ",".join(group.attrs)))
+    taken = held[1] if held is not None and held[0] is record else None
     if taken is not None and taken in agreeing:
         row = taken  # the row this record already drew a column from
     elif agreeing:
@@ -1600,7 +1605,7 @@ def from_group(
         fresh = [r for r in rows if r not in used]
         row = rng.choice(fresh or rows)
         used.add(row)
-    world.rows_taken[(id(record), ",".join(group.attrs))] = row
+    world.rows_taken[(id(record), ",".join(group.attrs))] = (record, row)
     value = row[group.column(attr.name)]
     if isinstance(value, VocabEntry):  # the row's own range: a rabbit's weight, not a dog's
         return from_range(value, attr, rng)

@@ -1690,3 +1690,32 @@ def test_a_place_named_after_a_street_takes_the_street_not_the_address() -> None
     ]
     assert any(v.endswith(" Vet Surgery") for v in values)  # the template named after a street
     assert not [v for v in values if any(c.isdigit() for c in v)]
+
+
+def test_a_record_never_inherits_the_linked_row_of_a_dropped_one_that_had_its_id() -> None:
+    """A record made and dropped frees its id for the next: the next one draws its own row, so what a
+    run generates does not depend on where the allocator put the records before it."""
+    from agentomnia.envs.semantic import World, from_group
+    from agentomnia.taxonomy.vocab import LinkedGroup
+
+    group = LinkedGroup(
+        attrs=("make", "model"), rows=tuple(("Hyundai", m) for m in ("Ioniq 6", "Kona", "Tucson"))
+    )
+    entity = EntitySpec(
+        name="vehicle", table="vehicles", description="", key="id", id_prefix="VEH",
+        attributes=tuple(AttributeSpec(name=n, type="str") for n in ("id", "make", "model")),
+    )  # fmt: skip
+    model = entity.attribute("model")
+    assert model is not None
+    fresh = {
+        seed: from_group(group, model, entity, World(), random.Random(seed), {"make": "Hyundai"})
+        for seed in range(8)
+    }
+    first_seed, second_seed = next((a, b) for a in fresh for b in fresh if fresh[a] != fresh[b])
+    world = World()
+    first: dict[str, Any] = {"make": "Hyundai"}
+    from_group(group, model, entity, world, random.Random(first_seed), first)
+    del first  # a new record of the same size is put where the dropped one was (unless it is still held)
+    record: dict[str, Any] = {"make": "Hyundai"}
+    drawn = from_group(group, model, entity, world, random.Random(second_seed), record)
+    assert drawn == fresh[second_seed], "a new record took the dropped record's row"
