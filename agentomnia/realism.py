@@ -36,6 +36,7 @@ TARGETS: dict[str, tuple[str, float]] = {
     "distinct_words": (">", 5000),
     "numbers_disagree_share": ("<", 0.002),
     "other_owner_share": ("<", 0.1),
+    "dated_before_owner_share": ("<", 0.02),
     "chained_of_share": ("<", 0.02),
     "stacked_possessive_share": ("<", 0.05),
     "mean_sentence_words": ("<", 22.0),
@@ -196,11 +197,13 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
     disagree (a min above its max, a moving time above the elapsed time, a total that is not its
     lines' sum; `state.numbers_out_of_order`), and the share of references that point at another
     owner's record where the owner has one of its own (a user's bill paid from another user's account;
-    `state.owned_references`)."""
-    from agentomnia.envs.state import numbers_out_of_order, owned_references, owner_disagrees
+    `state.owned_references`), and the share of references from a dated record to one that came to
+    be after it (a ticket message sent before its ticket was opened; `state.owner_dates`)."""
+    from agentomnia.envs.state import numbers_out_of_order, owned_references, owner_dates, owner_disagrees
 
-    records = disordered = checked = elsewhere = 0
+    records = disordered = checked = elsewhere = dated = early = 0
     examples: list[str] = []
+    early_examples: list[str] = []
     for spec, state in worlds:
         for e in spec.entities:
             for key, record in (state.get(e.table) or {}).items():
@@ -214,12 +217,22 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
             if differs is not None and by_owner.get(str(record.get(owner.name))):
                 checked += 1
                 elsewhere += differs
+        for entity, record, field, owner_entity, owner, made, before in owner_dates(spec, state):
+            dated += 1
+            early += before
+            if before and len(early_examples) < 5:
+                early_examples.append(
+                    f"{entity.table}.{field} {record[field]} < {owner_entity.table}.{made} {owner[made]}"
+                )
     return {
         "records": records,
         "numbers_disagree_share": round(disordered / records, 4) if records else 0.0,
         "numbers_disagree_examples": examples,
         "owned_references": checked,
         "other_owner_share": round(elsewhere / checked, 4) if checked else 0.0,
+        "dated_references": dated,
+        "dated_before_owner_share": round(early / dated, 4) if dated else 0.0,
+        "dated_before_owner_examples": early_examples,
     }
 
 

@@ -228,3 +228,40 @@ def test_a_record_whose_owner_has_none_takes_the_owner_of_what_it_points_at() ->
         state = generate_state(spec, seed=seed, sizes={"team": 12, "member": 3, "rotation": 8})
         for rotation in state["rotations"].values():
             assert state["members"][rotation["member_id"]]["team_id"] == rotation["team_id"], rotation
+
+
+def test_a_record_is_dated_after_the_records_it_points_at_came_to_be() -> None:
+    """A ticket's messages are sent after the ticket was opened, and the ticket after its customer
+    joined: across seeds, no generated message or ticket comes first, and the figure counts one that
+    is moved back before its owner."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.realism import consistency_metrics
+    from agentomnia.taxonomy import Coordinate
+    from tests.fixtures.domains import LOGISTICS_DOMAIN_ID
+
+    def entity(name: str, *attrs: AttributeSpec) -> EntitySpec:
+        return EntitySpec(name=name, table=f"{name}s", description=name, key=f"{name}_id", id_prefix=name[:3].upper(),
+                          attributes=(AttributeSpec(name=f"{name}_id", type="str"), *attrs))  # fmt: skip
+
+    customer = entity("customer", AttributeSpec(name="joined_on", type="date"))
+    ticket = entity("ticket", AttributeSpec(name="customer_id", type="ref", ref="customer"),
+                    AttributeSpec(name="created_at", type="datetime"), AttributeSpec(name="closed_at", type="datetime"))  # fmt: skip
+    message = entity("message", AttributeSpec(name="ticket_id", type="ref", ref="ticket"),
+                     AttributeSpec(name="sent_at", type="datetime"))  # fmt: skip
+    spec = EnvSpec(name="desk", class_name="Desk", description="Tickets.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="desk", seed_ids=(), entities=(customer, ticket, message), relations=(), rules=(),
+                   tools=())  # fmt: skip
+    for seed in range(6):
+        state = generate_state(spec, seed=seed, sizes={"customer": 4, "ticket": 10, "message": 30})
+        for m in state["messages"].values():
+            assert m["sent_at"] >= state["tickets"][m["ticket_id"]]["created_at"], m
+        for t in state["tickets"].values():
+            assert t["created_at"][:10] >= state["customers"][t["customer_id"]]["joined_on"], t
+        figures = consistency_metrics([(spec, state)])
+        assert figures["dated_references"] == 40 and figures["dated_before_owner_share"] == 0
+    first = state["messages"][sorted(state["messages"])[0]]
+    first["sent_at"] = "2024-01-02T10:00:00"
+    broken = consistency_metrics([(spec, state)])
+    assert broken["dated_before_owner_share"] == round(1 / 40, 4)
+    assert broken["dated_before_owner_examples"][0].startswith("messages.sent_at 2024-01-02T10:00:00 < tickets.created_at")

@@ -17,7 +17,7 @@ import random
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import cache
@@ -761,6 +761,83 @@ def term_in_time(entity: EntitySpec, record: dict[str, Any], status: str, rng: r
 _TIMED_STEP = timedelta(days=3)
 _DATED_STEP = timedelta(days=45)
 _DUE_STEP = timedelta(days=120)
+
+
+# when a record came to be: every dated fact of a record that points at it comes after (a ticket's
+# messages are sent after it was opened, an allocation after its invoice's date)
+_CREATED = re.compile(
+    r"created|opened|submitted|registered|(^|_)issued|joined|hired|signed_up|placed|(^|_)ordered|enrolled|"
+    r"onboarded|(^|_)(invoice|bill|order|statement|transaction)_date$"
+)
+
+
+def creation_dates(entity: EntitySpec) -> list[str]:
+    """The date fields that say when a record of `entity` came to be, of those the platform may move."""
+    return [n for n in movable_dates(entity) if _CREATED.search(n) and not _BIRTH.search(n)]
+
+
+def dated_facts(entity: EntitySpec) -> list[str]:
+    """Every date field of `entity` but a birth date."""
+    return [a.name for a in entity.attributes if a.type in ("date", "datetime") and not _BIRTH.search(a.name)]
+
+
+def first_dated(names: Iterable[str], record: Mapping[str, Any]) -> tuple[str, datetime] | None:
+    """(field, moment) of the earliest of the fields `names` that `record` gives a date in."""
+    return min(
+        ((n, m) for n in names if (m := _moment(record.get(n))) is not None), key=lambda d: d[1], default=None
+    )
+
+
+def comes_before(earlier: Any, later: Any) -> bool:
+    """Whether the date `later` lies before the date `earlier`: by day, and by the clock only where
+    both give a time (a message sent at 10:00 on the day its ticket was opened, dated by day alone,
+    comes after it)."""
+    first, then = _moment(earlier), _moment(later)
+    if first is None or then is None:
+        return False
+    if "T" in str(earlier) and "T" in str(later):
+        return then < first
+    return then.date() < first.date()
+
+
+def in_lifecycle_order(
+    entity: EntitySpec, given: Mapping[str, Any], record: Mapping[str, Any], rng: random.Random
+) -> dict[str, str]:
+    """New values for the dates `given` to a record (by field) where they break its lifecycle, with
+    each other or with the dates the record already has: a planned end before the planned start moves
+    after it, a due date after the start, a start changed past the record's end before that end.
+    Only the fields that move are returned, each written the way it was given."""
+    current = {n: record.get(n) for n in dated_facts(entity) if n not in given}
+    values = {n: v for n, v in given.items() if not _BIRTH.search(n) and _moment(v) is not None}
+    moved: dict[str, str] = {}
+    for p, name in sorted((phase(n), n) for n in values if phase(n)):
+        value = values[name]
+        timed = "T" in str(value)
+        # what comes first: a start before its end; for a due date, the starts
+        before = [
+            m
+            for n, v in {**current, **values}.items()
+            if n != name
+            and (phase(n) == 1 if p == 4 else 1 <= phase(n) < p)
+            and (m := _moment(v)) is not None
+        ]
+        after = [m for n, v in current.items() if p < phase(n) <= 3 and (m := _moment(v)) is not None]
+        moment = _moment(value) or NOW
+        low, high = max(before, default=None), min(after, default=None)
+        step = timedelta(minutes=15 * rng.randint(4, 4 * 48)) if timed else timedelta(days=rng.randint(1, 14))
+        if low is not None and (moment < low if timed else moment.date() < low.date()):
+            moment = low + step
+        elif high is not None and moment > high and (low is None or high - step > low):
+            moment = high - step
+        else:
+            continue
+        values[name] = moved[name] = _as(str(value), moment)
+    return moved
+
+
+def created_before(value: str, moment: datetime, rng: random.Random) -> str:
+    """A creation date moved to some days before `moment`, written the way `value` is written."""
+    return _as(value, moment - timedelta(days=rng.randint(1, 30), minutes=15 * rng.randint(0, 40)))
 
 
 # ---------------------------------------------------------------- strings

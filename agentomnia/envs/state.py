@@ -24,6 +24,11 @@ from agentomnia.envs.semantic import (
     WHOLE_UNITS,
     World,
     before_clock,
+    comes_before,
+    created_before,
+    creation_dates,
+    dated_facts,
+    first_dated,
     is_derived,
     is_handle,
     leaf_string,
@@ -285,6 +290,7 @@ def generate_state(
     _apart(spec, state, random.Random(rng.random()))
     _spread_lifecycles(spec, state)
     _terms_in_time(spec, state, random.Random(rng.random()))
+    _after_their_owners(spec, state, random.Random(f"{spec.id}:{seed}:owners"))
     _near_its_twin(spec, state, random.Random(rng.random()))
     _not_yet(spec, state)
     _tie_same_facts(spec, state)  # so that a fact's order is read under both its names
@@ -1309,6 +1315,57 @@ def _terms_in_time(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], r
         for record in state.get(entity.table, {}).values():
             if isinstance(record.get(status.name), str):
                 term_in_time(entity, record, record[status.name], rng)
+
+
+def owner_dates(
+    spec: EnvSpec, state: Mapping[str, Any]
+) -> Iterator[tuple[EntitySpec, dict[str, Any], str, EntitySpec, dict[str, Any], str, bool]]:
+    """(entity, record, its first date field, owner entity, owner, owner's creation field, whether the
+    record is dated before its owner came to be) for each reference from a dated record to a record
+    with a creation date (a ticket message sent before its ticket was opened is); a reference to a
+    record of the same entity is left out."""
+    by_name = {e.name: e for e in spec.entities}
+    for entity in spec.entities:
+        facts = dated_facts(entity)
+        refs = [a for a in entity.attributes if a.type == "ref" and a.ref in by_name and a.ref != entity.name]
+        for record in (state.get(entity.table) or {}).values() if facts and refs else ():
+            first = first_dated(facts, record)
+            for a in refs if first is not None else ():
+                owner_entity = by_name[str(a.ref)]
+                created = creation_dates(owner_entity)
+                table = state.get(owner_entity.table) or {}
+                value = record.get(a.name)
+                for key in value if isinstance(value, list) else [value]:
+                    owner = table.get(str(key)) if created and key is not None else None
+                    made = first_dated(created, owner) if owner is not None else None
+                    if owner is not None and made is not None and first is not None:
+                        before = comes_before(owner[made[0]], record[first[0]])
+                        yield entity, record, first[0], owner_entity, owner, made[0], before
+
+
+def _after_their_owners(
+    spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random
+) -> None:
+    """What a record records happens after the records it points at came to be: a ticket's messages
+    are sent after the ticket was opened, a payment allocation follows its invoice's date. Where one
+    comes first, the owner's creation dates move back to some days before it. Owners are settled
+    after the records that point at them, so a grandparent moves back before its moved child."""
+    for owner_entity in reversed(entity_order(spec)):
+        earliest: dict[str, tuple[dict[str, Any], str]] = {}  # owner's key: (owner, earliest date after it)
+        for _, record, field, owned, owner, _, before in owner_dates(spec, state):
+            key = str(owner.get(owner_entity.key))
+            if (
+                before
+                and owned is owner_entity
+                and (key not in earliest or comes_before(earliest[key][1], record[field]))
+            ):
+                earliest[key] = (owner, record[field])
+        for key in sorted(earliest):
+            owner, first = earliest[key]
+            moment = datetime.fromisoformat(first.replace("Z", "+00:00")).replace(tzinfo=None)
+            for name in creation_dates(owner_entity):
+                if isinstance(owner.get(name), str) and comes_before(owner[name], first):
+                    owner[name] = created_before(owner[name], moment, rng)
 
 
 def _not_yet(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:

@@ -1719,3 +1719,29 @@ def test_a_record_never_inherits_the_linked_row_of_a_dropped_one_that_had_its_id
     record: dict[str, Any] = {"make": "Hyundai"}
     drawn = from_group(group, model, entity, world, random.Random(second_seed), record)
     assert drawn == fresh[second_seed], "a new record took the dropped record's row"
+
+
+def test_dates_a_request_gives_for_one_record_keep_its_lifecycle() -> None:
+    """A planned end drawn before the planned start it comes with moves after it, in its own form; a
+    start changed past the end the record already has moves before that end; dates in order stay."""
+    from agentomnia.envs.semantic import in_lifecycle_order
+
+    package = EntitySpec(name="work_package", table="work_packages", description="", key="package_id",
+                         id_prefix="WOR", attributes=(AttributeSpec(name="package_id", type="str"),
+                                                      AttributeSpec(name="planned_start", type="datetime"),
+                                                      AttributeSpec(name="planned_end", type="datetime"),
+                                                      AttributeSpec(name="due_on", type="date")))  # fmt: skip
+    rng = random.Random(0)
+    given = {"planned_start": "2026-03-15T10:00:00", "planned_end": "2026-03-13T10:15:00"}
+    moved = in_lifecycle_order(package, given, {}, rng)
+    assert set(moved) == {"planned_end"}
+    end = datetime.fromisoformat(moved["planned_end"])
+    assert datetime(2026, 3, 15, 10) < end <= datetime(2026, 3, 17, 10)
+    assert in_lifecycle_order(package, {"planned_start": "2026-03-13T10:00:00", "due_on": "2026-03-20"}, {}, rng) == {}
+    # a due date before the start it counts from moves after it, as a date
+    due = in_lifecycle_order(package, {"planned_start": "2026-03-13T10:00:00", "due_on": "2026-03-01"}, {}, rng)
+    assert re.fullmatch(r"2026-03-(1[4-9]|2[0-7])", due["due_on"]), due
+    # an update's start past the record's end
+    record = {"planned_start": "2026-03-01T08:00:00", "planned_end": "2026-03-04T17:00:00"}
+    start = in_lifecycle_order(package, {"planned_start": "2026-03-09T09:00:00"}, record, rng)["planned_start"]
+    assert datetime(2026, 3, 1, 8) < datetime.fromisoformat(start) < datetime(2026, 3, 4, 17)

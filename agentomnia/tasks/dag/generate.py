@@ -25,7 +25,14 @@ from agentomnia.dates import date_forms
 from agentomnia.envs.calls import _precondition_ok as precondition_ok
 from agentomnia.envs.calls import fit_compared_values, reference_admits, requirement_problem
 from agentomnia.envs.naming import article
-from agentomnia.envs.semantic import World, is_derived, is_person, linked_options, timely_date
+from agentomnia.envs.semantic import (
+    World,
+    in_lifecycle_order,
+    is_derived,
+    is_person,
+    linked_options,
+    timely_date,
+)
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec, compound_of
 from agentomnia.envs.state import make_value, world_for
 from agentomnia.envs.values import as_declared, conforms
@@ -1085,6 +1092,7 @@ class Generator:
             """The live record the call is about; read only when a value depends on it (a fetch)."""
             return self._table(entity).get(subject[1], {}) if subject else {}
 
+        stated_at: dict[str, int] = {}  # a value the request states: where `extra` says it
         if tool.op == "update":
             options = changeable_params(self.spec, tool)
             if not options:
@@ -1094,6 +1102,7 @@ class Generator:
             if value is None:
                 raise Reject("grounding", f"no new value for {tool.name}.{param}")
             args[param], sources[param] = value, "query"
+            stated_at[param] = len(extra)
             extra.append(stated(b["fields"][param], said(entity, b["fields"][param], value)))
         if tool.op == "assign" and b.get("param") not in args:
             current = record().get(b["attr"])
@@ -1136,7 +1145,9 @@ class Generator:
                     raise Reject("grounding", f"cannot ground required argument {tool.name}.{p}")
                 args[p], sources[p] = value, "query"
                 field = b.get("fields", {}).get(p, p)
+                stated_at[p] = len(extra)
                 extra.append(stated(field, said(entity, field, value)))
+        self._in_lifecycle_order(tool, args, stated_at, extra, record())
         if tool.op == "range":
             dates = sorted(
                 str(r.get(b["attr"]))[:10] for r in self._table(entity).values() if r.get(b["attr"])
@@ -1182,6 +1193,29 @@ class Generator:
         if tool.kind == "write" and compound_of(tool) is not None:
             self._fit_compared(tool, args, sources, extra)
         return args, sources, focus, phrase, extra
+
+    def _in_lifecycle_order(
+        self,
+        tool: ToolSpec,
+        args: dict[str, Any],
+        stated_at: Mapping[str, int],
+        extra: list[str],
+        record: Mapping[str, Any],
+    ) -> None:
+        """The dates a request states for one record keep its lifecycle: a planned end after the
+        planned start it gives, a new start before the end the record has (`in_lifecycle_order`);
+        what moved is said anew."""
+        entity = self.spec.entity(tool.entity)
+        fields = tool.binding.get("fields", {})
+        given = {fields.get(p, p): args[p] for p in stated_at}
+        param_of = {fields.get(p, p): p for p in stated_at}
+        for attr, value in in_lifecycle_order(entity, given, record, self.rng).items():
+            p = param_of[attr]
+            schema = tool.parameters.get("properties", {}).get(p, {})
+            if not conforms(as_declared(value, schema), schema):
+                continue
+            args[p] = value
+            extra[stated_at[p]] = stated(attr, said(entity, attr, value))
 
     def _fit_compared(
         self, tool: ToolSpec, args: dict[str, Any], sources: Mapping[str, str], extra: list[str]
