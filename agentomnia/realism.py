@@ -37,6 +37,7 @@ TARGETS: dict[str, tuple[str, float]] = {
     "numbers_disagree_share": ("<", 0.002),
     "other_owner_share": ("<", 0.1),
     "dated_before_owner_share": ("<", 0.02),
+    "paid_over_total_share": ("<", 0.05),
     "chained_of_share": ("<", 0.02),
     "stacked_possessive_share": ("<", 0.05),
     "mean_sentence_words": ("<", 22.0),
@@ -198,12 +199,21 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
     lines' sum; `state.numbers_out_of_order`), and the share of references that point at another
     owner's record where the owner has one of its own (a user's bill paid from another user's account;
     `state.owned_references`), and the share of references from a dated record to one that came to
-    be after it (a ticket message sent before its ticket was opened; `state.owner_dates`)."""
-    from agentomnia.envs.state import numbers_out_of_order, owned_references, owner_dates, owner_disagrees
+    be after it (a ticket message sent before its ticket was opened; `state.owner_dates`), and of
+    records paid, refunded or allocated against for more than their total (`state.paid_against`)."""
+    from agentomnia.envs.state import (
+        numbers_out_of_order,
+        owned_references,
+        owner_dates,
+        owner_disagrees,
+        paid_against,
+        paid_in_all,
+    )
 
-    records = disordered = checked = elsewhere = dated = early = 0
+    records = disordered = checked = elsewhere = dated = early = owing = overpaid = 0
     examples: list[str] = []
     early_examples: list[str] = []
+    paid_examples: list[str] = []
     for spec, state in worlds:
         for e in spec.entities:
             for key, record in (state.get(e.table) or {}).items():
@@ -224,6 +234,16 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
                 early_examples.append(
                     f"{entity.table}.{field} {record[field]} < {owner_entity.table}.{made} {owner[made]}"
                 )
+        for entity, paid, owner_entity, owed, key, parts, total in paid_against(spec, state):
+            owing += 1
+            held = paid_in_all(parts, paid)
+            if held > total * 1.0001:  # a cent's rounding is no overpayment
+                overpaid += 1
+                if len(paid_examples) < 5:
+                    paid_examples.append(
+                        f"{len(parts)} {entity.table}.{paid.name} add to {held:.2f} > "
+                        f"{owner_entity.table}[{key}].{owed} {total}"
+                    )
     return {
         "records": records,
         "numbers_disagree_share": round(disordered / records, 4) if records else 0.0,
@@ -233,6 +253,9 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
         "dated_references": dated,
         "dated_before_owner_share": round(early / dated, 4) if dated else 0.0,
         "dated_before_owner_examples": early_examples,
+        "paid_against": owing,
+        "paid_over_total_share": round(overpaid / owing, 4) if owing else 0.0,
+        "paid_over_total_examples": paid_examples,
     }
 
 

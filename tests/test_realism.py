@@ -264,4 +264,43 @@ def test_a_record_is_dated_after_the_records_it_points_at_came_to_be() -> None:
     first["sent_at"] = "2024-01-02T10:00:00"
     broken = consistency_metrics([(spec, state)])
     assert broken["dated_before_owner_share"] == round(1 / 40, 4)
-    assert broken["dated_before_owner_examples"][0].startswith("messages.sent_at 2024-01-02T10:00:00 < tickets.created_at")
+    assert broken["dated_before_owner_examples"][0].startswith(
+        "messages.sent_at 2024-01-02T10:00:00 < tickets.created_at"
+    )
+
+
+def test_what_is_paid_against_a_record_adds_up_to_no_more_than_its_total() -> None:
+    """A reservation's payments, and an invoice's allocations, add up to at most its total (was: one
+    payment of 3,996.84 against a reservation of 999.94), and the figure counts one that does not."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.realism import consistency_metrics
+    from agentomnia.taxonomy import Coordinate
+    from tests.fixtures.domains import LOGISTICS_DOMAIN_ID
+
+    def entity(name: str, *attrs: AttributeSpec) -> EntitySpec:
+        return EntitySpec(name=name, table=f"{name}s", description=name, key=f"{name}_id", id_prefix=name[:3].upper(),
+                          attributes=(AttributeSpec(name=f"{name}_id", type="str"), *attrs))  # fmt: skip
+
+    reservation = entity("reservation", AttributeSpec(name="total", type="money"))
+    payment = entity("payment", AttributeSpec(name="reservation_id", type="ref", ref="reservation"),
+                     AttributeSpec(name="amount", type="money"))  # fmt: skip
+    spec = EnvSpec(name="inn", class_name="Inn", description="Stays.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="inn", seed_ids=(), entities=(reservation, payment), relations=(), rules=(),
+                   tools=())  # fmt: skip
+    for seed in range(6):
+        state = generate_state(spec, seed=seed, sizes={"reservation": 3, "payment": 12})
+        paid: dict[str, float] = {}
+        for p in state["payments"].values():
+            paid[p["reservation_id"]] = paid.get(p["reservation_id"], 0.0) + p["amount"]
+        for key, amount in paid.items():
+            assert 0 < amount <= state["reservations"][key]["total"] + 0.01, (key, amount)
+        figures = consistency_metrics([(spec, state)])
+        assert figures["paid_against"] == len(paid) and figures["paid_over_total_share"] == 0
+    first = state["payments"][sorted(state["payments"])[0]]
+    first["amount"] = state["reservations"][first["reservation_id"]]["total"] + 500
+    broken = consistency_metrics([(spec, state)])
+    assert broken["paid_over_total_share"] == round(1 / len(paid), 4)
+    assert broken["paid_over_total_examples"][0].startswith(
+        f"{sum(1 for p in state['payments'].values() if p['reservation_id'] == first['reservation_id'])} payments.amount add to"
+    )

@@ -291,6 +291,7 @@ def generate_state(
     _spread_lifecycles(spec, state)
     _terms_in_time(spec, state, random.Random(rng.random()))
     _after_their_owners(spec, state, random.Random(f"{spec.id}:{seed}:owners"))
+    _paid_within(spec, state, random.Random(f"{spec.id}:{seed}:paid"))
     _near_its_twin(spec, state, random.Random(rng.random()))
     _not_yet(spec, state)
     _tie_same_facts(spec, state)  # so that a fact's order is read under both its names
@@ -1366,6 +1367,81 @@ def _after_their_owners(
             for name in creation_dates(owner_entity):
                 if isinstance(owner.get(name), str) and comes_before(owner[name], first):
                     owner[name] = created_before(owner[name], moment, rng)
+
+
+# what is paid, refunded or allocated against another record, by the record's name and its amount's
+_PAYS = re.compile(r"payment|allocation|reimburs|refund|remittance|installment|payout|disbursement")
+_PAID = re.compile(
+    r"^(amount|(amount_)?(paid|refunded|allocated)(_amount)?|(payment|refund|allocation|allocated)_amount)$"
+)
+_AMOUNT_TYPES = ("money", "float", "int")
+# what it is paid against: the other record's total, or what is owed on it
+_OWED = (
+    *_WHOLES,
+    "amount_due",
+    "total_due",
+    "total_price",
+    "total_cost",
+    "invoice_amount",
+    "order_total",
+    "price",
+)
+
+
+def paid_against(
+    spec: EnvSpec, state: Mapping[str, Any]
+) -> Iterator[tuple[EntitySpec, AttributeSpec, EntitySpec, str, str, list[dict[str, Any]], float]]:
+    """(entity, its amount, owner entity, owner's total field, owner's key, the records paying
+    against that owner, the owner's total) for each record that payments, refunds or allocations point
+    at (an invoice's payment allocations, a reservation's payments)."""
+    by_name = {e.name: e for e in spec.entities}
+    for entity in spec.entities:
+        paid = next((a for a in entity.attributes if a.type in _AMOUNT_TYPES and _PAID.match(a.name)), None)
+        if paid is None or not _PAYS.search(entity.name):
+            continue
+        for ref in entity.attributes:
+            owner_entity = by_name.get(str(ref.ref)) if ref.type == "ref" and ref.ref != entity.name else None
+            owed = next(
+                (
+                    n
+                    for n in _OWED
+                    if owner_entity is not None
+                    and (o := owner_entity.attribute(n))
+                    and o.type in _AMOUNT_TYPES
+                ),
+                None,
+            )
+            if owner_entity is None or owed is None:
+                continue
+            groups: dict[str, list[dict[str, Any]]] = {}
+            for record in (state.get(entity.table) or {}).values():
+                if _money(record.get(paid.name)) is not None and isinstance(record.get(ref.name), (str, int)):
+                    groups.setdefault(str(record[ref.name]), []).append(record)
+            owners = state.get(owner_entity.table) or {}
+            for key in sorted(groups):
+                total = _money((owners.get(key) or {}).get(owed))
+                if total is not None and total > 0:
+                    yield entity, paid, owner_entity, owed, key, groups[key], total
+
+
+def paid_in_all(parts: Sequence[Mapping[str, Any]], paid: AttributeSpec) -> float:
+    """What the records `parts` pay in all, by their amount field `paid`."""
+    return sum(_money(r.get(paid.name)) or 0.0 for r in parts)
+
+
+def _paid_within(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
+    """What is paid, refunded or allocated against a record adds up to no more than its total (a
+    95,444.48 allocation against an invoice of 64,676.54 is no such thing): where the records that pay
+    against one add up to more, each is scaled down in proportion, to between half and all of it."""
+    for _, paid, _, _, _, parts, total in paid_against(spec, state):
+        held = paid_in_all(parts, paid)
+        if held <= total or any(not isinstance(r[paid.name], (int, float)) for r in parts):
+            continue
+        factor = total * rng.uniform(0.5, 1.0) / held
+        for r in parts:
+            r[paid.name] = (
+                int(r[paid.name] * factor) if paid.type == "int" else round(r[paid.name] * factor, 2)
+            )
 
 
 def _not_yet(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
