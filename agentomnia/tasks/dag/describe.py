@@ -28,7 +28,36 @@ def words(name: str) -> str:
     in lower case is said as people write it (`po_line` -> `PO line`, `ncrs` -> `NCRs`, `ph_level`
     -> `pH level`)."""
     said = _CAMEL.sub(lambda m: " " + m.group(1).lower(), name).replace("_", " ").strip()
-    return _WORD.sub(lambda m: _acronym(m.group(0)), said)
+    return _WORD.sub(lambda m: _acronym(m.group(0)), _directed(said))
+
+
+def _directed(said: str) -> str:
+    """A field named for where something goes or comes from, as people say it: `to_cost_center` is
+    the destination cost center, `from_status` the previous status, `to_date` the end date,
+    `to_currency` the target currency and `from_user` the sender (never "the to cost center of the
+    transfer")."""
+    m = re.fullmatch(r"(to|from) ([a-z].*)", said)
+    if m is None or m[2] in ("do", "dos", "do item"):
+        return said
+    to, rest = m[1] == "to", m[2]
+    last = rest.rpartition(" ")[2]
+    if last in _CHANGED:
+        return f"{'new' if to else 'previous'} {rest}"
+    if last in _WHEN:
+        return f"{'end' if to else 'start'} {rest}"
+    if rest in _PEOPLE:
+        return "recipient" if to else "sender"
+    if last in _CONVERTED:
+        return f"{'target' if to else 'source'} {rest}"
+    return f"{'destination' if to else 'source'} {rest}"
+
+
+_CHANGED = frozenset({"status", "stage", "state", "tier", "level", "version", "value", "role", "plan", "grade",
+                      "phase", "rank", "price", "rate", "owner", "assignee", "priority", "quantity"})  # fmt: skip
+_WHEN = frozenset({"date", "time", "day", "datetime", "timestamp", "year", "month", "week", "period", "hour"})
+_CONVERTED = frozenset({"currency", "language", "unit", "format", "locale", "timezone", "units"})
+_PEOPLE = frozenset({"user", "member", "person", "party", "contact", "employee", "customer", "player", "agent",
+                     "account holder", "participant", "profile"})  # fmt: skip
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])(?=[a-z])")

@@ -73,6 +73,23 @@ def test_a_seeds_camel_case_names_are_said_as_words() -> None:
     assert Generator._ref_word("Id") == "Id" and Generator._ref_word("PID") == "PID"
 
 
+def test_a_field_named_for_a_direction_is_said_as_people_say_it() -> None:
+    """ "the destination cost center of the transfer", "its previous status", "the end date", "the
+    sender": never "the to cost center" or "with to location set to ..."; a to-do stays one."""
+    assert (
+        words("to_cost_center") == "destination cost center" and words("from_location") == "source location"
+    )
+    assert words("from_status") == "previous status" and words("toStatus") == "new status"
+    assert words("to_date") == "end date" and words("from_date") == "start date"
+    assert words("to_currency") == "target currency" and words("from_user") == "sender"
+    assert (
+        Generator._ref_word("to_user_id") == "to_user"
+        and words(Generator._ref_word("to_user_id")) == "recipient"
+    )
+    assert words("to_do") == "to do" and words("total_to_pay") == "total to pay"
+    assert field_label("to_location") == "destination location"
+
+
 def test_an_abbreviation_is_said_as_people_write_it() -> None:
     """ "the AP invoice", "the NCRs of that line", "its pH level": never "the ap invoice" or "set the
     ncr"; an hour count, basis points and a sow stay words."""
