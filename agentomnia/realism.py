@@ -24,6 +24,7 @@ import json
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ TARGETS: dict[str, tuple[str, float]] = {
     "other_owner_share": ("<", 0.1),
     "dated_before_owner_share": ("<", 0.02),
     "paid_over_total_share": ("<", 0.05),
+    "happened_after_clock_share": ("<", 0.02),
     "chained_of_share": ("<", 0.02),
     "stacked_possessive_share": ("<", 0.05),
     "mean_sentence_words": ("<", 22.0),
@@ -200,8 +202,12 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
     owner's record where the owner has one of its own (a user's bill paid from another user's account;
     `state.owned_references`), and the share of references from a dated record to one that came to
     be after it (a ticket message sent before its ticket was opened; `state.owner_dates`), and of
-    records paid, refunded or allocated against for more than their total (`state.paid_against`)."""
+    records paid, refunded or allocated against for more than their total (`state.paid_against`),
+    and of dates of what has happened (a message sent, an invoice paid) that lie after the clock, in
+    records whose status does not say they are still to come (`state.not_yet`)."""
+    from agentomnia.envs.semantic import NOW, has_happened, movable_dates
     from agentomnia.envs.state import (
+        not_yet,
         numbers_out_of_order,
         owned_references,
         owner_dates,
@@ -210,14 +216,23 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
         paid_in_all,
     )
 
-    records = disordered = checked = elsewhere = dated = early = owing = overpaid = 0
+    records = disordered = checked = elsewhere = dated = early = owing = overpaid = happened = late = 0
     examples: list[str] = []
     early_examples: list[str] = []
     paid_examples: list[str] = []
+    late_examples: list[str] = []
     for spec, state in worlds:
         for e in spec.entities:
+            done = [n for n in movable_dates(e) if has_happened(n)]
             for key, record in (state.get(e.table) or {}).items():
                 records += 1
+                for name in done if not not_yet(e, record) else ():
+                    moment = _moment(record.get(name))
+                    happened += moment is not None
+                    if moment is not None and moment > NOW:
+                        late += 1
+                        if len(late_examples) < 5:
+                            late_examples.append(f"{e.table}[{key}].{name} {record[name]}")
                 if numbers_out_of_order(record):
                     disordered += 1
                     if len(examples) < 5:
@@ -256,7 +271,20 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
         "paid_against": owing,
         "paid_over_total_share": round(overpaid / owing, 4) if owing else 0.0,
         "paid_over_total_examples": paid_examples,
+        "happened_dates": happened,
+        "happened_after_clock_share": round(late / happened, 4) if happened else 0.0,
+        "happened_after_clock_examples": late_examples,
     }
+
+
+def _moment(value: Any) -> datetime | None:
+    """The date `value` holds, without its zone; None for anything else."""
+    if not isinstance(value, str) or not _ISO_DATE.match(value):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).replace(tzinfo=None)
+    except ValueError:
+        return None
 
 
 def read_bundles(folders: Iterable[Path]) -> list[tuple[EnvSpec, dict[str, Any]]]:

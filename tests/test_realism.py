@@ -304,3 +304,43 @@ def test_what_is_paid_against_a_record_adds_up_to_no_more_than_its_total() -> No
     assert broken["paid_over_total_examples"][0].startswith(
         f"{sum(1 for p in state['payments'].values() if p['reservation_id'] == first['reservation_id'])} payments.amount add to"
     )
+
+
+def test_what_has_happened_is_dated_before_the_clock() -> None:
+    """A message sent, an inspection made or a payment paid is dated before the clock, the record's
+    other dates moving back with it (was: 16% of such dates in a default round's worlds after it); a
+    scheduled inspection keeps its date ahead, and the figure counts a date after the clock."""
+    from agentomnia.envs.semantic import NOW
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.realism import consistency_metrics
+    from agentomnia.taxonomy import Coordinate
+    from tests.fixtures.domains import LOGISTICS_DOMAIN_ID
+
+    inspection = EntitySpec(name="inspection", table="inspections", description="", key="inspection_id",
+                            id_prefix="INS", attributes=(
+                                AttributeSpec(name="inspection_id", type="str"),
+                                AttributeSpec(name="status", type="enum", enum=("scheduled", "completed")),
+                                AttributeSpec(name="planned_for", type="datetime"),
+                                AttributeSpec(name="inspected_at", type="datetime"),
+                                AttributeSpec(name="report_sent_on", type="date")))  # fmt: skip
+    spec = EnvSpec(name="yard", class_name="Yard", description="Inspections.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="yard", seed_ids=(), entities=(inspection,), relations=(), rules=(), tools=())  # fmt: skip
+    done = 0
+    for seed in range(8):
+        state = generate_state(spec, seed=seed, sizes={"inspection": 12})
+        for r in state["inspections"].values():
+            if r["status"] == "completed":
+                done += 1
+                assert (
+                    r["inspected_at"] <= NOW.isoformat() and r["report_sent_on"] <= NOW.date().isoformat()
+                ), r
+        assert consistency_metrics([(spec, state)])["happened_after_clock_share"] == 0
+    assert done >= 20
+    record = next(r for r in state["inspections"].values() if r["status"] == "completed")
+    record["inspected_at"] = "2026-07-01T10:00:00"
+    broken = consistency_metrics([(spec, state)])
+    assert broken["happened_after_clock_share"] > 0
+    assert broken["happened_after_clock_examples"] == [
+        f"inspections[{record['inspection_id']}].inspected_at 2026-07-01T10:00:00"
+    ]

@@ -835,6 +835,40 @@ def in_lifecycle_order(
     return moved
 
 
+# a date named for what has happened (`sent_at`, `paid_on`, `inspected_at`), unless it is a plan, a
+# limit or an expectation
+_HAPPENED = re.compile(
+    r"^([a-z0-9]+_)*([a-z]+ed|paid|sent|made|done|taken|given|sold|won|lost|built|spent|held|met|left|begun|seen|"
+    r"written|shown)_(at|on|date|time)$"
+)
+_PLANS = re.compile(
+    r"schedul|planned|expected|due|expir|target|estimat|next|intended|proposed|valid|promised|needed|"
+    r"required|desired|preferred|committed|agreed|allowed|limited|(^|_)for_"
+)
+
+
+def has_happened(name: str) -> bool:
+    """Whether a date field says when something happened (a message sent, an invoice paid)."""
+    return _HAPPENED.match(name) is not None and _PLANS.search(name) is None and not _BIRTH.search(name)
+
+
+def happened_by_now(entity: EntitySpec, record: dict[str, Any], rng: random.Random) -> None:
+    """What a record says has happened lies before the clock (`NOW`): where a message was sent or an
+    inspection made after it, all the record's dates move back together, so their order and gaps
+    stay, to end some days before the clock."""
+    dated = {
+        n: m
+        for n in movable_dates(entity)
+        if not _BIRTH.search(n) and (m := _moment(record.get(n))) is not None
+    }
+    late = [m for n, m in dated.items() if has_happened(n) and m > NOW]
+    if not late:
+        return
+    shift = max(late) - NOW + timedelta(days=rng.randint(1, 30), minutes=15 * rng.randint(0, 40))
+    for name, moment in dated.items():
+        record[name] = _as(record[name], moment - shift)
+
+
 def created_before(value: str, moment: datetime, rng: random.Random) -> str:
     """A creation date moved to some days before `moment`, written the way `value` is written."""
     return _as(value, moment - timedelta(days=rng.randint(1, 30), minutes=15 * rng.randint(0, 40)))

@@ -29,6 +29,7 @@ from agentomnia.envs.semantic import (
     creation_dates,
     dated_facts,
     first_dated,
+    happened_by_now,
     is_derived,
     is_handle,
     leaf_string,
@@ -290,6 +291,8 @@ def generate_state(
     _apart(spec, state, random.Random(rng.random()))
     _spread_lifecycles(spec, state)
     _terms_in_time(spec, state, random.Random(rng.random()))
+    _happened_by_now(spec, state, random.Random(f"{spec.id}:{seed}:happened"))
+    _month_dates(spec, state)  # a month moved back is still its first day
     _after_their_owners(spec, state, random.Random(f"{spec.id}:{seed}:owners"))
     _paid_within(spec, state, random.Random(f"{spec.id}:{seed}:paid"))
     _near_its_twin(spec, state, random.Random(rng.random()))
@@ -1316,6 +1319,22 @@ def _terms_in_time(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], r
         for record in state.get(entity.table, {}).values():
             if isinstance(record.get(status.name), str):
                 term_in_time(entity, record, record[status.name], rng)
+
+
+def _happened_by_now(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
+    """What a record says has happened lies before the clock (`semantic.happened_by_now`), unless
+    its status says it has not happened yet (a scheduled inspection's date is a plan)."""
+    for entity in spec.entities:
+        for record in state.get(entity.table, {}).values():
+            if not not_yet(entity, record):
+                happened_by_now(entity, record, rng)
+
+
+def not_yet(entity: EntitySpec, record: Mapping[str, Any]) -> bool:
+    """Whether the record's status says it has not happened yet (scheduled, pending, draft)."""
+    status = entity.status_attribute
+    said = record.get(status.name) if status is not None else None
+    return isinstance(said, str) and said.lower() in _NOT_YET
 
 
 def owner_dates(

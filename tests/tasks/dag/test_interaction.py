@@ -155,17 +155,23 @@ def test_a_gap_for_a_quote_that_ended_its_sentence_ends_it_too() -> None:
 def test_a_withheld_figure_takes_its_unit_with_it(freight_dir: Path, freight_sandbox: Sandbox) -> None:
     """ "weight 72.7 kg" withheld reads "weight still to be confirmed with me", never "weight still to
     be confirmed with me kg"."""
+    from agentomnia.tasks.dag.describe import unit_after
+
     tasks, _ = synthesize_dag_tasks(freight_dir, freight_sandbox, variant="dag-standard", n=4)
     task, param, text = next(
         (t, p, x) for t in tasks for p, v, x in withholdable(t) if isinstance(v, (int, float))
     )  # fmt: skip
-    measured = task.model_copy(update={"query": task.query.replace(text, f"{text} kg", 1)})
+    # the figure with its unit: as the request writes it, else with one written after it
+    unit = unit_after(task.query[task.query.find(text) + len(text) :]) or " kg"
+    measured = task
+    if f"{text}{unit}" not in task.query:
+        measured = task.model_copy(update={"query": task.query.replace(text, f"{text}{unit}", 1)})
     converted = next(
         m for seed in range(40)
         if (m := make_multi_turn(measured, random.Random(seed))) is not None and param in m.persona.withheld
     )  # fmt: skip
-    assert says_gap(converted.query) and f"{text} kg" not in converted.query
-    assert not re.search(r"(me|you) kg\b", converted.query), converted.query
+    assert says_gap(converted.query) and f"{text}{unit}" not in converted.query
+    assert not re.search(rf"(me|you){re.escape(unit)}(?!\w)", converted.query), converted.query
 
 
 def test_a_measured_figure_is_written_with_its_unit_after_it() -> None:
