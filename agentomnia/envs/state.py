@@ -584,6 +584,14 @@ _BOUNDS = _RANGE_ENDS + (
 )
 # what is paid back or paid of an amount is at most the amount (a refund above the order's total)
 _AT_MOST = (("refunded", "total"), ("refunded", "paid"), ("paid", "total"), ("refunded", "amount"))
+# what was approved, paid or refunded of a record's whole, named apart from it: a claim's approved
+# amount and its paid total are at most what was claimed
+_PART_OF_WHOLE = tuple(
+    (f"{part}_{whole}" if ahead else f"{whole}_{part}", "amount")
+    for part in ("approved", "paid", "refunded", "settled")
+    for whole, ahead in (("amount", True), ("amount", False))
+) + tuple((name, whole) for name in ("paid_total", "total_paid", "refunded_total", "total_refunded")
+          for whole in ("amount", "total"))  # fmt: skip
 _READING = re.compile(r"mileage|odometer|(^|_)(hour_?)?meter(_|$)|reading")
 # a value named for where its range is centred: a part's nominal size sits within its tolerance limits
 _CENTRES = ("nominal", "target", "setpoint")
@@ -697,7 +705,8 @@ def _numbers_in_order(obj: dict[str, Any]) -> None:
                 obj[k] = _as_number(obj[subtotal] / 10 / len(taken_off), obj[k], obj[k])
         off = [obj[k] for k in taken_off]
         obj[total] = _as_number(sum(parts) - sum(off), obj[total], *parts, *off)
-    for back, whole in _named_pairs(numbers, _AT_MOST):  # once the total is known: never refund more
+    wholes = [(a, b) for a, b in _PART_OF_WHOLE if a in numbers and b in numbers]
+    for back, whole in _named_pairs(numbers, _AT_MOST) + wholes:  # once the total is known: never refund more
         if obj[back] > obj[whole]:
             obj[back] = _as_number(obj[whole], obj[back], obj[whole])
 

@@ -1737,11 +1737,35 @@ def test_dates_a_request_gives_for_one_record_keep_its_lifecycle() -> None:
     assert set(moved) == {"planned_end"}
     end = datetime.fromisoformat(moved["planned_end"])
     assert datetime(2026, 3, 15, 10) < end <= datetime(2026, 3, 17, 10)
-    assert in_lifecycle_order(package, {"planned_start": "2026-03-13T10:00:00", "due_on": "2026-03-20"}, {}, rng) == {}
+    assert (
+        in_lifecycle_order(package, {"planned_start": "2026-03-13T10:00:00", "due_on": "2026-03-20"}, {}, rng)
+        == {}
+    )
     # a due date before the start it counts from moves after it, as a date
-    due = in_lifecycle_order(package, {"planned_start": "2026-03-13T10:00:00", "due_on": "2026-03-01"}, {}, rng)
+    due = in_lifecycle_order(
+        package, {"planned_start": "2026-03-13T10:00:00", "due_on": "2026-03-01"}, {}, rng
+    )
     assert re.fullmatch(r"2026-03-(1[4-9]|2[0-7])", due["due_on"]), due
     # an update's start past the record's end
     record = {"planned_start": "2026-03-01T08:00:00", "planned_end": "2026-03-04T17:00:00"}
-    start = in_lifecycle_order(package, {"planned_start": "2026-03-09T09:00:00"}, record, rng)["planned_start"]
+    start = in_lifecycle_order(package, {"planned_start": "2026-03-09T09:00:00"}, record, rng)[
+        "planned_start"
+    ]
     assert datetime(2026, 3, 1, 8) < datetime.fromisoformat(start) < datetime(2026, 3, 4, 17)
+
+
+def test_what_is_approved_or_paid_of_a_claim_is_at_most_what_was_claimed() -> None:
+    """A claim's approved amount and paid total are at most its amount (was: 628.10 paid on a claim of
+    442.41), in every generated record, and a record drawn otherwise is counted as disagreeing."""
+    from agentomnia.envs.state import numbers_out_of_order
+
+    claim = _entity("claim", _a("amount", "money"), _a("approved_amount", "money"), _a("paid_total", "money"),
+                    _a("parts_amount", "money"))  # fmt: skip
+    spec = EnvSpec(name="claims", class_name="Claims", description="Claims.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="claims", seed_ids=(), entities=(claim,), relations=(), rules=(), tools=())  # fmt: skip
+    for seed in range(4):
+        for r in generate_state(spec, seed=seed, sizes={"claim": 12})["claims"].values():
+            assert r["approved_amount"] <= r["amount"] and r["paid_total"] <= r["amount"], r
+    assert numbers_out_of_order({"amount": 442.41, "paid_total": 628.1})
+    assert not numbers_out_of_order({"amount": 442.41, "paid_total": 400.0, "parts_amount": 481.94})
