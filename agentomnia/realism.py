@@ -242,12 +242,12 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
             if differs is not None and by_owner.get(str(record.get(owner.name))):
                 checked += 1
                 elsewhere += differs
-        for entity, record, field, owner_entity, owner, made, before in owner_dates(spec, state):
+        for entity, dated_record, field, owner_entity, owned_by, made, before in owner_dates(spec, state):
             dated += 1
             early += before
             if before and len(early_examples) < 5:
                 early_examples.append(
-                    f"{entity.table}.{field} {record[field]} < {owner_entity.table}.{made} {owner[made]}"
+                    f"{entity.table}.{field} {dated_record[field]} < {owner_entity.table}.{made} {owned_by[made]}"
                 )
         for entity, paid, owner_entity, owed, key, parts, total in paid_against(spec, state):
             owing += 1

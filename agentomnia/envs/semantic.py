@@ -838,8 +838,10 @@ def in_lifecycle_order(
 # a date named for what has happened (`sent_at`, `paid_on`, `inspected_at`), unless it is a plan, a
 # limit or an expectation
 _HAPPENED = re.compile(
-    r"^([a-z0-9]+_)*([a-z]+ed|paid|sent|made|done|taken|given|sold|won|lost|built|spent|held|met|left|begun|seen|"
-    r"written|shown)_(at|on|date|time)$"
+    r"^([a-z0-9]+_)*([a-z]+ed|paid|sent|made|done|taken|given|sold|won|lost|built|rebuilt|spent|held|met|left|"
+    r"begun|seen|written|shown|read|caught|fed|bought|brought|sought|taught|struck|hung|dug|shot|drawn|worn|"
+    r"torn|flown|grown|thrown|chosen|frozen|stolen|spoken|broken|ridden|driven|hidden|eaten|fallen|kept|"
+    r"felt|dealt|lent)_(at|on|date|time)$"
 )
 _PLANS = re.compile(
     r"schedul|planned|expected|due|expir|target|estimat|next|intended|proposed|valid|promised|needed|"
