@@ -24,7 +24,6 @@ import json
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -162,7 +161,7 @@ def value_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> dict[s
                     examples.append(f"{entity.name}.{attribute} = {value!r}")
     return {
         "free_text_values": total,
-        "placeholder_share": round(placeholders / total, 4) if total else 0.0,
+        "placeholder_share": _share(placeholders, total),
         "distinct_words": len(vocabulary),
         "placeholder_examples": examples,
     }
@@ -205,7 +204,7 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
     records paid, refunded or allocated against for more than their total (`state.paid_against`),
     and of dates of what has happened (a message sent, an invoice paid) that lie after the clock, in
     records whose status does not say they are still to come (`state.not_yet`)."""
-    from agentomnia.envs.semantic import NOW, has_happened, movable_dates
+    from agentomnia.envs.semantic import NOW, has_happened, moment_of, movable_dates
     from agentomnia.envs.state import (
         not_yet,
         numbers_out_of_order,
@@ -227,7 +226,7 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
             for key, record in (state.get(e.table) or {}).items():
                 records += 1
                 for name in done if not not_yet(e, record) else ():
-                    moment = _moment(record.get(name))
+                    moment = moment_of(record.get(name))
                     happened += moment is not None
                     if moment is not None and moment > NOW:
                         late += 1
@@ -261,30 +260,25 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
                     )
     return {
         "records": records,
-        "numbers_disagree_share": round(disordered / records, 4) if records else 0.0,
+        "numbers_disagree_share": _share(disordered, records),
         "numbers_disagree_examples": examples,
         "owned_references": checked,
-        "other_owner_share": round(elsewhere / checked, 4) if checked else 0.0,
+        "other_owner_share": _share(elsewhere, checked),
         "dated_references": dated,
-        "dated_before_owner_share": round(early / dated, 4) if dated else 0.0,
+        "dated_before_owner_share": _share(early, dated),
         "dated_before_owner_examples": early_examples,
         "paid_against": owing,
-        "paid_over_total_share": round(overpaid / owing, 4) if owing else 0.0,
+        "paid_over_total_share": _share(overpaid, owing),
         "paid_over_total_examples": paid_examples,
         "happened_dates": happened,
-        "happened_after_clock_share": round(late / happened, 4) if happened else 0.0,
+        "happened_after_clock_share": _share(late, happened),
         "happened_after_clock_examples": late_examples,
     }
 
 
-def _moment(value: Any) -> datetime | None:
-    """The date `value` holds, without its zone; None for anything else."""
-    if not isinstance(value, str) or not _ISO_DATE.match(value):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).replace(tzinfo=None)
-    except ValueError:
-        return None
+def _share(part: int, whole: int) -> float:
+    """`part` of `whole` to four places; 0 of nothing."""
+    return round(part / whole, 4) if whole else 0.0
 
 
 def read_bundles(folders: Iterable[Path]) -> list[tuple[EnvSpec, dict[str, Any]]]:

@@ -519,13 +519,14 @@ def timely_date(attr: AttributeSpec, rng: random.Random, entity: EntitySpec | No
 def before_clock(name: str, value: str, rng: random.Random) -> str:
     """A date of something that has happened (`logged_at`, `created_on`) moved before the clock when
     it lies after it, in the form it was written; any other value as it is."""
-    moment = _moment(value)
+    moment = moment_of(value)
     if moment is None or not _PAST.search(name) or moment <= NOW:
         return value
     return _as(value, NOW - timedelta(days=rng.randint(1, 60), minutes=15 * rng.randint(0, 40)))
 
 
-def _moment(value: Any) -> datetime | None:
+def moment_of(value: Any) -> datetime | None:
+    """The moment an ISO date or datetime `value` holds, without its zone; None for anything else."""
     if not isinstance(value, str):
         return None
     try:
@@ -550,7 +551,7 @@ def order_lifecycle(entity: EntitySpec, record: dict[str, Any], rng: random.Rand
     dated = [
         (phase(n), n, m)
         for n in movable_dates(entity)
-        if not _BIRTH.search(n) and (m := _moment(record.get(n))) is not None
+        if not _BIRTH.search(n) and (m := moment_of(record.get(n))) is not None
     ]
     ordered = sorted([d for d in dated if d[0] in (1, 2, 3)], key=lambda d: (d[0], d[1]))
     moments = sorted(m for p, _, m in ordered)
@@ -570,7 +571,7 @@ def order_lifecycle(entity: EntitySpec, record: dict[str, Any], rng: random.Rand
         record[name] = _as(record[name], moment)
         previous = moment
     # due dates count from the latest start (a ticket created, then its work started)
-    starts = [m for p, n, _ in ordered if p == 1 and (m := _moment(record[n])) is not None]
+    starts = [m for p, n, _ in ordered if p == 1 and (m := moment_of(record[n])) is not None]
     start = max(starts) if starts else None
     for p, name, m in dated:
         timed = "T" in str(record[name])
@@ -636,7 +637,7 @@ def _valid_for_its_kind(entity: EntitySpec, record: dict[str, Any], rng: random.
         return
     for name in movable:
         valid = _validity(entity, name)
-        expiry = _moment(record.get(name))
+        expiry = moment_of(record.get(name))
         if valid is None or expiry is None:
             continue
         about, (lo, hi) = valid
@@ -650,7 +651,7 @@ def _valid_for_its_kind(entity: EntitySpec, record: dict[str, Any], rng: random.
 
 def _issue_dates(movable: list[str], record: Mapping[str, Any]) -> list[tuple[str, datetime]]:
     """(field, moment) of when a record was issued or given (`_ISSUED`), else of its starts (phase 1)."""
-    dated = [(n, m) for n in movable if not _EXPIRY.match(n) and (m := _moment(record.get(n))) is not None]
+    dated = [(n, m) for n in movable if not _EXPIRY.match(n) and (m := moment_of(record.get(n))) is not None]
     return [(n, m) for n, m in dated if _ISSUED.search(n)] or [(n, m) for n, m in dated if phase(n) == 1]
 
 
@@ -690,7 +691,7 @@ def _runs_its_term(entity: EntitySpec, record: dict[str, Any], rng: random.Rando
     # the first start of each name: the domain's `start_date` before a seed's `start_on`
     starts: dict[str, str] = {}
     for n in movable:
-        if (m := _TERM_START.match(n)) is not None and _moment(record.get(n)) is not None:
+        if (m := _TERM_START.match(n)) is not None and moment_of(record.get(n)) is not None:
             starts.setdefault(m.group(1) or "", n)
     said = next(
         (v for k, v in record.items() if _TERM_MONTHS.search(k) and isinstance(v, int) and 0 < v <= 600), None
@@ -698,10 +699,10 @@ def _runs_its_term(entity: EntitySpec, record: dict[str, Any], rng: random.Rando
     months = said or rng.choice((6, 12, 12, 12, 24))
     for name in movable:
         m = _TERM_END.match(name)
-        if m is None or m.group(1) in _NOT_TERM_ENDS or _moment(record.get(name)) is None:
+        if m is None or m.group(1) in _NOT_TERM_ENDS or moment_of(record.get(name)) is None:
             continue
         start_name = starts.get(m.group(1) or "") or starts.get("") or next(iter(starts.values()), None)
-        start = _moment(record.get(start_name)) if start_name else None
+        start = moment_of(record.get(start_name)) if start_name else None
         if start is None:
             continue
         year, month = divmod(start.month - 1 + months, 12)
@@ -726,7 +727,7 @@ def term_in_time(entity: EntitySpec, record: dict[str, Any], status: str, rng: r
     dated = {
         n: m
         for n in movable_dates(entity)
-        if not _BIRTH.search(n) and (m := _moment(record.get(n))) is not None
+        if not _BIRTH.search(n) and (m := moment_of(record.get(n))) is not None
     }
     said = status.lower()
     if _TERM_ENTITY.search(entity.name):
@@ -784,7 +785,9 @@ def dated_facts(entity: EntitySpec) -> list[str]:
 def first_dated(names: Iterable[str], record: Mapping[str, Any]) -> tuple[str, datetime] | None:
     """(field, moment) of the earliest of the fields `names` that `record` gives a date in."""
     return min(
-        ((n, m) for n in names if (m := _moment(record.get(n))) is not None), key=lambda d: d[1], default=None
+        ((n, m) for n in names if (m := moment_of(record.get(n))) is not None),
+        key=lambda d: d[1],
+        default=None,
     )
 
 
@@ -792,7 +795,7 @@ def comes_before(earlier: Any, later: Any) -> bool:
     """Whether the date `later` lies before the date `earlier`: by day, and by the clock only where
     both give a time (a message sent at 10:00 on the day its ticket was opened, dated by day alone,
     comes after it)."""
-    first, then = _moment(earlier), _moment(later)
+    first, then = moment_of(earlier), moment_of(later)
     if first is None or then is None:
         return False
     if "T" in str(earlier) and "T" in str(later):
@@ -808,7 +811,7 @@ def in_lifecycle_order(
     after it, a due date after the start, a start changed past the record's end before that end.
     Only the fields that move are returned, each written the way it was given."""
     current = {n: record.get(n) for n in dated_facts(entity) if n not in given}
-    values = {n: v for n, v in given.items() if not _BIRTH.search(n) and _moment(v) is not None}
+    values = {n: v for n, v in given.items() if not _BIRTH.search(n) and moment_of(v) is not None}
     moved: dict[str, str] = {}
     for p, name in sorted((phase(n), n) for n in values if phase(n)):
         value = values[name]
@@ -819,10 +822,10 @@ def in_lifecycle_order(
             for n, v in {**current, **values}.items()
             if n != name
             and (phase(n) == 1 if p == 4 else 1 <= phase(n) < p)
-            and (m := _moment(v)) is not None
+            and (m := moment_of(v)) is not None
         ]
-        after = [m for n, v in current.items() if p < phase(n) <= 3 and (m := _moment(v)) is not None]
-        moment = _moment(value) or NOW
+        after = [m for n, v in current.items() if p < phase(n) <= 3 and (m := moment_of(v)) is not None]
+        moment = moment_of(value) or NOW
         low, high = max(before, default=None), min(after, default=None)
         step = timedelta(minutes=15 * rng.randint(4, 4 * 48)) if timed else timedelta(days=rng.randint(1, 14))
         if low is not None and (moment < low if timed else moment.date() < low.date()):
@@ -861,7 +864,7 @@ def happened_by_now(entity: EntitySpec, record: dict[str, Any], rng: random.Rand
     dated = {
         n: m
         for n in movable_dates(entity)
-        if not _BIRTH.search(n) and (m := _moment(record.get(n))) is not None
+        if not _BIRTH.search(n) and (m := moment_of(record.get(n))) is not None
     }
     late = [m for n, m in dated.items() if has_happened(n) and m > NOW]
     if not late:
@@ -1928,7 +1931,7 @@ def _money(value: float, currency: str) -> str:
 
 
 def _when(value: str) -> str:
-    m = _moment(value)
+    m = moment_of(value)
     return f"{m:%B} {m.day}" if m is not None else value
 
 

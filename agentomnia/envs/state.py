@@ -20,6 +20,7 @@ from typing import Any
 from agentomnia.envs import naming
 from agentomnia.envs.semantic import (
     MISSING,
+    NOW,
     UNITS_PER_USD,
     WHOLE_UNITS,
     World,
@@ -33,6 +34,7 @@ from agentomnia.envs.semantic import (
     is_derived,
     is_handle,
     leaf_string,
+    moment_of,
     one_place,
     order_lifecycle,
     own_email,
@@ -1391,7 +1393,7 @@ def _after_their_owners(
                 earliest[key] = (owner, record[field])
         for key in sorted(earliest):
             owner, first = earliest[key]
-            moment = datetime.fromisoformat(first.replace("Z", "+00:00")).replace(tzinfo=None)
+            moment = moment_of(first) or NOW
             for name in creation_dates(owner_entity):
                 if isinstance(owner.get(name), str) and comes_before(owner[name], first):
                     owner[name] = created_before(owner[name], moment, rng)
