@@ -14,6 +14,24 @@ from agentomnia.realism import TARGETS, free_text_values, is_placeholder, value_
 from tests.fixtures.domains import PARCEL
 
 
+def _entity(name: str, *attrs: Any) -> Any:
+    """An entity `name` keyed `<name>_id`, with `attrs` (AttributeSpecs)."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+
+    return EntitySpec(name=name, table=f"{name}s", description=name, key=f"{name}_id", id_prefix=name[:3].upper(),
+                      attributes=(AttributeSpec(name=f"{name}_id", type="str"), *attrs))  # fmt: skip
+
+
+def _world(name: str, *entities: Any) -> EnvSpec:
+    """A spec of `entities` alone, in a logistics domain."""
+    from agentomnia.taxonomy import Coordinate
+    from tests.fixtures.domains import LOGISTICS_DOMAIN_ID
+
+    return EnvSpec(name=name, class_name=name.title(), description=f"{name}.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id=name, seed_ids=(), entities=entities, relations=(), rules=(), tools=())  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("value", "entity", "attribute"),
     [
@@ -234,24 +252,15 @@ def test_a_record_is_dated_after_the_records_it_points_at_came_to_be() -> None:
     """A ticket's messages are sent after the ticket was opened, and the ticket after its customer
     joined: across seeds, no generated message or ticket comes first, and the figure counts one that
     is moved back before its owner."""
-    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.envs.spec import AttributeSpec
     from agentomnia.realism import consistency_metrics
-    from agentomnia.taxonomy import Coordinate
-    from tests.fixtures.domains import LOGISTICS_DOMAIN_ID
 
-    def entity(name: str, *attrs: AttributeSpec) -> EntitySpec:
-        return EntitySpec(name=name, table=f"{name}s", description=name, key=f"{name}_id", id_prefix=name[:3].upper(),
-                          attributes=(AttributeSpec(name=f"{name}_id", type="str"), *attrs))  # fmt: skip
-
-    customer = entity("customer", AttributeSpec(name="joined_on", type="date"))
-    ticket = entity("ticket", AttributeSpec(name="customer_id", type="ref", ref="customer"),
-                    AttributeSpec(name="created_at", type="datetime"), AttributeSpec(name="closed_at", type="datetime"))  # fmt: skip
-    message = entity("message", AttributeSpec(name="ticket_id", type="ref", ref="ticket"),
-                     AttributeSpec(name="sent_at", type="datetime"))  # fmt: skip
-    spec = EnvSpec(name="desk", class_name="Desk", description="Tickets.",
-                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
-                   candidate_id="desk", seed_ids=(), entities=(customer, ticket, message), relations=(), rules=(),
-                   tools=())  # fmt: skip
+    customer = _entity("customer", AttributeSpec(name="joined_on", type="date"))
+    ticket = _entity("ticket", AttributeSpec(name="customer_id", type="ref", ref="customer"),
+                     AttributeSpec(name="created_at", type="datetime"), AttributeSpec(name="closed_at", type="datetime"))  # fmt: skip
+    message = _entity("message", AttributeSpec(name="ticket_id", type="ref", ref="ticket"),
+                      AttributeSpec(name="sent_at", type="datetime"))  # fmt: skip
+    spec = _world("desk", customer, ticket, message)
     for seed in range(6):
         state = generate_state(spec, seed=seed, sizes={"customer": 4, "ticket": 10, "message": 30})
         for m in state["messages"].values():
@@ -272,22 +281,13 @@ def test_a_record_is_dated_after_the_records_it_points_at_came_to_be() -> None:
 def test_what_is_paid_against_a_record_adds_up_to_no_more_than_its_total() -> None:
     """A reservation's payments, and an invoice's allocations, add up to at most its total (was: one
     payment of 3,996.84 against a reservation of 999.94), and the figure counts one that does not."""
-    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.envs.spec import AttributeSpec
     from agentomnia.realism import consistency_metrics
-    from agentomnia.taxonomy import Coordinate
-    from tests.fixtures.domains import LOGISTICS_DOMAIN_ID
 
-    def entity(name: str, *attrs: AttributeSpec) -> EntitySpec:
-        return EntitySpec(name=name, table=f"{name}s", description=name, key=f"{name}_id", id_prefix=name[:3].upper(),
-                          attributes=(AttributeSpec(name=f"{name}_id", type="str"), *attrs))  # fmt: skip
-
-    reservation = entity("reservation", AttributeSpec(name="total", type="money"))
-    payment = entity("payment", AttributeSpec(name="reservation_id", type="ref", ref="reservation"),
-                     AttributeSpec(name="amount", type="money"))  # fmt: skip
-    spec = EnvSpec(name="inn", class_name="Inn", description="Stays.",
-                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
-                   candidate_id="inn", seed_ids=(), entities=(reservation, payment), relations=(), rules=(),
-                   tools=())  # fmt: skip
+    reservation = _entity("reservation", AttributeSpec(name="total", type="money"))
+    payment = _entity("payment", AttributeSpec(name="reservation_id", type="ref", ref="reservation"),
+                      AttributeSpec(name="amount", type="money"))  # fmt: skip
+    spec = _world("inn", reservation, payment)
     for seed in range(6):
         state = generate_state(spec, seed=seed, sizes={"reservation": 3, "payment": 12})
         paid: dict[str, float] = {}
@@ -313,8 +313,6 @@ def test_what_has_happened_is_dated_before_the_clock() -> None:
     from agentomnia.envs.semantic import NOW
     from agentomnia.envs.spec import AttributeSpec, EntitySpec
     from agentomnia.realism import consistency_metrics
-    from agentomnia.taxonomy import Coordinate
-    from tests.fixtures.domains import LOGISTICS_DOMAIN_ID
 
     inspection = EntitySpec(name="inspection", table="inspections", description="", key="inspection_id",
                             id_prefix="INS", attributes=(
@@ -323,9 +321,7 @@ def test_what_has_happened_is_dated_before_the_clock() -> None:
                                 AttributeSpec(name="planned_for", type="datetime"),
                                 AttributeSpec(name="inspected_at", type="datetime"),
                                 AttributeSpec(name="report_sent_on", type="date")))  # fmt: skip
-    spec = EnvSpec(name="yard", class_name="Yard", description="Inspections.",
-                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
-                   candidate_id="yard", seed_ids=(), entities=(inspection,), relations=(), rules=(), tools=())  # fmt: skip
+    spec = _world("yard", inspection)
     done = 0
     for seed in range(8):
         state = generate_state(spec, seed=seed, sizes={"inspection": 12})
