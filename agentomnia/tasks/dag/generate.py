@@ -397,8 +397,32 @@ def new_record(noun: str, parts: Sequence[str]) -> tuple[str, str]:
         if p not in led and ": " in p and _detail(p) == p.partition(": ")[2] and len(_detail(p).split()) <= 6
     ]  # fmt: skip
     owner = owners if len(owners) == 1 else []
-    called = [noun, *(_detail(part) for part in led), *(f"for {_detail(part)}" for part in owner)]
-    return " ".join(called), _details([part for part in parts if part not in led and part not in owner])
+    # a participle follows the noun ("posted on February 7, 2026"), a verb goes in a clause of its own
+    # after it, a start before its end ("that starts on March 2 ... and ends on March 3 ..."; never "a
+    # new appointment ends on ... starts on ...")
+    said = [_detail(part) for part in led]
+    verbs = sorted(
+        (d for d in said if d.split()[0] in _DATED_VERBS), key=lambda d: _DATED_VERBS[d.split()[0]]
+    )
+    clause = [f"that {listing(verbs)}"] if verbs else []
+    participles = [d for d in said if d not in verbs]
+    called = [noun, listing(participles), *(f"for {_detail(part)}" for part in owner), *clause]
+    return " ".join(c for c in called if c), _details(
+        [part for part in parts if part not in led and part not in owner]
+    )
+
+
+# verbs that lead into a date ("starts on ..."), by where in a record's life they fall
+_DATED_VERBS = {
+    "opens": 0,
+    "begins": 0,
+    "starts": 0,
+    "runs": 1,
+    "occurs": 1,
+    "closes": 2,
+    "ends": 2,
+    "expires": 3,
+}
 
 
 def _answer_key(taken: Mapping[str, Any] | Sequence[str] | set[str], base: str) -> str:
