@@ -1612,7 +1612,10 @@ class Generator:
                 )
                 else possessive(phrase, measured_label(a.name))  # "the runtime in seconds of ..."
             )
-            key = self._key(a.name, f"current {a.name}", f"{entity.name} {a.name}")
+            now = "" if re.match(r"(current|latest|present)_", a.name) else f"current {a.name}"
+            key = self._key(
+                a.name, *([now] if now else []), f"{entity.name} {a.name}"
+            )  # never current_current_score
             self._ask(
                 Reported(
                     node, key, record[a.name], noun, a.type in _NUMERIC, step.index, unit=f"attr:{a.name}"
