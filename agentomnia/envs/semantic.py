@@ -808,7 +808,7 @@ def in_lifecycle_order(
 ) -> dict[str, str]:
     """New values for the dates `given` to a record (by field) where they break its lifecycle, with
     each other or with the dates the record already has: a planned end before the planned start moves
-    after it (within hours, where it gives a time), a due date after the start, a start changed past
+    after it (hours after it, where it gives a time), a due date after the start, a start changed past
     the record's end before that end.
     Only the fields that move are returned, each written the way it was given."""
     current = {n: record.get(n) for n in dated_facts(entity) if n not in given}
@@ -832,7 +832,8 @@ def in_lifecycle_order(
         if low is not None and (moment < low if timed else moment.date() < low.date()):
             moment = low + step
         elif low is not None and timed and p == 3 and moment - low > _TIMED_STEP:
-            moment = low + step  # what starts at 4:30 PM ends within hours, not a month later
+            # what starts at 4:30 PM ends hours later, not a month later
+            moment = low + timedelta(minutes=15 * rng.randint(4, 4 * 8))
         elif high is not None and moment > high and (low is None or high - step > low):
             moment = high - step
         else:

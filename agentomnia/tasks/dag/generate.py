@@ -397,32 +397,27 @@ def new_record(noun: str, parts: Sequence[str]) -> tuple[str, str]:
         if p not in led and ": " in p and _detail(p) == p.partition(": ")[2] and len(_detail(p).split()) <= 6
     ]  # fmt: skip
     owner = owners if len(owners) == 1 else []
-    # a participle follows the noun ("posted on February 7, 2026"), a verb goes in a clause of its own
-    # after it, a start before its end ("that starts on March 2 ... and ends on March 3 ..."; never "a
-    # new appointment ends on ... starts on ...")
+    # the details that lead into their values follow the noun, a verb as its -ing form and a start
+    # before its end ("a new job posting posted on February 7, 2026 and expiring on April 29, 2026",
+    # "a new appointment starting on March 2 ... and ending on March 2 ..."; never "a new appointment
+    # ends on ... starts on ...")
     said = [_detail(part) for part in led]
-    verbs = sorted(
-        (d for d in said if d.split()[0] in _DATED_VERBS), key=lambda d: _DATED_VERBS[d.split()[0]]
-    )
-    clause = [f"that {listing(verbs)}"] if verbs else []
-    participles = [d for d in said if d not in verbs]
-    called = [noun, listing(participles), *(f"for {_detail(part)}" for part in owner), *clause]
+    said.sort(key=lambda d: _DATED_VERBS.get(d.split()[0], (0, ""))[0])
+    said = [
+        f"{_DATED_VERBS[d.split()[0]][1]} {d.partition(' ')[2]}" if d.split()[0] in _DATED_VERBS else d
+        for d in said
+    ]
+    called = [noun, listing(said), *(f"for {_detail(part)}" for part in owner)]
     return " ".join(c for c in called if c), _details(
         [part for part in parts if part not in led and part not in owner]
     )
 
 
-# verbs that lead into a date ("starts on ..."), by where in a record's life they fall
+# verbs that lead into a date ("starts on ..."): where in a record's life they fall, and their -ing form
 _DATED_VERBS = {
-    "opens": 0,
-    "begins": 0,
-    "starts": 0,
-    "runs": 1,
-    "occurs": 1,
-    "closes": 2,
-    "ends": 2,
-    "expires": 3,
-}
+    "opens": (0, "opening"), "begins": (0, "beginning"), "starts": (0, "starting"), "runs": (1, "running"),
+    "occurs": (1, "occurring"), "closes": (2, "closing"), "ends": (2, "ending"), "expires": (3, "expiring"),
+}  # fmt: skip
 
 
 def _answer_key(taken: Mapping[str, Any] | Sequence[str] | set[str], base: str) -> str:

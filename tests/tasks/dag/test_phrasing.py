@@ -603,14 +603,15 @@ def test_a_new_record_is_called_by_the_fields_that_lead_into_their_values() -> N
         "slot dinner",
     )
     assert new_record("meal", ["eaten on '2026-02-15'"]) == ("meal eaten on '2026-02-15'", "")
-    # a verb goes in a clause of its own, a start before its end: never "a new appointment ends on
-    # April 3, 2026 starts on March 2, 2026" or "a new job posting expires on ... posted on ..."
+    # a verb as its -ing form, a start before its end: never "a new appointment ends on April 3, 2026
+    # starts on March 2, 2026" or "a new job posting expires on ... posted on ..."
     assert new_record(
-        "appointment", ["ends on March 3, 2026 at 9:30 AM", "starts on March 2, 2026 at 4:30 PM"]
-    ) == ("appointment that starts on March 2, 2026 at 4:30 PM and ends on March 3, 2026 at 9:30 AM", "")
+        "appointment", ["ends on March 2, 2026 at 9:30 PM", "starts on March 2, 2026 at 4:30 PM"]
+    ) == ("appointment starting on March 2, 2026 at 4:30 PM and ending on March 2, 2026 at 9:30 PM", "")
     assert new_record(
-        "job posting", ["expires on April 29, 2026", "posted on February 7, 2026", "channel web"]
-    ) == ("job posting posted on February 7, 2026 that expires on April 29, 2026", "channel web")
+        "job posting",
+        ["expires on April 29, 2026", "posted on February 7, 2026", "requisition: that requisition"],
+    ) == ("job posting posted on February 7, 2026 and expiring on April 29, 2026 for that requisition", "")
     # a field whose words do not lead into a value stays a detail ("weight (kg) 72.7"); the one record
     # the new one belongs to follows the noun: "a new weight entry for that dieter with weight ..."
     assert new_record("weight entry", ["weight (kg) 72.7", "dieter: that dieter"]) == (
