@@ -828,12 +828,16 @@ def in_lifecycle_order(
         after = [m for n, v in current.items() if p < phase(n) <= 3 and (m := moment_of(v)) is not None]
         moment = moment_of(value) or NOW
         low, high = max(before, default=None), min(after, default=None)
-        step = timedelta(minutes=15 * rng.randint(4, 4 * 48)) if timed else timedelta(days=rng.randint(1, 14))
-        if low is not None and (moment < low if timed else moment.date() < low.date()):
+        # what starts at 4:30 PM ends hours later, not a month later; a due time may be days ahead
+        hours = 8 if p == 3 else 48
+        step = (
+            timedelta(minutes=15 * rng.randint(4, 4 * hours)) if timed else timedelta(days=rng.randint(1, 14))
+        )
+        if low is not None and (
+            (moment < low if timed else moment.date() < low.date())
+            or (timed and p == 3 and moment - low > _TIMED_STEP)
+        ):
             moment = low + step
-        elif low is not None and timed and p == 3 and moment - low > _TIMED_STEP:
-            # what starts at 4:30 PM ends hours later, not a month later
-            moment = low + timedelta(minutes=15 * rng.randint(4, 4 * 8))
         elif high is not None and moment > high and (low is None or high - step > low):
             moment = high - step
         else:

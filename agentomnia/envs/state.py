@@ -589,11 +589,12 @@ _AT_MOST = (("refunded", "total"), ("refunded", "paid"), ("paid", "total"), ("re
 # what was approved, paid or refunded of a record's whole, named apart from it: a claim's approved
 # amount and its paid total are at most what was claimed
 _PART_OF_WHOLE = tuple(
-    (f"{part}_{whole}" if ahead else f"{whole}_{part}", "amount")
+    (name, whole)
     for part in ("approved", "paid", "refunded", "settled")
-    for whole, ahead in (("amount", True), ("amount", False))
-) + tuple((name, whole) for name in ("paid_total", "total_paid", "refunded_total", "total_refunded")
-          for whole in ("amount", "total"))  # fmt: skip
+    for name, whole in ((f"{part}_amount", "amount"), (f"amount_{part}", "amount"),
+                        (f"{part}_total", "amount"), (f"total_{part}", "amount"),
+                        (f"{part}_total", "total"), (f"total_{part}", "total"))
+)  # fmt: skip
 _READING = re.compile(r"mileage|odometer|(^|_)(hour_?)?meter(_|$)|reading")
 # a value named for where its range is centred: a part's nominal size sits within its tolerance limits
 _CENTRES = ("nominal", "target", "setpoint")

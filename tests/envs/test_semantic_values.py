@@ -1781,15 +1781,15 @@ def test_what_is_approved_or_paid_of_a_claim_is_at_most_what_was_claimed() -> No
 
 
 def test_a_title_says_what_its_record_is() -> None:
-    """An expense, an incident, a recall, an e-mail draft and a weather alert are titled as such
-    things are ("Taxi to the airport", "Flash Flood Watch"), never with a slogan of the generic
-    phrase pool ("Embrace intuitive experiences"), which 103 values of a default round's worlds were."""
+    """An expense, a recall, an e-mail draft and a signature envelope are titled as such things are
+    ("Taxi to the airport", "NDA for ..."), never with a slogan of the generic phrase pool ("Embrace
+    intuitive experiences"), which 103 values of a default round's worlds were; an IT incident's or a
+    weather alert's title is kept to those domains (a transport incident is no failed checkout)."""
     from agentomnia.envs.semantic import pools
 
     slogans = set(pools("en_US").phrases)
-    entities = (_entity("expense", _a("title", "str")), _entity("incident", _a("title", "str")),
-                _entity("recall", _a("title", "str")), _entity("draft", _a("subject", "str")),
-                _entity("alert", _a("headline", "str")), _entity("envelope", _a("title", "str")))  # fmt: skip
+    entities = (_entity("expense", _a("title", "str")), _entity("recall", _a("title", "str")),
+                _entity("draft", _a("subject", "str")), _entity("envelope", _a("title", "str")))  # fmt: skip
     spec = EnvSpec(name="desk", class_name="Desk", description="Office.",
                    coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
                    candidate_id="desk", seed_ids=(), entities=entities, relations=(), rules=(), tools=())  # fmt: skip

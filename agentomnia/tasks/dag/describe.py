@@ -462,8 +462,13 @@ _PREPOSITION = frozenset({"in", "on", "at", "under", "out", "off", "awaiting", "
 _LINKING = ("on", "at", "by", "until", "from", "to", "for", "in")
 # words that lead into a date as a participle does: "effective on March 23, 2026", "valid from ...",
 # "starts on ..." (never "the model weight with effective on March 23, 2026")
-_DATED = frozenset({"effective", "valid", "payable", "starts", "ends", "begins", "expires", "opens", "closes",
-                    "occurs", "runs", "available", "open", "active", "live"})  # fmt: skip
+# verbs among them, with where in a record's life each falls and its -ing form ("a new posting expiring
+# on ...", never "a new posting expires on ...")
+DATED_VERBS = {
+    "opens": (0, "opening"), "begins": (0, "beginning"), "starts": (0, "starting"), "runs": (1, "running"),
+    "occurs": (1, "occurring"), "closes": (2, "closing"), "ends": (2, "ending"), "expires": (3, "expiring"),
+}  # fmt: skip
+_DATED = frozenset({"effective", "valid", "payable", "available", "open", "active", "live", *DATED_VERBS})
 _VERB_FIRST = frozenset({"needs", "requires", "allows", "accepts", "includes", "has", "uses", "wants"})
 
 

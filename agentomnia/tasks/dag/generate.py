@@ -39,6 +39,7 @@ from agentomnia.envs.values import as_declared, conforms
 from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
 from agentomnia.tasks.dag.describe import (
+    DATED_VERBS,
     between,
     compared_label,
     counted,
@@ -402,22 +403,15 @@ def new_record(noun: str, parts: Sequence[str]) -> tuple[str, str]:
     # "a new appointment starting on March 2 ... and ending on March 2 ..."; never "a new appointment
     # ends on ... starts on ...")
     said = [_detail(part) for part in led]
-    said.sort(key=lambda d: _DATED_VERBS.get(d.split()[0], (0, ""))[0])
+    said.sort(key=lambda d: DATED_VERBS.get(d.split()[0], (0, ""))[0])
     said = [
-        f"{_DATED_VERBS[d.split()[0]][1]} {d.partition(' ')[2]}" if d.split()[0] in _DATED_VERBS else d
+        f"{DATED_VERBS[d.split()[0]][1]} {d.partition(' ')[2]}" if d.split()[0] in DATED_VERBS else d
         for d in said
     ]
     called = [noun, listing(said), *(f"for {_detail(part)}" for part in owner)]
     return " ".join(c for c in called if c), _details(
         [part for part in parts if part not in led and part not in owner]
     )
-
-
-# verbs that lead into a date ("starts on ..."): where in a record's life they fall, and their -ing form
-_DATED_VERBS = {
-    "opens": (0, "opening"), "begins": (0, "beginning"), "starts": (0, "starting"), "runs": (1, "running"),
-    "occurs": (1, "occurring"), "closes": (2, "closing"), "ends": (2, "ending"), "expires": (3, "expiring"),
-}  # fmt: skip
 
 
 def _answer_key(taken: Mapping[str, Any] | Sequence[str] | set[str], base: str) -> str:
@@ -1607,10 +1601,9 @@ class Generator:
                 )
                 else possessive(phrase, measured_label(a.name))  # "the runtime in seconds of ..."
             )
-            now = "" if re.match(r"(current|latest|present)_", a.name) else f"current {a.name}"
-            key = self._key(
-                a.name, *([now] if now else []), f"{entity.name} {a.name}"
-            )  # never current_current_score
+            # "current_score" is not asked for as "current_current_score"
+            now = () if re.match(r"(current|latest|present)_", a.name) else (f"current {a.name}",)
+            key = self._key(a.name, *now, f"{entity.name} {a.name}")
             self._ask(
                 Reported(
                     node, key, record[a.name], noun, a.type in _NUMERIC, step.index, unit=f"attr:{a.name}"
