@@ -225,6 +225,30 @@ def written_number(value: float) -> str:
     return "0" if text == "-0" else text
 
 
+# a field whose number is a code or a year, written without separators (zip 90210, model year 2019)
+_CODE_NUMBER = re.compile(
+    r"(^|_)(id|ids|zip|zipcode|postal|postcode|pin|phone|fax|isbn|issn|sku|upc|ean|gtin|serial|year|years)"
+    r"(_|$)|(^|_)(number|no|num|nr|code|ref|reference|extension|ext|version|seq|sequence)$"
+)
+
+
+def written_figure(value: float, name: str = "") -> str:
+    """A number a request states, as people write it: thousands separated (381,918,413 and
+    43,779.35; never 381918413), every figure it has (`written_number`). A year (2019) and a number
+    of a field that is a code or a year (`zip_code`, `order_number`, `year_built`) stay as written."""
+    text = written_number(float(value)) if isinstance(value, float) else str(value)
+    whole, dot, fraction = text.partition(".")
+    digits = whole.lstrip("-")
+    if (
+        len(digits) < 4
+        or not digits.isdigit()
+        or _CODE_NUMBER.search(name.lower())
+        or (len(digits) == 4 and not fraction and 1800 <= int(digits) < 2200)
+    ):
+        return text
+    return f"{whole[: len(whole) - len(digits)]}{int(digits):,}{dot}{fraction}"
+
+
 def as_declared(value: Any, schema: Any) -> Any:
     """`value` in the type `schema` declares where it is a plain rendering of such a value: the string
     '4' for an integer (a record's key is kept as text), '2.5' for a number, the integer 4 as '4' for

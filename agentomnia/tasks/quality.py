@@ -16,7 +16,7 @@ from typing import Any
 
 from agentomnia.dates import date_forms
 from agentomnia.envs.spec import EnvSpec
-from agentomnia.envs.values import written_number
+from agentomnia.envs.values import written_figure, written_number
 from agentomnia.tasks.models import Task
 
 _SOURCE = re.compile(
@@ -38,6 +38,7 @@ def _stated(value: Any, query: str) -> bool:
     forms = {
         *date_forms(str(value)),
         written_number(value) if isinstance(value, float) else str(value),
+        *((written_figure(value),) if isinstance(value, (int, float)) else ()),
         str(value).replace("_", " "),
     }
     return any(_norm(f) in text for f in forms)

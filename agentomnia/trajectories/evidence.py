@@ -20,7 +20,11 @@ from agentomnia.dates import with_iso_dates
 
 ID_PATTERN = re.compile(r"(?<![A-Za-z0-9_-])[A-Z][A-Z0-9]{1,7}-\d{2,}(?![A-Za-z0-9_])")
 DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?")
-NUMBER_PATTERN = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?![\w-])")
+# a number as text writes it: 42, -3.5, or with its thousands separated (381,918,413), never the
+# items of a list written without spaces ([100,200]); `number_of` reads one
+NUMBER_PATTERN = re.compile(
+    r"(?<![\w.,\[-])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w,-])|(?<![\w.-])-?\d+(?:\.\d+)?(?![\w-])"
+)
 # Integers this small count words and steps; attributing them to a source would only add noise.
 SMALL_INT = 10
 MIN_FACT_CHARS = 5
@@ -30,9 +34,14 @@ def _num_key(value: float) -> str:
     return f"{round(float(value), 2):.2f}"
 
 
+def number_of(text: str) -> float:
+    """The value of a number `NUMBER_PATTERN` found: "381,918,413" -> 381918413.0."""
+    return float(text.replace(",", ""))
+
+
 def numbers_in(text: str) -> list[float]:
     cleaned = DATE_PATTERN.sub(" ", ID_PATTERN.sub(" ", text))
-    return [float(m.group(0)) for m in NUMBER_PATTERN.finditer(cleaned)]
+    return [number_of(m.group(0)) for m in NUMBER_PATTERN.finditer(cleaned)]
 
 
 def is_small(value: float) -> bool:

@@ -41,7 +41,7 @@ from agentomnia.omniabench.heuristic.words import (
     singular,
     words_of,
 )
-from agentomnia.trajectories.evidence import DATE_PATTERN, ID_PATTERN, NUMBER_PATTERN
+from agentomnia.trajectories.evidence import DATE_PATTERN, ID_PATTERN, NUMBER_PATTERN, number_of
 from agentomnia.trajectories.messages import answer_block, assistant_message, tool_call
 
 MIN_SCORE = 0.05  # below this cosine a tool is unrelated to the request
@@ -88,7 +88,7 @@ def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
         raise _Unresolved(f"{text!r} is not yes or no")
     if kind in ("number", "integer"):
         try:
-            number = float(text)
+            number = number_of(text)
         except ValueError as exc:
             raise _Unresolved(f"{text!r} is not a number") from exc
         if kind == "integer":

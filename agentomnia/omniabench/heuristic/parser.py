@@ -238,7 +238,7 @@ def parse_request(request: str, writes: Sequence[ToolView] = ()) -> Plan:
 # left once they are gone is the description of the value.
 _ASK_LEAD = re.compile(
     r"^(?:(?:also|please|and|now|then|so)\s+)*(?:could you\s+|can you\s+|i'd like to\s+|i would like to\s+)?"
-    r"(?:tell me|let me know|find out|know|check|i need|put|work out|read off|what is|what's|give me|report|should be)\s+",
+    r"(?:tell me|let me know|find out|know|check|i need|put|work out|read off|what is|what are|what's|give me|report|should be)\s+",
     re.IGNORECASE,
 )
 _ASK_TAIL = re.compile(

@@ -198,7 +198,7 @@ def text_candidates(tool: ToolView, param: str, seen: Seen) -> list[Any]:
         )
     if kind in ("number", "integer"):
         masked = DATE_PATTERN.sub(" ", ID_PATTERN.sub(" ", seen.request))
-        numbers = [(m.start(), m.group(0)) for m in NUMBER_PATTERN.finditer(masked)]
+        numbers = [(m.start(), m.group(0).replace(",", "")) for m in NUMBER_PATTERN.finditer(masked)]
         close = [n for pos, n in numbers if seen.near(param, pos)]
         chosen = close or ([n for _, n in numbers] if required else [])
         return [int(n) if kind == "integer" and n.lstrip("-").isdigit() else float(n) for n in chosen]

@@ -16,7 +16,7 @@ from typing import Any
 from agentomnia.dates import iso_dates, spoken_date
 from agentomnia.envs.naming import article
 from agentomnia.envs.spec import EntitySpec, EnvSpec
-from agentomnia.envs.values import written_number
+from agentomnia.envs.values import written_figure
 
 _CUE_TYPES = ("enum", "bool", "str", "int", "money", "float", "date")
 _ID_SHAPE = re.compile(r"^[A-Z0-9]{2,4}-\d+$")
@@ -71,7 +71,7 @@ _ACRONYMS = frozenset({
     "moq", "eoq", "rfq", "rfp", "ppe", "hvac", "ev", "gps", "rsvp", "ssd", "cpu", "gpu", "ram", "os",
     "ui", "ux", "sdk", "id", "ncr", "capa", "xp", "plc", "crf", "crm", "erp", "bom", "wip", "lms",
     "iot", "etl", "seo", "cms", "pto", "dob", "icu", "ecg", "ekg", "mri", "bmi", "ldl", "hdl", "nps",
-    "hoa", "gpa", "cpr", "ems", "ap", "ar", "gl", "pcn", "drm", "ftp", "pr", "tsa", "ata", "aog"
+    "hoa", "gpa", "cpr", "ems", "ap", "ar", "gl", "pcn", "drm", "ftp", "pr", "tsa", "ata", "aog", "otb"
 })  # fmt: skip
 _WRITTEN = {"ph": "pH", "rx": "Rx"}  # written neither in capitals nor in lower case
 _NOT_PLURAL = frozenset({"hrs", "tins", "rams"})  # hours, and words
@@ -115,6 +115,7 @@ UNITS = {
     "kg_h": "kg/h", "t_h": "t/h", "km_h": "km/h", "m_s": "m/s", "ml_min": "mL/min", "mmol_l": "mmol/L",
     "mg_dl": "mg/dL", "ppm": "ppm", "ppb": "ppb", "db": "dB", "hz": "Hz", "mhz": "MHz", "kva": "kVA",
     "mbps": "Mbps", "pallets": "pallets", "tonnes": "tonnes", "litres": "litres", "liters": "liters",
+    "weeks": "weeks", "months": "months", "years": "years",
     "kv": "kV", "mmhg": "mmHg", "bpm": "bpm", "kb": "KB", "bytes": "bytes", "sqm": "m²",
 }  # fmt: skip
 
@@ -157,6 +158,9 @@ _ONE = {
     "minutes": "minute",
     "mins": "minute",
     "seconds": "second",
+    "weeks": "week",
+    "months": "month",
+    "years": "year",
 }
 
 
@@ -176,15 +180,24 @@ def field_label(name: str) -> str:
         unit = UNITS[tail]
         return f"{words(head)} {unit[:-1] if unit in _COUNTED else unit}"  # "idle fee per minute"
     if head and tail in UNITS and (tail not in _MEASURED or head.rpartition("_")[2] in _MEASURED[tail]):
-        return f"{words(head)} ({UNITS[tail]})"
+        said = words(head)
+        if said in _ESTIMATES and tail in _QUANTITY:  # `planned_km`: "planned distance", never "planned"
+            said = f"{said} {_QUANTITY[tail]}"
+        return f"{said} ({UNITS[tail]})"
     if name.lower() in _MEASURES:  # a field named for its unit alone: `ml` -> "volume (ml)"
         return f"{_MEASURES[name.lower()]} ({UNITS[name.lower()]})"
     return words(name)
 
 
+# a field named by what kind of figure it is and its unit alone (`planned_km`, `estimated_min`) is
+# said with what the unit measures: the planned distance, the estimated time
+_ESTIMATES = frozenset({"planned", "estimated", "expected", "projected", "budgeted", "scheduled", "actual",
+                        "target", "forecast", "allowed", "quoted", "measured", "recorded", "logged"})  # fmt: skip
+_QUANTITY = {**dict.fromkeys(("km", "m", "cm", "mm", "ft"), "distance"), **dict.fromkeys(("kg", "g", "lb", "lbs"), "weight"),
+             **dict.fromkeys(("s", "sec", "secs", "seconds", "min", "mins", "minutes", "hours", "hrs"), "time")}  # fmt: skip
 _NUMBER = re.compile(r"^-?\d[\d,]*(\.\d+)?$")
 _CLOSED_UP = ("°C", "°F", "%")  # written against the number: 38.5°C, 15%
-_COUNTED = ("days", "hours", "minutes", "seconds", "nights", "weeks", "months")
+_COUNTED = ("days", "hours", "minutes", "seconds", "nights", "weeks", "months", "years")
 _MEASURES = {"ml": "volume", "litres": "volume", "liters": "volume", "kg": "weight", "lb": "weight",
              "lbs": "weight", "km": "distance", "minutes": "duration", "mins": "duration", "hours": "duration",
              "hrs": "duration", "days": "duration"}  # fmt: skip
@@ -331,16 +344,17 @@ def _english() -> Any:
     return inflect.engine()
 
 
-def say(value: Any) -> str:
-    """A value as it reads in a sentence."""
+def say(value: Any, name: str = "") -> str:
+    """A value of the field `name` as it reads in a sentence: a number as `written_figure` writes it
+    (603,241; zip 90210), a date as people write it (March 13, 2026), other text quoted."""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, float):
-        return written_number(value)
+    if isinstance(value, (int, float)):
+        return written_figure(value, name)
     if isinstance(value, str):
-        return spoken_date(value) or f"'{value}'"  # a date as people write it: March 13, 2026
+        return spoken_date(value) or f"'{value}'"
     if isinstance(value, list):
-        return ", ".join(say(v) for v in value) or "nothing"
+        return ", ".join(say(v, name) for v in value) or "nothing"
     return str(value)
 
 
@@ -350,7 +364,7 @@ def said(entity: EntitySpec, attr: str, value: Any) -> str:
     a = entity.attribute(attr)
     if a is not None and a.type == "enum" and isinstance(value, str):
         return spoken_code(value)
-    return say(value)
+    return say(value, attr)
 
 
 _CODE = re.compile(r"\b[a-ln-z]\d\b")  # a level or grade: B1, P2, Q3 (never a unit such as m3)
@@ -374,7 +388,7 @@ def cue(entity: EntitySpec, attr: str, value: Any) -> str:
         return f"{words(attr)} set to {'yes' if value else 'no'}"
     if a is not None and a.type == "enum":  # said as a word ("result not tested"), as the checks read it
         return f"{words(attr)} {said(entity, attr, str(value))}"
-    return f"{words(attr)} {say(value)}"
+    return f"{words(attr)} {say(value, attr)}"
 
 
 def _usable(entity: EntitySpec, attr: str, value: Any) -> bool:
@@ -582,15 +596,15 @@ def singled_out(
                 (having.append(flag) if value else after.append(f"without {flag}"))
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             words_ = label.split()
-            head, measured = labelled(attr, say(value))
+            head, measured = labelled(attr, say(value, attr))
             if head != label:  # a measure with its unit: "with a total of 89.08 hours", "175 minutes worked"
                 one = " " not in head and _participle(head.lower())
                 having.append(f"{measured} {head}" if one else f"{article(head)} of {measured}")
             elif last in _NUMBERING:
-                having.append(f"{label} {say(value)}")  # "with lap no 2"
+                having.append(f"{label} {say(value, attr)}")  # "with lap no 2"
             elif _plural_word(words_[-1]) and "(" not in label and a is not None and a.type == "int":
                 # "with 248123 followers", "with 1 guest"
-                having.append(f"{say(value)} {_one(label, -1) if value == 1 else label}")
+                having.append(f"{say(value, attr)} {_one(label, -1) if value == 1 else label}")
             elif (
                 len(words_) > 1
                 and _plural_word(words_[0])
@@ -599,19 +613,20 @@ def singled_out(
                 and a.type == "int"
             ):
                 # "with 4 items consumed", "with 20757 records read", "with 1 item consumed"
-                having.append(f"{say(value)} {_one(label, 0) if value == 1 else label}")
+                having.append(f"{say(value, attr)} {_one(label, 0) if value == 1 else label}")
             elif _plural_word(words_[-1]):
-                having.append(f"{label} of {say(value)}")  # an amount: "with total arrears of 1395.19"
+                having.append(f"{label} of {say(value, attr)}")  # an amount: "with total arrears of 1395.19"
             else:
-                having.append(f"{article(label)} of {say(value)}")  # "with a total of 65.77"
+                having.append(f"{article(label)} of {say(value, attr)}")  # "with a total of 65.77"
         elif last == "of":
-            after.append(f"{label} {say(value)}")  # "the statement as of '2026-05-01'"
+            after.append(f"{label} {say(value, attr)}")  # "the statement as of '2026-05-01'"
         elif last in _LINKING or label.split()[0] in ("is", "has"):
-            having.append(f"{label} {say(value)}")  # "with move out on '2025-08-05'", as the field reads
+            # "with move out on '2025-08-05'", as the field reads
+            having.append(f"{label} {say(value, attr)}")
         elif a is not None and a.type == "date":
-            having.append(f"{article(label)} of {say(value)}")  # "with a start date of '2026-03-13'"
+            having.append(f"{article(label)} of {say(value, attr)}")  # "with a start date of '2026-03-13'"
         else:
-            having.append(f"the {label} {say(value)}")  # "with the zone 'North Hills'"
+            having.append(f"the {label} {say(value, attr)}")  # "with the zone 'North Hills'"
     noun = plural(entity.name) if many else words(entity.name)
     phrase = " ".join(["the", *states, *grades, *before, noun]) + named
     if after:

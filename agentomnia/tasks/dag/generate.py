@@ -35,7 +35,7 @@ from agentomnia.envs.semantic import (
 )
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, ToolSpec, compound_of
 from agentomnia.envs.state import make_value, world_for
-from agentomnia.envs.values import as_declared, conforms
+from agentomnia.envs.values import as_declared, conforms, written_figure
 from agentomnia.sandbox.session import Session
 from agentomnia.tasks.dag.augment import AugmentedDAG, VirtualNode
 from agentomnia.tasks.dag.describe import (
@@ -1246,7 +1246,8 @@ class Generator:
             return
         fields = tool.binding.get("fields", {})
         for p in changed:
-            said, now = stated(fields.get(p, p), say(args[p])), stated(fields.get(p, p), say(fitted[p]))
+            field = fields.get(p, p)
+            said, now = stated(field, say(args[p], field)), stated(field, say(fitted[p], field))
             extra[:] = [now if part == said else part for part in extra]
             args[p] = fitted[p]
 
@@ -1868,7 +1869,7 @@ class Generator:
                     "if {f} comes to {t} or more (true or false)",
                     "whether {f} is {t} or higher (true or false)",
                 )
-            ).format(f=a.text if plain else f'"{a.field}"', t=threshold)
+            ).format(f=a.text if plain else f'"{a.field}"', t=written_figure(threshold))
             node = VirtualNode(
                 id=vid, type="VALIDATE", inputs=(a.node,), field=self._key(f"{a.field} at least {str(threshold).replace('.', ' ')}"),
                 value=bool(a.value >= threshold), text=text,
@@ -1876,7 +1877,7 @@ class Generator:
             # a person checking a figure against a level says why the level matters to them; "at
             # least 1" needs no reason (is there any at all?)
             if threshold != 1:
-                self.out.clauses.append(self.wording.choice(_WHY_A_LEVEL).format(t=threshold))
+                self.out.clauses.append(self.wording.choice(_WHY_A_LEVEL).format(t=written_figure(threshold)))
             return node, text, ""
         source = self.rng.choice([r for r in listy if ("list", r.node) not in used])
         items = source.items or []

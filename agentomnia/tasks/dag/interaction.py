@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from agentomnia.dates import spoken_date
+from agentomnia.envs.values import written_figure
 from agentomnia.tasks.dag.describe import unit_after
 from agentomnia.tasks.families import DAG
 from agentomnia.tasks.models import Persona, Task
@@ -30,7 +31,7 @@ ASK_ME = "what I will tell you"
 ASK_LATER = "still to be confirmed with me"
 ASK_FOR = {
     "search": "a word I will give you",
-    "time": "a time I will give you",
+    "time": "a date and time I will give you",  # "opened on a date and time ...", never "on a time"
     "date": "a date I will give you",
     "email": "an address I will send you",
     "number": "a figure I will give you",
@@ -50,7 +51,7 @@ def _literals(value: Any) -> list[str]:
     if isinstance(value, bool) or value is None:
         return []
     if isinstance(value, (int, float)):
-        return [f"{value}"]
+        return list(dict.fromkeys((written_figure(value), f"{value}")))  # "603,241", as `say` writes it
     if isinstance(value, str) and (day := spoken_date(value)):
         return [day]  # "March 13, 2026", as the request says it
     if isinstance(value, str) and len(value) >= 3:
@@ -68,7 +69,7 @@ def withholdable(task: Task) -> list[tuple[str, Any, str]]:
                 continue
             for text in _literals(value):
                 # the value must stand alone, once, not inside a longer number, word or quote
-                alone = re.findall(rf"(?<![\w.'-]){re.escape(text)}(?![\w'-]|\.\d)", task.query)
+                alone = re.findall(rf"(?<![\w.,'-]){re.escape(text)}(?![\w'-]|[.,]\d)", task.query)
                 if (
                     len(alone) == 1
                     and task.query.count(text) == 1
@@ -113,7 +114,7 @@ def _kind(param: str, value: Any) -> str | None:
 
 def gap_phrase(query: str, text: str, param: str = "", value: Any = None) -> str:
     """How the request words the gap where `text` (parameter `param`'s `value`) stood: "the album
-    matching a word I will give you", "added at a time I will give you", "its reason is what I will tell
+    matching a word I will give you", "added on a date and time I will give you", "its reason is what I will tell
     you", "title still to be confirmed with me" (see `ASK_FOR`, `ASK_ME`, `ASK_LATER`)."""
     before = query[: query.find(text)].split()
     if not before or before[-1].lower().strip(",") not in _TAKES_OBJECT:

@@ -17,7 +17,7 @@ import random
 import re
 from collections.abc import Sequence
 
-from agentomnia.tasks.dag.describe import is_state_word, words
+from agentomnia.tasks.dag.describe import is_plural, is_state_word, words
 
 _CONTEXT = (
     "This is about {p}.",
@@ -74,7 +74,11 @@ def context(rng: random.Random, phrase: str) -> str:
 def ask(rng: random.Random, noun: str, key: str) -> str:
     """The sentence asking for one answer field; `noun` is a noun phrase or an indirect question."""
     frames = _ASK if noun.startswith(_QUESTION_WORDS) else _ASK + _ASK_NOUN
-    return choose(rng, frames).format(n=noun, k=key)
+    frame = choose(rng, frames)
+    head = noun.split(" of ", 1)[0] if noun.startswith("the ") else noun  # "the open queries of ..."
+    if frame.startswith("What is ") and is_plural(head):
+        frame = "What are " + frame.removeprefix("What is ")  # "What are the open queries of ...?"
+    return frame.format(n=noun, k=key)
 
 
 def answer_format(rng: random.Random, keys: Sequence[str]) -> str:

@@ -12,6 +12,7 @@ import random
 
 from agentomnia.dates import spoken_date
 from agentomnia.envs.spec import EnvSpec
+from agentomnia.envs.values import written_figure
 from agentomnia.records import content_hash
 from agentomnia.tasks.dag.describe import (
     compared_label,
@@ -48,15 +49,9 @@ def _rule(pred: Predicate, subject: str) -> str:
         return f"whose {subject}{words(pred.attr)} is {when} {day}"
     if pred.kind in ("enum", "bool"):
         return f"whose {subject}{words(pred.attr)} is {spoken(pred.value)}"
-    label, shown = labelled(pred.attr, figure(pred.value))  # "whose height is above 170 cm"
+    # "whose height is above 170 cm", "whose budget is above 500,000"
+    label, shown = labelled(pred.attr, written_figure(pred.value, pred.attr))
     return f"whose {subject}{label} is {_OP_WORDS[pred.op]} {shown}"
-
-
-def figure(value: float) -> str:
-    """A number as a person writes it: 42,000, 10.42, 2,500,000 (never 4.2e+04 or 10.0)."""
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.4f}".rstrip("0").rstrip(".")
 
 
 def _action(plan: ProgramPlan, digest: str = "") -> str:

@@ -111,7 +111,7 @@ def test_the_gap_reads_as_a_person_would_leave_it() -> None:
     added = "a new album photo, added at '2026-02-05T13:00:00'"
     assert (
         gap_phrase(added, "'2026-02-05T13:00:00'", "added_at", "2026-02-05T13:00:00")
-        == "a time I will give you"
+        == "a date and time I will give you"
     )
     assert gap_phrase("its promised date is '2026-02-25'", "'2026-02-25'", "promised_date", "2026-02-25") == (
         "a date I will give you"

@@ -632,3 +632,18 @@ def test_a_new_record_is_called_by_the_fields_that_lead_into_their_values() -> N
         "contact",
         "wait (days) 1 and grantee set to the user whose plan is premium",
     )
+
+
+def test_a_question_about_a_plural_field_asks_what_they_are() -> None:
+    """ "What are the open queries of that manuscript?", never "What is the open queries ..."."""
+    from agentomnia.tasks.dag.phrasing import ask
+
+    for noun, verb in (
+        ("the open queries of the new stage transition's manuscript", "What are"),
+        ("that order's line items", "What are"),
+        ("the status of that order", "What is"),
+        ("the number of open tickets", "What is"),
+    ):
+        asked = [ask(random.Random(seed), noun, "k") for seed in range(60)]
+        questions = [a for a in asked if a.startswith("What ")]
+        assert questions and all(q.startswith(f"{verb} {noun}?") for q in questions), questions

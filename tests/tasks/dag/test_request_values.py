@@ -61,6 +61,18 @@ def test_a_unit_suffix_is_said_as_its_unit() -> None:
     # a suffix that is no unit there stays a word
     assert field_label("vitamin_c") == "vitamin c" and field_label("temp_min") == "temp min"
     assert field_label("grade_a") == "grade a" and field_label("name") == "name"
+    # a name that is a kind of figure and a unit alone says what the unit measures
+    assert (
+        field_label("planned_km") == "planned distance (km)"
+        and field_label("expected_kg") == "expected weight (kg)"
+    )
+    assert (
+        field_label("estimated_minutes") == "estimated time (minutes)"
+        and field_label("runtime_s") == "runtime (seconds)"
+    )
+    assert (
+        stated("payback_months", "16.5") == "payback 16.5 months" and stated("age_years", "1") == "age 1 year"
+    )
 
 
 def test_a_seeds_camel_case_names_are_said_as_words() -> None:
@@ -272,11 +284,11 @@ def test_whoever_did_something_is_named_by_the_deed() -> None:
 
 
 def test_a_large_figure_is_written_out() -> None:
-    """1433463.86 reads as written, never 1.43346e+06 (which no one could type back)."""
+    """1433463.86 reads as 1,433,463.86, never 1.43346e+06 (which no one could type back)."""
     from agentomnia.tasks.dag.describe import say
 
-    assert say(1433463.86) == "1433463.86" and say(2500000.0) == "2500000"
-    assert say(2398.61) == "2398.61" and say(12.0) == "12" and say(0.5) == "0.5"
+    assert say(1433463.86) == "1,433,463.86" and say(2500000.0) == "2,500,000"
+    assert say(2398.61) == "2,398.61" and say(12.0) == "12" and say(0.5) == "0.5"
 
 
 def test_a_new_persons_email_is_made_from_their_name(tmp_path: Path, sandbox: Sandbox) -> None:
@@ -404,13 +416,36 @@ def test_a_search_sent_without_its_text_names_the_records_its_filter_selects(
 
 
 def test_a_number_a_request_states_is_the_number_it_means() -> None:
-    """43779.35 is said as 43779.35 (`:g` said 43779.3, and the check expected 43779.35)."""
+    """43779.35 is said as 43,779.35 (`:g` said 43779.3, and the check expected 43779.35); its
+    thousands are separated as people write them, but never a year's or a code's."""
     from agentomnia.envs.values import written_number
     from agentomnia.tasks.dag.describe import say
 
-    assert say(43779.35) == "43779.35" and say(1433463.86) == "1433463.86" and say(192.0) == "192"
+    assert say(43779.35) == "43,779.35" and say(1433463.86) == "1,433,463.86" and say(192.0) == "192"
+    assert say(381918413, "annual_revenue") == "381,918,413" and say(-12500.5) == "-12,500.5"
+    assert say(8721, "capacity_kg") == "8,721" and say(2019) == "2019" and say(2019, "model_year") == "2019"
+    for code in ("zip_code", "order_number", "year_built", "phone", "employee_no", "isbn", "postal_code"):
+        assert say(90210, code) == "90210", code
     assert written_number(0.1 + 0.2) == "0.3" and written_number(-2.5) == "-2.5"
     assert written_number(-0.0000001) == "0"
+
+
+def test_a_number_with_its_thousands_separated_reads_back_as_itself() -> None:
+    """What reads numbers out of a request or a reply takes 381,918,413 as one number, and a list
+    written without spaces ([100,200]) as its items."""
+    from agentomnia.omniabench.heuristic.agent import _coerce
+    from agentomnia.tasks.dag.interaction import _literals
+    from agentomnia.tasks.quality import _stated
+    from agentomnia.trajectories.evidence import numbers_in
+
+    assert numbers_in("a price of 603,241 and -2,500.5 kg") == [603241.0, -2500.5]
+    assert numbers_in("[100,200,300] or 1,5") == [100.0, 200.0, 300.0, 1.0, 5.0]
+    assert _stated(603241, "It should have a price of 603,241.") and _stated(90210, "zip 90210")
+    assert not _stated(603241, "It should have a price of 603.")
+    assert _literals(603241) == ["603,241", "603241"] and _literals(2019) == ["2019"]
+    assert (
+        _coerce("603,241", {"type": "integer"}) == 603241 and _coerce("2,500.5", {"type": "number"}) == 2500.5
+    )
 
 
 def test_a_state_the_noun_already_says_is_not_said_twice() -> None:

@@ -371,6 +371,7 @@ def test_what_later_steps_do_to_a_new_record_is_graded(freight_spec: EnvSpec, fr
 
 
 def test_a_yes_no_check_states_the_level_as_the_persons_rule(standard: Synth, challenge: Synth) -> None:
+    from agentomnia.envs.values import written_figure
     from agentomnia.tasks.dag.generate import _WHY_A_LEVEL
 
     checked = [t for t in standard[0] + challenge[0] if "VALIDATE" in t.metadata["virtual"]]
@@ -380,7 +381,8 @@ def test_a_yes_no_check_states_the_level_as_the_persons_rule(standard: Synth, ch
         assert keys, task.expected_answer
         for key in keys:
             level = key.rpartition("_at_least_")[2].replace("_", ".")
-            rules = [w.format(t=level) for w in _WHY_A_LEVEL]
+            said = written_figure(int(level) if level.isdigit() else float(level))  # "6,000"
+            rules = [w.format(t=said) for w in _WHY_A_LEVEL]
             assert any(r in task.query for r in rules) is (level != "1"), task.query
             figure = task.expected_answer[key.partition("_at_least_")[0]]
             assert task.expected_answer[key] is (figure >= float(level))

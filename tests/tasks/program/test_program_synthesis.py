@@ -232,7 +232,8 @@ def test_thresholds_and_dates_are_said_as_a_person_would() -> None:
     never 'whose issued on is before'; the fallback is 'the one submitted most recently'."""
     import random
 
-    from agentomnia.tasks.program.query import _rule, figure
+    from agentomnia.envs.values import written_figure as figure
+    from agentomnia.tasks.program.query import _rule
     from agentomnia.tasks.program.templates import Predicate, _threshold, roundest
 
     assert roundest(9.87, 10.4239, closed="high") == 10 and roundest(41877.2, 42267.7, closed="high") == 42000
