@@ -46,7 +46,7 @@ from agentomnia.tasks.grading import Judge, Outcome, VerifierRunner
 from agentomnia.trajectories.sft import GENERATION_TEMPLATE
 from trainers.curriculum import CurriculumSettings, RolloutCurriculum
 from trainers.environment import SandboxToolEnv, environment_class, golden_turns, prefix_messages
-from trainers.model import ModelSettings, load_base
+from trainers.model import ModelSettings, causal_when_right_padded, load_base
 from trainers.report import TrainReport, save_outputs, series
 
 
@@ -625,6 +625,7 @@ def train_grpo(
     else:
         model, tokenizer = load_base(settings.model, rows)
     tokenizer.padding_side = "left"
+    causal_when_right_padded(model)
 
     curriculum = RolloutCurriculum(
         {r["task_id"]: len(golden_turns(json.loads(r["golden"]))) for r in rows}, settings.curriculum

@@ -292,3 +292,31 @@ def pretrain(model: Any, tokenizer: Any, texts: Iterable[str], settings: ModelSe
     # id hashes it), so it keeps what was done, not how long it took
     setattr(model.config, PRETRAINING, {k: v for k, v in summary.items() if k != "seconds"})
     return summary
+
+
+def causal_when_right_padded(model: Any) -> Any:
+    """Run a forward pass whose padding all comes after each row's tokens as plain causal attention.
+
+    A batch of rows padded on the right (GRPO's group: one prompt, completions of different
+    lengths; the rollback curriculum's cross-entropy rows) carries an attention mask, and with a mask
+    PyTorch's CPU attention takes its general path instead of the causal kernel, several times slower
+    on rows thousands of tokens long. A real token never attends to a later position under causal
+    attention, so no real token sees the padding with or without the mask: its logits are the same,
+    and the padding's own positions are masked out of every loss. A mask with padding on the left,
+    or a pass that extends a cache (generation), is left alone. Returns the hook's handle."""
+    import torch
+
+    def drop_mask(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        mask = kwargs.get("attention_mask")
+        cache = kwargs.get("past_key_values")
+        if (
+            isinstance(mask, torch.Tensor)
+            and mask.dim() == 2
+            and (cache is None or (hasattr(cache, "get_seq_length") and cache.get_seq_length() == 0))
+            and bool(mask[:, 0].all())
+            and bool((mask[:, 1:] <= mask[:, :-1]).all())  # ones, then zeros: padding on the right only
+        ):
+            kwargs = {**kwargs, "attention_mask": None}
+        return args, kwargs
+
+    return model.register_forward_pre_hook(drop_mask, with_kwargs=True, prepend=True)

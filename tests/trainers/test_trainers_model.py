@@ -98,3 +98,37 @@ def test_pretraining_on_short_windows_teaches_the_reply_format(rows: Any) -> Non
         after, p_after = _next_token_after_reply_start(model, tokenizer, row)
         assert after == "<tool_call>", (before, after)
         assert p_after > 10 * p_before
+
+
+def test_right_padding_runs_as_plain_causal_attention_with_the_same_logits(base: tuple[Any, Any]) -> None:
+    """A batch padded on the right is run without its mask (the causal kernel): every real token's
+    logits are what the masked pass gives; a batch padded on the left keeps its mask."""
+    import torch
+
+    from trainers.model import causal_when_right_padded
+
+    model, _ = base
+    ids = torch.randint(10, 200, (2, 40))
+    right = torch.ones_like(ids)
+    right[1, 25:] = 0
+    left = torch.ones_like(ids)
+    left[1, :15] = 0
+    seen: list[Any] = []
+    probe = model.register_forward_pre_hook(
+        lambda _m, _a, kw: seen.append(kw.get("attention_mask")), with_kwargs=True
+    )
+    with torch.no_grad():
+        masked = model(input_ids=ids, attention_mask=right).logits
+        handle = causal_when_right_padded(model)
+        try:
+            plain = model(input_ids=ids, attention_mask=right).logits
+            kept = model(input_ids=ids, attention_mask=left).logits
+            reference = model(input_ids=ids, attention_mask=left.clone()).logits
+        finally:
+            handle.remove()
+            probe.remove()
+    assert seen[1] is None and seen[2] is not None  # the hook ran first: right padding lost its mask
+    assert torch.allclose(masked[0], plain[0], atol=1e-5) and torch.allclose(
+        masked[1, :25], plain[1, :25], atol=1e-5
+    )
+    assert torch.equal(kept, reference)
