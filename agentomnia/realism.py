@@ -39,6 +39,7 @@ TARGETS: dict[str, tuple[str, float]] = {
     "dated_before_owner_share": ("<", 0.02),
     "paid_over_total_share": ("<", 0.05),
     "happened_after_clock_share": ("<", 0.02),
+    "time_off_its_day_share": ("<", 0.02),
     "chained_of_share": ("<", 0.02),
     "stacked_possessive_share": ("<", 0.05),
     "mean_sentence_words": ("<", 22.0),
@@ -203,8 +204,10 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
     be after it (a ticket message sent before its ticket was opened; `state.owner_dates`), and of
     records paid, refunded or allocated against for more than their total (`state.paid_against`),
     and of dates of what has happened (a message sent, an invoice paid) that lie after the clock, in
-    records whose status does not say they are still to come (`state.not_yet`)."""
-    from agentomnia.envs.semantic import NOW, has_happened, moment_of, movable_dates
+    records whose status does not say they are still to come (`state.not_yet`), and of records whose
+    times of day fall off the day they are about (a shoot's call time the day after its shoot date;
+    `semantic.its_day`)."""
+    from agentomnia.envs.semantic import NOW, has_happened, its_day, moment_of, movable_dates, on_its_day
     from agentomnia.envs.state import (
         not_yet,
         numbers_out_of_order,
@@ -216,6 +219,8 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
     )
 
     records = disordered = checked = elsewhere = dated = early = owing = overpaid = happened = late = 0
+    daytimed = off_day = 0
+    off_examples: list[str] = []
     examples: list[str] = []
     early_examples: list[str] = []
     paid_examples: list[str] = []
@@ -232,6 +237,16 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
                         late += 1
                         if len(late_examples) < 5:
                             late_examples.append(f"{e.table}[{key}].{name} {record[name]}")
+                if its_day(e, record) is not None:
+                    daytimed += 1
+                    if on_its_day(e, record, record):
+                        off_day += 1
+                        if len(off_examples) < 5:
+                            name, day, times = its_day(e, record)  # type: ignore[misc]
+                            off_examples.append(
+                                f"{e.table}[{key}].{name} {record[name]}: "
+                                + ", ".join(f"{n} {record[n]}" for n, _ in times)
+                            )
                 if numbers_out_of_order(record):
                     disordered += 1
                     if len(examples) < 5:
@@ -273,6 +288,9 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
         "happened_dates": happened,
         "happened_after_clock_share": _share(late, happened),
         "happened_after_clock_examples": late_examples,
+        "timed_days": daytimed,
+        "time_off_its_day_share": _share(off_day, daytimed),
+        "time_off_its_day_examples": off_examples,
     }
 
 

@@ -340,3 +340,38 @@ def test_what_has_happened_is_dated_before_the_clock() -> None:
     assert broken["happened_after_clock_examples"] == [
         f"inspections[{record['inspection_id']}].inspected_at 2026-07-01T10:00:00"
     ]
+
+
+def test_a_time_of_day_falls_on_the_day_its_record_is_about() -> None:
+    """A shoot day's call and wrap times fall on its shoot date (was: 14 of 14 shoot days of a default
+    round called the crew the day after), each at its own time of day; the figure counts a time off its
+    day, and a request giving both says them on one day."""
+    import random
+    from datetime import date, timedelta
+
+    from agentomnia.envs.semantic import in_lifecycle_order
+    from agentomnia.envs.spec import AttributeSpec
+    from agentomnia.realism import consistency_metrics
+
+    shoot_day = _entity("shoot", AttributeSpec(name="shoot_date", type="date"),
+                        AttributeSpec(name="call_time", type="datetime"),
+                        AttributeSpec(name="wrap_time", type="datetime"),
+                        AttributeSpec(name="created_at", type="datetime"))  # fmt: skip
+    spec = _world("set", shoot_day)
+    for seed in range(6):
+        state = generate_state(spec, seed=seed, sizes={"shoot": 10})
+        for r in state["shoots"].values():
+            assert r["call_time"][:10] == r["shoot_date"] == r["wrap_time"][:10], r
+        assert consistency_metrics([(spec, state)])["time_off_its_day_share"] == 0
+    record = next(iter(state["shoots"].values()))
+    after = date.fromisoformat(record["shoot_date"]) + timedelta(days=1)
+    record["call_time"] = f"{after.isoformat()}T06:00:00"  # the crew called the day after the shoot
+    broken = consistency_metrics([(spec, state)])
+    assert broken["time_off_its_day_share"] > 0 and broken["time_off_its_day_examples"][0].startswith(
+        f"shoots[{record['shoot_id']}].shoot_date"
+    )
+    given = {"shoot_date": "2026-02-21", "call_time": "2026-02-22T14:00:00"}
+    assert in_lifecycle_order(shoot_day, given, {}, random.Random(0)) == {"call_time": "2026-02-21T14:00:00"}
+    # a day given for a record whose times are set moves onto their day
+    assert in_lifecycle_order(shoot_day, {"shoot_date": "2026-03-05"}, {"call_time": "2026-02-22T14:00:00"},
+                              random.Random(0)) == {"shoot_date": "2026-02-22"}  # fmt: skip

@@ -588,6 +588,60 @@ def order_lifecycle(entity: EntitySpec, record: dict[str, Any], rng: random.Rand
 
     _valid_for_its_kind(entity, record, rng)
     _runs_its_term(entity, record, rng)
+    for name, value in on_its_day(entity, record, record).items():
+        record[name] = value
+
+
+# the day a record is about (`shoot_date` of a shoot day, `visit_date`, `event_day`), and the times of
+# day a record names for it (`call_time`, `arrival_time`): the times fall on that day
+_DAY = re.compile(r"^(?:[a-z0-9]+_)*(date|day)$")
+_NOT_THE_DAY = re.compile(
+    r"due|birth|dob|expir|creat|updat|modif|deadline|start|end|valid|renew|next|last|review|clos|open|"
+    r"regist|sign|join|hire|releas|publish|effective|issue|paid|billing|invoice|statement|report"
+)
+_TIME_OF_DAY = re.compile(r"^[a-z0-9_]+_time$")
+
+
+def on_its_day(entity: EntitySpec, given: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, str]:
+    """Where a record has one day it is about and times of day named for it (a shoot day's
+    `shoot_date` and `call_time`), the times it is `given` moved onto that day at their own times of
+    day (a call time of February 22 for a shoot on February 21 moves to February 21), or,
+    where the day is what is given and the times are the record's, the day moved onto the times'.
+    Only the fields that move are returned, each written the way it was written."""
+    merged = {**record, **given}
+    found = its_day(entity, merged)
+    if found is None:
+        return {}
+    name, day, times = found
+    if all(m.date() == day.date() for _, m in times):
+        return {}
+    if name in given and not any(n in given for n, _ in times):
+        return {name: _as(str(merged[name]), min(m for _, m in times))}
+    # each time of day on the day; a start's before an end's (a start at 4 PM and an end at 9 AM swap)
+    on_day = {n: datetime.combine(day.date(), m.time()) for n, m in times}
+    starts = [n for n in on_day if phase(n) == 1]
+    ends = [n for n in on_day if phase(n) == 3]
+    if len(starts) == 1 and len(ends) == 1 and on_day[ends[0]] < on_day[starts[0]]:
+        on_day[starts[0]], on_day[ends[0]] = on_day[ends[0]], on_day[starts[0]]
+    return {n: _as(str(merged[n]), m) for n, m in on_day.items() if n in given and m != moment_of(merged[n])}
+
+
+def its_day(
+    entity: EntitySpec, record: Mapping[str, Any]
+) -> tuple[str, datetime, list[tuple[str, datetime]]] | None:
+    """(field, day) of the one day `record` is about and (field, moment) of its times of day, where it
+    has both (`on_its_day`); None otherwise."""
+    days = [
+        a.name
+        for a in entity.attributes
+        if _DAY.match(a.name) and not _NOT_THE_DAY.search(a.name) and len(str(record.get(a.name) or "")) == 10
+    ]
+    times = [
+        (n, m) for a in entity.attributes
+        if _TIME_OF_DAY.match(n := a.name) and "T" in str(record.get(n) or "") and (m := moment_of(record[n]))
+    ]  # fmt: skip
+    day = moment_of(record.get(days[0])) if len(days) == 1 else None
+    return (days[0], day, times) if day is not None and times else None
 
 
 # how long a thing stays valid once it is issued or given, in days, by what it is: a passport for five
@@ -843,7 +897,7 @@ def in_lifecycle_order(
         else:
             continue
         values[name] = moved[name] = _as(str(value), moment)
-    return moved
+    return {**moved, **on_its_day(entity, {**given, **moved}, record)}
 
 
 # a date named for what has happened (`sent_at`, `paid_on`, `inspected_at`), unless it is a plan, a

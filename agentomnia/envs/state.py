@@ -35,6 +35,7 @@ from agentomnia.envs.semantic import (
     is_handle,
     leaf_string,
     moment_of,
+    on_its_day,
     one_place,
     order_lifecycle,
     own_email,
@@ -296,6 +297,7 @@ def generate_state(
     _happened_by_now(spec, state, random.Random(f"{spec.id}:{seed}:happened"))
     _month_dates(spec, state)  # a month moved back is still its first day
     _after_their_owners(spec, state, random.Random(f"{spec.id}:{seed}:owners"))
+    _times_on_their_days(spec, state)
     _paid_within(spec, state, random.Random(f"{spec.id}:{seed}:paid"))
     _near_its_twin(spec, state, random.Random(rng.random()))
     _not_yet(spec, state)
@@ -936,6 +938,15 @@ def _one_place_each(
 
 _MONTH_DATE = re.compile(r"(^|_)month$|^month_(start|of|beginning)$")
 _YEAR_MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+
+
+def _times_on_their_days(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """A time of day a record names for the day it is about falls on that day (`semantic.on_its_day`:
+    a shoot day's call time on its shoot date), after every pass that moves dates (one that moves a
+    record's dates back together moves a timed field by hours as well as days)."""
+    for entity in spec.entities:
+        for record in (state.get(entity.table) or {}).values():
+            record.update(on_its_day(entity, record, record))
 
 
 def _month_dates(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
