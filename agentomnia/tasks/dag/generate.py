@@ -97,8 +97,27 @@ def _stated(value: Any, phrase: str) -> bool:
     named 'Savings'" says its name; asking for it back would give the answer away)."""
     if isinstance(value, bool) or value is None:
         return False
-    forms = {*date_forms(str(value)), words(str(value))} - {""}
-    return any(re.search(rf"(?<![\w.]){re.escape(f)}(?!\w)", phrase, re.IGNORECASE) for f in forms)
+    figure = (
+        (written_figure(value),) if isinstance(value, (int, float)) else ()
+    )  # "with 5,126 parts per shift"
+    forms = {*date_forms(str(value)), words(str(value)), *figure} - {""}
+    return any(re.search(rf"(?<![\w.,]){re.escape(f)}(?!\w|[.,]\d)", phrase, re.IGNORECASE) for f in forms)
+
+
+def group_question(entity: EntitySpec, by: str, label: str) -> tuple[str, str, str]:
+    """(which records, the question, what the answer key names) of the group `label` of a count by
+    the field `by`: "whose status is in service", "how many aircraft there are whose status is in
+    service", never "how many aircrafts whose status is 'in_service' there are". A yes/no field's
+    group is said as what its records do: "that are not enabled", "how many alarm setpoints are not
+    enabled", "not enabled" (never "whose enabled is 'False'", keyed "alarm_setpoints_false")."""
+    many = plural(entity.name)
+    grouped = entity.attribute(by)
+    if grouped is not None and grouped.type == "bool" and label.lower() in ("true", "false"):
+        yes = label.lower() == "true"
+        flag = predicate(entity, by, yes)
+        return f"that {flag}", f"how many {many} {flag}", f"{'' if yes else 'not '}{words(by)}"
+    whose = f"whose {words(by)} is {said(entity, by, label)}"
+    return whose, f"how many {many} there are {whose}", label
 
 
 def is_derived_param(entity: EntitySpec, binding: Mapping[str, Any], param: str) -> bool:
@@ -1662,9 +1681,9 @@ class Generator:
             by = str(step.args.get("group_by", ""))
             # "how many aircraft there are whose status is in service", never "how many aircrafts whose
             # status is 'in_service' there are"; the field grouped by is said, as the call takes it
-            whose = f"whose {words(by)} is {said(entity, by, label)}"
+            whose, question, named = group_question(entity, by, label)
             key = self._key(
-                f"{plural(entity.name)} {label}",
+                f"{plural(entity.name)} {named}",
                 f"{entity.name} count by {by}",
                 f"{plural(entity.name)} in group",
             )
@@ -1678,7 +1697,7 @@ class Generator:
                     step.index,
                     unit=f"count:{entity.table}:{by}",
                 ),  # fmt: skip
-                f"how many {plural(entity.name)} there are {whose}",
+                question,
             )
         else:
             raise Reject("grounding", f"{tool.name} ({tool.op}) has no reportable output")

@@ -76,6 +76,7 @@ def ask(rng: random.Random, noun: str, key: str) -> str:
     frames = _ASK if noun.startswith(_QUESTION_WORDS) else _ASK + _ASK_NOUN
     frame = choose(rng, frames)
     head = noun.split(" of ", 1)[0] if noun.startswith("the ") else noun  # "the open queries of ..."
+    head = re.sub(r" in \S+$", "", head)  # a unit is no noun: "the duration in hours of ..."
     if frame.startswith("What is ") and is_plural(head):
         frame = "What are " + frame.removeprefix("What is ")  # "What are the open queries of ...?"
     return frame.format(n=noun, k=key)

@@ -642,6 +642,8 @@ def test_a_question_about_a_plural_field_asks_what_they_are() -> None:
         ("the open queries of the new stage transition's manuscript", "What are"),
         ("that order's line items", "What are"),
         ("the status of that order", "What is"),
+        ("the duration in hours of course COU-008", "What is"),
+        ("that lap's time in seconds", "What is"),
         ("the number of open tickets", "What is"),
     ):
         asked = [ask(random.Random(seed), noun, "k") for seed in range(60)]

@@ -443,6 +443,14 @@ def test_a_number_with_its_thousands_separated_reads_back_as_itself() -> None:
     assert _stated(603241, "It should have a price of 603,241.") and _stated(90210, "zip 90210")
     assert not _stated(603241, "It should have a price of 603.")
     assert _literals(603241) == ["603,241", "603241"] and _literals(2019) == ["2019"]
+    # a record named by a figure is never asked for it back ("the parts per shift of the site survey
+    # with 5,126 parts per shift"), and a figure inside a longer one is not that figure
+    from agentomnia.tasks.dag.generate import _stated as named_by
+
+    assert named_by(5126, "the site survey with 5,126 parts per shift") and named_by(5126, "with 5126 parts")
+    assert not named_by(126, "the site survey with 5,126 parts per shift") and not named_by(
+        12, "a total of 12.5"
+    )
     assert (
         _coerce("603,241", {"type": "integer"}) == 603241 and _coerce("2,500.5", {"type": "number"}) == 2500.5
     )
@@ -464,4 +472,30 @@ def test_a_state_the_noun_already_says_is_not_said_twice() -> None:
     assert (
         singled_out(entity, {"trusted": True}, ["trusted"], many=True)
         == "the trusted devices that are trusted"
+    )
+
+
+def test_a_count_by_a_yes_no_field_asks_what_the_records_do() -> None:
+    """ "how many alarm setpoints are not enabled" (keyed "alarm setpoints not enabled"), never
+    "how many alarm setpoints there are whose enabled is 'False'" keyed "alarm_setpoints_false"."""
+    from agentomnia.tasks.dag.generate import group_question
+
+    setpoint = _entity(
+        "alarm_setpoint",
+        AttributeSpec(name="enabled", type="bool"),
+        AttributeSpec(name="priority", type="enum", enum=("low", "high", "in_service")),
+    )
+    assert group_question(setpoint, "enabled", "False") == (
+        "that are not enabled",
+        "how many alarm setpoints are not enabled",
+        "not enabled",
+    )
+    assert group_question(setpoint, "enabled", "True")[1:] == (
+        "how many alarm setpoints are enabled",
+        "enabled",
+    )
+    whose, question, named = group_question(setpoint, "priority", "in_service")
+    assert (
+        question == "how many alarm setpoints there are whose priority is in service"
+        and named == "in_service"
     )
