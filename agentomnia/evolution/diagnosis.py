@@ -29,6 +29,7 @@ from agentomnia.records import Record
 from agentomnia.tasks.families import is_challenging_kind
 from agentomnia.tasks.models import Task
 from agentomnia.taxonomy import ATOM_IDS, CAPABILITY_IDS, Coordinate, atom, capability, l1_key, taxonomy_index
+from agentomnia.trajectories.messages import shown_name
 
 Analyst = Literal["rules", "llm"]
 NEAR_MISS_SCORE = 0.8  # a failure that earned at least this share of the rubric is one fix away
@@ -434,7 +435,7 @@ def reconstruct(
     if result is None:
         return ExecutionSummary(source="evidence", steps_needed=reference_steps, notes=evidence)
     taken = tuple(
-        f"{s.index + 1}. {s.tool}({_short(s.arguments)}) -> "
+        f"{s.index + 1}. {shown_name(s.tool)}({_short(s.arguments)}) -> "
         + ("ok" if s.ok else "invalid call" if not s.valid else f"error {s.error_code or 'unknown'}")
         for s in result.steps
     )
@@ -447,7 +448,7 @@ def reconstruct(
     if failed_items:
         needed += tuple(f"satisfy rubric item {k}" for k in failed_items)
     missing = tuple(dict.fromkeys(t for t in reference if t not in called))
-    extra = tuple(dict.fromkeys(t for t in called if reference and t not in reference))
+    extra = tuple(dict.fromkeys(shown_name(t) for t in called if reference and t not in reference))
     diverged = None
     if reference:
         diverged = next(

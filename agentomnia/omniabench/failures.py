@@ -24,7 +24,7 @@ from agentomnia.sandbox.policy import parse_python
 from agentomnia.tasks.grading import values_match
 from agentomnia.tasks.models import ReferenceCall, Task
 from agentomnia.trajectories.evidence import Evidence, needs_support, state_facts
-from agentomnia.trajectories.messages import parse_arguments
+from agentomnia.trajectories.messages import parse_arguments, shown_name
 from agentomnia.trajectories.models import Step
 
 TAG_ORDER: tuple[str, ...] = (
@@ -186,7 +186,8 @@ def tag_failure(
     for s in steps:
         if not s.valid and s.error_code == UNKNOWN_TOOL:
             add(
-                "wrong_tool", f"step {s.index} called `{s.tool}`, which is not one of the environment's tools"
+                "wrong_tool",
+                f"step {s.index} called `{shown_name(s.tool)}`, which is not one of the environment's tools",
             )
             break
     ok_tools = {s.tool for s in steps if s.ok}
@@ -203,7 +204,7 @@ def tag_failure(
         s = extra[0]
         add(
             "wrong_tool",
-            f"step {s.index} called `{s.tool}`, which the reference never needs, "
+            f"step {s.index} called `{shown_name(s.tool)}`, which the reference never needs, "
             f"and `{missing[0]}`, which it does, never succeeded",
         )
 
@@ -212,7 +213,7 @@ def tag_failure(
         later_ok = any(t.ok and t.tool == s.tool for t in steps[s.index + 1 :])
         if refused and s.tool in needed and not later_ok:
             message = errors[s.index] if s.index < len(errors) else ""
-            add("misunderstood_tool", f"step {s.index}: `{s.tool}` refused {_show(s.arguments)} "
+            add("misunderstood_tool", f"step {s.index}: `{shown_name(s.tool)}` refused {_show(s.arguments)} "
                                       f"({s.error_code}: {message[:120]})")  # fmt: skip
             break
 
@@ -222,7 +223,7 @@ def tag_failure(
             shown = _show(s.arguments)
             add(
                 "invalid_arguments",
-                f"step {s.index}: `{s.tool}` arguments {shown} were refused: {message[:140]}",
+                f"step {s.index}: `{shown_name(s.tool)}` arguments {shown} were refused: {message[:140]}",
             )
             break
 
@@ -267,7 +268,9 @@ def tag_failure(
         )
     elif result.stop_reason == "invalid_calls":
         last = steps[-1] if steps else None
-        where = f"; the last was step {last.index} `{last.tool}` ({last.error_code})" if last else ""
+        where = (
+            f"; the last was step {last.index} `{shown_name(last.tool)}` ({last.error_code})" if last else ""
+        )
         add("budget_exhausted", f"the run was stopped after repeated invalid calls{where}")
 
     # --- the outcome -------------------------------------------------------------------------

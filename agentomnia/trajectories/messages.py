@@ -54,6 +54,19 @@ def observation_text(result: ToolResult) -> str:
     return canonical_json(result.model_dump(mode="json"))
 
 
+_TOOL_NAME = re.compile(r"[A-Za-z_][\w.-]{0,79}")
+
+
+def shown_name(name: str, limit: int = 40) -> str:
+    """A tool name as a report or a PRD quotes it: as written where it is a name, else the start of
+    what a model wrote in its place, on one line and without backticks (a small model's "tool name"
+    can hold a whole reply, fences and all, which would break the Markdown it is quoted in)."""
+    if _TOOL_NAME.fullmatch(name):
+        return name
+    flat = " ".join(name.replace("`", "'").split())
+    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+
+
 def parse_arguments(call: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None, str | None]:
     """(tool name, arguments, problem): arguments is None when they do not parse to an object."""
     function = call.get("function") if isinstance(call.get("function"), Mapping) else call
@@ -65,11 +78,19 @@ def parse_arguments(call: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None
         try:
             parsed = json.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as exc:
-            return name, None, f"arguments of `{name}` are not JSON: {exc.msg} at column {exc.colno}"
+            return (
+                name,
+                None,
+                f"arguments of `{shown_name(name)}` are not JSON: {exc.msg} at column {exc.colno}",
+            )
         if isinstance(parsed, dict):
             return name, parsed, None
-        return name, None, f"arguments of `{name}` are a JSON {type(parsed).__name__}, not an object"
-    return name, None, f"arguments of `{name}` are missing or not text"
+        return (
+            name,
+            None,
+            f"arguments of `{shown_name(name)}` are a JSON {type(parsed).__name__}, not an object",
+        )
+    return name, None, f"arguments of `{shown_name(name)}` are missing or not text"
 
 
 def parse_answer(text: str | None) -> dict[str, Any]:

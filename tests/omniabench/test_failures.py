@@ -45,6 +45,20 @@ def test_wrong_tool_unknown_name() -> None:
     assert "step 1 called `approve`" in _tags(run, diff=(UNMET,))["wrong_tool"]
 
 
+def test_a_reply_written_where_a_tool_name_goes_is_quoted_on_one_line() -> None:
+    """A small model's "tool name" can hold a whole reply with a code fence: the evidence quotes its
+    start on one line without backticks, so the PRD that quotes the evidence stays Markdown."""
+    from agentomnia.trajectories.messages import shown_name
+
+    garbled = "set_requountaken care of.\nFinal answer:\n```json\n{"
+    run = _listed().call(garbled, {"claim_id": "CLA-001"}, ok=False, valid=False,
+                         error=("unknown_tool", "no such tool"))  # fmt: skip
+    said = _tags(run, diff=(UNMET,))["wrong_tool"]
+    assert "step 1 called `set_requountaken care of. Final answe...`," in said, said
+    assert "\n" not in said and "```" not in said
+    assert shown_name("approve_claim") == "approve_claim" and shown_name("getVendor") == "getVendor"
+
+
 def test_wrong_tool_instead_of_the_needed_one() -> None:
     run = _listed().call("delete_claim", {"claim_id": "CLA-002"}, writes=True)
     tags = _tags(run, diff=(UNMET,))
