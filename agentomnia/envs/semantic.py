@@ -496,7 +496,7 @@ def timely_date(attr: AttributeSpec, rng: random.Random, entity: EntitySpec | No
     if _is_birth(n):
         return date_for(attr, entity or _stub("person"), rng)
     p = phase(n)
-    if _PAST.search(n):
+    if _PAST.search(n) or has_happened(n):  # a payment paid, a round returned: by now, not next month
         low, high = -3 * 24 * 4, 0  # in quarter hours
     elif p == 1 or _PLANNED.search(n):
         low, high = 4, 14 * 24 * 4

@@ -592,6 +592,10 @@ def singled_out(
                 rest = words(attr).split(" ", 1)[-1]
                 verb = _base(head) if many else head
                 tail.append(f"that {verb} {rest}" if value else f"that {does} not {_base(head)} {rest}")
+            elif (
+                is_state_word(head) and len(said_) > 1
+            ):  # `open_24h`: "that are open 24h", not "with open 24h"
+                tail.append(f"that {are} {'' if value else 'not '}{flag}")
             else:  # "with data sharing consent", "without data sharing consent"
                 (having.append(flag) if value else after.append(f"without {flag}"))
         elif isinstance(value, (int, float)) and not isinstance(value, bool):

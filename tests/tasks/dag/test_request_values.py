@@ -252,6 +252,12 @@ def test_dates_a_request_gives_read_from_the_clock(
         starts = date.fromisoformat(timely_date(AttributeSpec(name="valid_from", type="date"), rng))
         planned = date.fromisoformat(timely_date(AttributeSpec(name="scheduled_on", type="date"), rng))
         ends = date.fromisoformat(timely_date(AttributeSpec(name="valid_to", type="date"), rng))
+        # what the record says has happened lies by the clock (a payment "paid on March 27" was not)
+        paid = date.fromisoformat(timely_date(AttributeSpec(name="paid_on", type="date"), rng))
+        returned = datetime.fromisoformat(
+            timely_date(AttributeSpec(name="returned_at", type="datetime"), rng)
+        )
+        assert NOW.date() - timedelta(days=4) <= paid <= NOW.date() and returned <= NOW, (paid, returned)
         assert NOW - timedelta(days=4) <= logged <= NOW and 8 <= logged.hour <= 17, logged
         assert NOW.date() <= starts < ends and planned >= NOW.date(), (starts, planned, ends)
     dated = [
@@ -499,3 +505,12 @@ def test_a_count_by_a_yes_no_field_asks_what_the_records_do() -> None:
         question == "how many alarm setpoints there are whose priority is in service"
         and named == "in_service"
     )
+
+
+def test_a_yes_no_field_that_says_a_state_reads_as_one() -> None:
+    """ "the depots that are open 24h", never "the depots with open 24h"."""
+    from agentomnia.tasks.dag.describe import singled_out
+
+    depot = _entity("depot", AttributeSpec(name="open_24h", type="bool"))
+    assert singled_out(depot, {"open_24h": True}, ["open_24h"], many=True) == "the depots that are open 24h"
+    assert singled_out(depot, {"open_24h": False}, ["open_24h"]) == "the depot that is not open 24h"
