@@ -179,7 +179,7 @@ def gen_create(e: EntitySpec) -> ToolSpec:
         if not a.nullable and a.default is None and a.type not in ("bool", "list", "object"):
             required.append(a.name)
     return ToolSpec(
-        name=f"create_{e.name}", description=f"Create a {_human(e)}; its id is assigned and returned.", kind="write",
+        name=f"create_{e.name}", description=f"Create {naming.article(_human(e))}; its id is assigned and returned.", kind="write",
         op="create", entity=e.name, parameters=_obj(props, required), result=_record_schema(e),
         binding={"fields": {k: k for k in props}},
     )  # fmt: skip
@@ -191,7 +191,7 @@ def gen_update(e: EntitySpec) -> ToolSpec | None:
         return None
     return ToolSpec(
         name=f"update_{e.name}",
-        description=f"Change fields of a {_human(e)} (at least one of {', '.join(list(fields)[:6])}{', ...' if len(fields) > 6 else ''}).",
+        description=f"Change fields of {naming.article(_human(e))} (at least one of {', '.join(list(fields)[:6])}{', ...' if len(fields) > 6 else ''}).",
         kind="write", op="update", entity=e.name, parameters=_obj({e.key: _key_schema(e), **fields}, [e.key]),
         result=_record_schema(e), binding={"key": e.key, "fields": {k: k for k in fields}},
     )  # fmt: skip
@@ -207,7 +207,7 @@ def gen_transition(e: EntitySpec, value: str, name: str | None = None) -> ToolSp
     default = f"{verb}_{e.name}" if verb else f"set_{e.name}_{value}"
     return ToolSpec(
         name=(name or default)[:64],
-        description=f"Move a {_human(e)} to {status.name} '{value}' (only from a state the lifecycle allows).",
+        description=f"Move {naming.article(_human(e))} to {status.name} '{value}' (only from a state the lifecycle allows).",
         kind="write", op="transition", entity=e.name, parameters=_obj({e.key: _key_schema(e)}, [e.key]),
         result=_record_schema(e), binding={"key": e.key, "attr": status.name, "value": value},
     )  # fmt: skip
@@ -218,7 +218,7 @@ def gen_assign(e: EntitySpec, ref: AttributeSpec) -> ToolSpec:
     stem = ref.name.removesuffix("_id")
     return ToolSpec(
         name=f"set_{e.name}_{stem}"[:64],
-        description=f"Point a {_human(e)}'s {stem.replace('_', ' ')} at another {target.replace('_', ' ')}.",
+        description=f"Point {naming.article(_human(e))}'s {stem.replace('_', ' ')} at another {target.replace('_', ' ')}.",
         kind="write", op="assign", entity=e.name,
         parameters=_obj({e.key: _key_schema(e), ref.name: ref.json_schema()}, [e.key, ref.name]),
         result=_record_schema(e), binding={"key": e.key, "attr": ref.name, "param": ref.name},
@@ -228,7 +228,7 @@ def gen_assign(e: EntitySpec, ref: AttributeSpec) -> ToolSpec:
 def gen_delete(e: EntitySpec) -> ToolSpec:
     return ToolSpec(
         name=f"delete_{e.name}",
-        description=f"Delete a {_human(e)}. Refused while other records still refer to it.",
+        description=f"Delete {naming.article(_human(e))}. Refused while other records still refer to it.",
         kind="write", op="delete", entity=e.name, parameters=_obj({e.key: _key_schema(e)}, [e.key]),
         result={"type": "object", "properties": {"deleted": {"type": "string"}}}, binding={"key": e.key},
     )  # fmt: skip
