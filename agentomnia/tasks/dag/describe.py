@@ -115,7 +115,7 @@ UNITS = {
     "kg_h": "kg/h", "t_h": "t/h", "km_h": "km/h", "m_s": "m/s", "ml_min": "mL/min", "mmol_l": "mmol/L",
     "mg_dl": "mg/dL", "ppm": "ppm", "ppb": "ppb", "db": "dB", "hz": "Hz", "mhz": "MHz", "kva": "kVA",
     "mbps": "Mbps", "pallets": "pallets", "tonnes": "tonnes", "litres": "litres", "liters": "liters",
-    "weeks": "weeks", "months": "months", "years": "years",
+    "weeks": "weeks", "months": "months", "years": "years", "t": "t",
     "kv": "kV", "mmhg": "mmHg", "bpm": "bpm", "kb": "KB", "bytes": "bytes", "sqm": "m²",
 }  # fmt: skip
 
@@ -146,9 +146,12 @@ _TIME = (
     "grace",
     "window",
 )
+# "t" ends a mass in tonnes (`quantity_t`), and nothing else it could end (`time_t`)
+_TONNES = ("quantity", "weight", "mass", "load", "capacity", "cargo", "payload", "tonnage", "output", "yield")
 # "min" ends a duration in minutes (`travel_buffer_min`) but a minimum elsewhere (`temp_min`)
 _MEASURED: dict[str, tuple[str, ...]] = {"c": _TEMPERATURE, "f": _TEMPERATURE, "k": _TEMPERATURE, "g": _SIZE,
-                                         "m": _LENGTH, "min": _TIME, "pallets": ("capacity",)}  # fmt: skip
+                                         "m": _LENGTH, "min": _TIME, "pallets": ("capacity",),
+                                         "t": _TONNES}  # fmt: skip
 
 
 _ONE = {
@@ -164,9 +167,13 @@ _ONE = {
 }
 
 
-def field_label(name: str) -> str:
+def field_label(name: str, kind: str | None = None) -> str:
     """A field as it reads beside a value: its words, with a unit suffix written as the unit
-    (`water_temp_c` -> `water temp (°C)`, `rotation_length_days` -> `rotation length (days)`)."""
+    (`water_temp_c` -> `water temp (°C)`, `rotation_length_days` -> `rotation length (days)`); an
+    amount of money (`kind` "money") named by a participle alone is said as one (`committed` ->
+    `committed amount`: "whose committed amount is above 500,000", never "whose committed is")."""
+    if kind == "money" and "_" not in name and _participle(name.lower()):
+        return f"{words(name)} amount"
     parts = name.split("_")
     per = re.match(r"^(.+?)_([a-z0-9]+)_per_([a-z]+)$", name.lower())
     if (
@@ -203,11 +210,11 @@ _MEASURES = {"ml": "volume", "litres": "volume", "liters": "volume", "kg": "weig
              "hrs": "duration", "days": "duration"}  # fmt: skip
 
 
-def labelled(name: str, value: str) -> tuple[str, str]:
+def labelled(name: str, value: str, kind: str | None = None) -> tuple[str, str]:
     """(label, value) of a field a request states, a measured number with its unit after it as
     people write it: ("weight", "72.7 kg"), ("wait", "1 day"), ("water temp", "38.5°C"); anything
     else as `field_label` says it ("weight (kg)" of a value that is no number)."""
-    label = field_label(name)
+    label = field_label(name, kind)
     if label.endswith(" at") and iso_dates(value):
         label = label[:-3] + " on"  # "created on March 1, 2026 at 1:30 PM", never "created at March 1"
     head, sign = _unit_of(label)
@@ -235,9 +242,16 @@ def date_verb(name: str) -> str | None:
     return stem if stem != label and stem.endswith("ed") else None
 
 
-def stated(name: str, value: str) -> str:
-    """A field and its value as a request states them: "weight 72.7 kg", "status on hold"."""
-    return " ".join(labelled(name, value))
+def stated(name: str, value: str, kind: str | None = None) -> str:
+    """A field and its value as a request states them: "weight 72.7 kg", "status on hold",
+    "committed amount 217,416" (`kind`: the field's type, see `field_label`)."""
+    return " ".join(labelled(name, value, kind))
+
+
+def kind_of(entity: EntitySpec, name: str) -> str | None:
+    """The type of `entity`'s field `name` (None for a field it does not have)."""
+    a = entity.attribute(name)
+    return a.type if a is not None else None
 
 
 _SIGNS = sorted({*UNITS.values(), *(c[:-1] for c in _COUNTED)}, key=len, reverse=True)  # longest first
@@ -253,16 +267,16 @@ def unit_after(text: str) -> str:
     return m[0] if m else ""
 
 
-def compared_label(name: str) -> str:
+def compared_label(name: str, kind: str | None = None) -> str:
     """A field as a comparison names it, without its unit: "the highest price", not "the highest
     price cents" or "the highest water temp (°C)"."""
-    return re.sub(r" (cents|pence)$", "", _unit_of(field_label(name))[0])
+    return re.sub(r" (cents|pence)$", "", _unit_of(field_label(name, kind))[0])
 
 
-def measured_label(name: str) -> str:
+def measured_label(name: str, kind: str | None = None) -> str:
     """A field as a question or a sum names it, its unit said after it: "runtime in seconds", "water
     temp in °C", "markup percentage" (never "the runtime (seconds) of edit cut EDI-009")."""
-    head, unit = _unit_of(field_label(name))
+    head, unit = _unit_of(field_label(name, kind))
     return head if unit is None else f"{head} percentage" if unit == "%" else f"{head} in {unit}"
 
 
@@ -538,7 +552,7 @@ def singled_out(
     for attr in cues:
         a = entity.attribute(attr)
         value = record.get(attr)
-        label = field_label(attr)
+        label = field_label(attr, a.type if a is not None else None)
         last = label.split()[-1].lower()
         if introduces(label) and not (a is not None and a.type == "bool"):
             # "administered by 'Rebekah Bruce'", "proposed by creditor"
@@ -600,7 +614,7 @@ def singled_out(
                 (having.append(flag) if value else after.append(f"without {flag}"))
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             words_ = label.split()
-            head, measured = labelled(attr, say(value, attr))
+            head, measured = labelled(attr, say(value, attr), a.type if a is not None else None)
             if head != label:  # a measure with its unit: "with a total of 89.08 hours", "175 minutes worked"
                 one = " " not in head and _participle(head.lower())
                 having.append(f"{measured} {head}" if one else f"{article(head)} of {measured}")

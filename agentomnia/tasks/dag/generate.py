@@ -48,6 +48,7 @@ from agentomnia.tasks.dag.describe import (
     field_label,
     introduces,
     is_plural,
+    kind_of,
     labelled,
     lead_word,
     listing,
@@ -1135,7 +1136,13 @@ class Generator:
                 raise Reject("grounding", f"no new value for {tool.name}.{param}")
             args[param], sources[param] = value, "query"
             stated_at[param] = len(extra)
-            extra.append(stated(b["fields"][param], said(entity, b["fields"][param], value)))
+            extra.append(
+                stated(
+                    b["fields"][param],
+                    said(entity, b["fields"][param], value),
+                    kind_of(entity, b["fields"][param]),
+                )
+            )
         if tool.op == "assign" and b.get("param") not in args:
             current = record().get(b["attr"])
             key, source, ref_phrase = self._ref_value(
@@ -1178,7 +1185,7 @@ class Generator:
                 args[p], sources[p] = value, "query"
                 field = b.get("fields", {}).get(p, p)
                 stated_at[p] = len(extra)
-                extra.append(stated(field, said(entity, field, value)))
+                extra.append(stated(field, said(entity, field, value), kind_of(entity, field)))
         self._in_lifecycle_order(tool, args, stated_at, extra, record())
         if tool.op == "range":
             dates = sorted(
@@ -1247,7 +1254,7 @@ class Generator:
             if not conforms(as_declared(value, schema), schema):
                 continue
             args[p] = value
-            extra[stated_at[p]] = stated(attr, said(entity, attr, value))
+            extra[stated_at[p]] = stated(attr, said(entity, attr, value), kind_of(entity, attr))
 
     def _fit_compared(
         self, tool: ToolSpec, args: dict[str, Any], sources: Mapping[str, str], extra: list[str]
@@ -1263,10 +1270,11 @@ class Generator:
         changed = {p for p in fitted if fitted[p] != args.get(p)}
         if not changed or any(sources.get(p) != "query" for p in changed):
             return
-        fields = tool.binding.get("fields", {})
+        fields, entity = tool.binding.get("fields", {}), self.spec.entity(tool.entity)
         for p in changed:
             field = fields.get(p, p)
-            said, now = stated(field, say(args[p], field)), stated(field, say(fitted[p], field))
+            kind = kind_of(entity, field)
+            said, now = stated(field, say(args[p], field), kind), stated(field, say(fitted[p], field), kind)
             extra[:] = [now if part == said else part for part in extra]
             args[p] = fitted[p]
 

@@ -19,6 +19,7 @@ from agentomnia.tasks.dag.describe import (
     date_verb,
     done_when,
     is_state_word,
+    kind_of,
     labelled,
     measured_label,
     plural,
@@ -37,7 +38,7 @@ def spoken(value: object) -> str:
     return words(str(value))
 
 
-def _rule(pred: Predicate, subject: str) -> str:
+def _rule(pred: Predicate, subject: str, kind: str | None = None) -> str:
     """Which records a rule picks, said after their noun: "whose total is at least 42,000", and for a
     date a verb names ("issued on"), "issued before November 13, 2025"."""
     if pred.kind == "date":
@@ -50,7 +51,7 @@ def _rule(pred: Predicate, subject: str) -> str:
     if pred.kind in ("enum", "bool"):
         return f"whose {subject}{words(pred.attr)} is {spoken(pred.value)}"
     # "whose height is above 170 cm", "whose budget is above 500,000"
-    label, shown = labelled(pred.attr, written_figure(pred.value, pred.attr))
+    label, shown = labelled(pred.attr, written_figure(pred.value, pred.attr), kind)
     return f"whose {subject}{label} is {_OP_WORDS[pred.op]} {shown}"
 
 
@@ -82,9 +83,9 @@ def _flag_action(attr: str, on: bool, digest: str) -> str:
     )
 
 
-def _summed(attr: str) -> str:
+def _summed(attr: str, kind: str | None = None) -> str:
     """Their sum, said once: "their total precip in mm", but "their combined total" for a `total`."""
-    label = measured_label(attr)
+    label = measured_label(attr, kind)
     return f"their combined {label}" if label.startswith("total") else f"their total {label}"
 
 
@@ -117,15 +118,20 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
         )
         scope = f" with {words(attr.name if attr else param)} {words(str(value))}"
     pred = plan.predicate
+    # the type of the field the rule reads (on the joined parent for a join): an amount named by a
+    # participle is said as one ("whose OTB budget's committed amount is above 500,000")
+    owner = plan.join.parent if plan.template == "join_write" and plan.join else plan.entity
+    kind = kind_of(spec.entity(owner), pred.attr)
+    summed = kind_of(spec.entity(plan.entity), plan.total_attr) if plan.total_attr else None
     action = _action(plan, digest)
     top = _pick(digest, "top", ("the {m} {a}", "the {m} {a} of all", "the very {m} {a}")).format(
-        m="latest" if pred.kind == "date" else "highest", a=compared_label(pred.attr)
+        m="latest" if pred.kind == "date" else "highest", a=compared_label(pred.attr, kind)
     )
     done = done_when(pred.attr) if pred.kind == "date" else None
     # the record a fallback picks: "the one with the highest price", "the one submitted most recently"
     one = f"the one {done} most recently" if done else f"the one with {top}"
     if plan.template == "filter_write":
-        rule = _rule(pred, "")
+        rule = _rule(pred, "", kind)
         goal = _pick(
             digest,
             "goal",
@@ -140,7 +146,7 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
         ).format(
             t=things,
             s=scope,
-            r=_rule(pred, ""),
+            r=_rule(pred, "", kind),
             q=f"one's {rule[6:]}" if rule.startswith("whose ") else f"one was {rule}",
             a=action,
         )
@@ -165,7 +171,7 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
         parts = [goal, skip, fallback]
     elif plan.template == "join_write":
         parent = words(plan.join.parent) if plan.join else "related record"
-        rule = _rule(pred, parent + "'s ")
+        rule = _rule(pred, parent + "'s ", kind)
         goal = _pick(
             digest,
             "goal",
@@ -203,7 +209,7 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
         )
         parts = [goal, where, skip, none]
     else:
-        total = measured_label(plan.total_attr or "")
+        total = measured_label(plan.total_attr or "", summed)
         both = "combined and average" if total.startswith("total") else "total and average"
         look = _pick(
             digest,
@@ -214,7 +220,7 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
                 "Add up the {w} of all {t} {r}, and work out the average too.",
                 "Across all the {t} {r}, what are the {b} {w}?",
             ),
-        ).format(t=things, r=_rule(pred, ""), w=total, b=both)
+        ).format(t=things, r=_rule(pred, "", kind), w=total, b=both)
         act = _pick(
             digest,
             "act",
@@ -244,14 +250,14 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
     ]
     if plan.template == "aggregate_pick":
         fields += ["considered", "total", "average"]
-        label = measured_label(plan.total_attr or "")
+        label = measured_label(plan.total_attr or "", summed)
         told += [
             "how many you looked at",
             f"the {'combined' if label.startswith('total') else 'total'} and the average {label}",
         ]
     elif plan.total_attr:
         fields.append("total")
-        told.append(_summed(plan.total_attr))
+        told.append(_summed(plan.total_attr, summed))
     fields.append("fallback_used")
     flag = "nothing qualified" if plan.template != "filter_write" else "you had to fall back"
     note = _pick(digest, "flag", (

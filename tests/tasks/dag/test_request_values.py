@@ -73,6 +73,13 @@ def test_a_unit_suffix_is_said_as_its_unit() -> None:
     assert (
         stated("payback_months", "16.5") == "payback 16.5 months" and stated("age_years", "1") == "age 1 year"
     )
+    assert stated("quantity_t", "1,395.69") == "quantity 1,395.69 t" and field_label("time_t") == "time t"
+    # an amount named by a participle alone is said as an amount; a yes/no field of that name is not
+    assert (
+        field_label("committed", "money") == "committed amount"
+        and field_label("refunded", "bool") == "refunded"
+    )
+    assert stated("allocated", "217,416", "money") == "allocated amount 217,416"
 
 
 def test_a_seeds_camel_case_names_are_said_as_words() -> None:

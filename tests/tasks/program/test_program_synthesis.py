@@ -248,6 +248,10 @@ def test_thresholds_and_dates_are_said_as_a_person_would() -> None:
     assert _rule(issued, "") == "issued before November 13, 2025"
     due = Predicate(attr="due_date", op=">=", value="2025-11-13", kind="date")
     assert _rule(due, "") == "whose due date is on or after November 13, 2025"
+    committed = Predicate(attr="committed", op=">", value=500000, kind="number")
+    assert (
+        _rule(committed, "OTB budget's ", "money") == "whose OTB budget's committed amount is above 500,000"
+    )
 
 
 def test_a_date_that_records_the_move_never_picks_the_records_to_move() -> None:
