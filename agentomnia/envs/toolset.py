@@ -952,7 +952,7 @@ def _with_compound(
     if effects:
         extra += " Also " + "; ".join(effects) + "."
     if rules:
-        extra += " Refused unless: " + "; ".join(r[:1].lower() + r[1:] for r in rules) + "."
+        extra += " Refused when any of these fails: " + "; ".join(r[:1].lower() + r[1:] for r in rules) + "."
     requires = [{k: v for k, v in r.items() if k != "reads"} for r in requires]
     binding = {**tool.binding, "compound": {"requires": requires, "steps": steps, "touches": sorted(touches)}}
     return tool.model_copy(

@@ -160,7 +160,8 @@ def test_declared_behaviour_compiles_into_a_tool_that_keeps_its_op(pharmacy: Env
     # a field the steps derive is not an argument
     assert "filled_at" not in tool.parameters["properties"]
     assert (
-        "Refused unless" in tool.description and "lowers the inventory lot's quantity" not in tool.description
+        "Refused when any of these fails: " in tool.description
+        and "lowers the inventory lot's quantity" not in tool.description
     )
 
 
