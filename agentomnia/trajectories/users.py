@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from agentomnia.dates import spoken_date
+from agentomnia.envs.values import written_figure
 from agentomnia.llm.protocol import LLM
 from agentomnia.tasks.dag.describe import labelled, words
 from agentomnia.tasks.models import Task
@@ -86,7 +87,7 @@ class ScriptedUser:
                 if _asks_about(question, key) and truth is not None and key not in self._revealed:
                     self._revealed.add(key)
                     parts.append(
-                        f"Sorry, I was wrong earlier: the {words(key)} is {_text(truth)}, not {_text(value)}."
+                        f"Sorry, I was wrong earlier: the {words(key)} is {_text(truth, key)}, not {_text(value, key)}."
                     )
             for key, value in sorted(self.persona.withheld.items()):
                 if key in self.persona.misleading or key in self._revealed:
@@ -101,15 +102,17 @@ def _detail(key: str, value: Any) -> str:
     """A withheld detail as the user gives it: "The weight is 72.7 kg.", and a field named for when
     something happens as a label would give it: "Opened on: March 1, 2026 at 2:15 PM." (never "The
     opened on is ...")."""
-    label, shown = labelled(key, _text(value))
+    label, shown = labelled(key, _text(value, key))
     if label.endswith((" on", " at", " from", " to", " by")):
         return f"{label[0].upper()}{label[1:]}: {shown}."
     return f"The {label} is {shown}."
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, key: str = "") -> str:
     if isinstance(value, str):
         return spoken_date(value) or value  # "The statement date is March 13, 2026."
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return written_figure(value, key)  # "The price is 603,241.", as the request writes figures
     return json.dumps(value, default=str)
 
 

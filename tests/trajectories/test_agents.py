@@ -58,7 +58,14 @@ def test_the_teacher_works_out_a_total_over_the_records_it_changed(parcel: Parce
     session = parcel.sandbox.open(parcel.bundle, parcel.s0)
     try:
         items = session.call("list_open_claims", {}).data["items"]
-        big = [i for i in items if i["amount"] >= 30000]  # a rule that picks some claims, not all
+        approvable = [i for i in items if session.call("approve_claim", {"claim_id": i["claim_id"]}).ok]
+    finally:
+        session.close()
+    # a rule that picks some claims, not all: at least the two largest that can be approved
+    level = sorted({i["amount"] for i in approvable}, reverse=True)[1]
+    session = parcel.sandbox.open(parcel.bundle, parcel.s0)
+    try:
+        big = [i for i in items if i["amount"] >= level]
         done = [i for i in big if session.call("approve_claim", {"claim_id": i["claim_id"]}).ok]
     finally:
         session.close()
@@ -70,7 +77,7 @@ def test_the_teacher_works_out_a_total_over_the_records_it_changed(parcel: Parce
         "    items = call('list_open_claims')['data']['items']\n"
         "    changed, total = [], 0\n"
         "    for item in items:\n"
-        "        if item['amount'] >= 30000 and call('approve_claim', claim_id=item['claim_id'])['ok']:\n"
+        f"        if item['amount'] >= {level} and call('approve_claim', claim_id=item['claim_id'])['ok']:\n"
         "            changed.append(item['claim_id'])\n"
         "            total += item['amount']\n"
         "    return {'changed': sorted(changed), 'count': len(changed), 'total': round(total, 2)}\n"
@@ -79,7 +86,7 @@ def test_the_teacher_works_out_a_total_over_the_records_it_changed(parcel: Parce
         env_id=parcel.env_id, kind="program",
         coordinate=parcel.coordinate(["code_programmatic", "state_management"], ["structured_information"]),
         init_config=parcel.s0,
-        query="Approve every open claim of 30000 or more that can be approved. Tell me which ones you "
+        query=f"Approve every open claim of {level} or more that can be approved. Tell me which ones you "
               "changed, how many, and their total amount, as JSON with \"changed\", \"count\" and \"total\".",
         reference_program=program,
         expected_answer={"changed": changed, "count": len(changed), "total": total},
@@ -144,3 +151,15 @@ def test_an_aggregate_over_what_was_looked_at_adds_up_the_records_the_rule_picks
     assert value == 2350 and working.endswith("4700 / 2 = 2350."), working
     # with the total worked out already, the average is one step from it
     assert teacher._worked("average", {"total": 4700}, messages) == (2350, "Average: 4700 / 2 = 2350.")
+
+
+def test_the_user_gives_a_withheld_figure_as_the_request_writes_figures() -> None:
+    """ "The price is 603,241.", as the request wrote its other figures (never "603241"); a code
+    stays as written ("The zip code is 90210.")."""
+    from agentomnia.trajectories.evidence import numbers_in
+    from agentomnia.trajectories.users import _detail
+
+    assert _detail("price", 603241) == "The price is 603,241."
+    assert _detail("weight_kg", 1250.5) == "The weight is 1,250.5 kg."
+    assert _detail("zip_code", 90210) == "The zip code is 90210."
+    assert numbers_in(_detail("price", 603241)) == [603241.0]
