@@ -237,12 +237,12 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
                         late += 1
                         if len(late_examples) < 5:
                             late_examples.append(f"{e.table}[{key}].{name} {record[name]}")
-                if its_day(e, record) is not None:
+                if (found := its_day(e, record)) is not None:
                     daytimed += 1
                     if on_its_day(e, record, record):
                         off_day += 1
                         if len(off_examples) < 5:
-                            name, day, times = its_day(e, record)  # type: ignore[misc]
+                            name, _, times = found
                             off_examples.append(
                                 f"{e.table}[{key}].{name} {record[name]}: "
                                 + ", ".join(f"{n} {record[n]}" for n, _ in times)

@@ -13,7 +13,7 @@ from typing import Any
 from agentomnia.omniabench.heuristic.tools import ToolView
 from agentomnia.omniabench.heuristic.words import QUOTED, STOPWORDS, name_words, singular, words_of
 from agentomnia.records import canonical_json
-from agentomnia.trajectories.evidence import DATE_PATTERN, ID_PATTERN, NUMBER_PATTERN
+from agentomnia.trajectories.evidence import DATE_PATTERN, ID_PATTERN, NUMBER_PATTERN, number_of
 from agentomnia.trajectories.messages import parse_arguments
 
 _OF_PHRASE = re.compile(r"\b([a-z]+) of (?:the |every |each |all |their |its )?([a-z]+)\b")
@@ -198,10 +198,11 @@ def text_candidates(tool: ToolView, param: str, seen: Seen) -> list[Any]:
         )
     if kind in ("number", "integer"):
         masked = DATE_PATTERN.sub(" ", ID_PATTERN.sub(" ", seen.request))
-        numbers = [(m.start(), m.group(0).replace(",", "")) for m in NUMBER_PATTERN.finditer(masked)]
+        numbers = [(m.start(), m.group(0)) for m in NUMBER_PATTERN.finditer(masked)]
         close = [n for pos, n in numbers if seen.near(param, pos)]
         chosen = close or ([n for _, n in numbers] if required else [])
-        return [int(n) if kind == "integer" and n.lstrip("-").isdigit() else float(n) for n in chosen]
+        # "381,918,413" is one number (`number_of`); a whole one for an integer parameter
+        return [int(v) if kind == "integer" and "." not in n else v for n in chosen for v in [number_of(n)]]
     if kind == "boolean":
         return []
     if required or seen.mentions(param):

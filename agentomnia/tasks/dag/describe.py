@@ -552,7 +552,7 @@ def singled_out(
     for attr in cues:
         a = entity.attribute(attr)
         value = record.get(attr)
-        label = field_label(attr, a.type if a is not None else None)
+        label = field_label(attr, kind_of(entity, attr))
         last = label.split()[-1].lower()
         if introduces(label) and not (a is not None and a.type == "bool"):
             # "administered by 'Rebekah Bruce'", "proposed by creditor"
@@ -614,7 +614,7 @@ def singled_out(
                 (having.append(flag) if value else after.append(f"without {flag}"))
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             words_ = label.split()
-            head, measured = labelled(attr, say(value, attr), a.type if a is not None else None)
+            head, measured = labelled(attr, say(value, attr), kind_of(entity, attr))
             if head != label:  # a measure with its unit: "with a total of 89.08 hours", "175 minutes worked"
                 one = " " not in head and _participle(head.lower())
                 having.append(f"{measured} {head}" if one else f"{article(head)} of {measured}")
