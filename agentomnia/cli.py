@@ -9,6 +9,7 @@ Dagster, and the CLI is the one entry point that sits above both.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -776,6 +777,7 @@ def _report_text(title: str, report: Any) -> str:
 
 def cmd_omniabench_run(args: argparse.Namespace) -> Result:
     from agentomnia.lineage import LineageStore
+    from agentomnia.omniabench.decoders import DecoderPool, decoder_count
     from agentomnia.omniabench.service import NoBenchmark, run_evaluation
     from agentomnia.sandbox.sandbox import Sandbox
 
@@ -786,14 +788,23 @@ def cmd_omniabench_run(args: argparse.Namespace) -> Result:
         if args.max_new_tokens < 1:
             raise CLIError(f"--max-new-tokens must be at least 1, not {args.max_new_tokens}")
         options = {"max_new_tokens": args.max_new_tokens}
+    if args.decoders is not None and (args.decoders < 0 or not args.policy.startswith("hf:")):
+        raise CLIError(
+            f"--decoders takes 0 or more processes and applies to hf: policies only, not {args.policy!r}"
+        )
     storage = Storage()
     box = Sandbox(workers=max(1, args.workers), idle_timeout_s=0)
+    processes = (
+        (decoder_count() if args.decoders is None else args.decoders) if args.policy.startswith("hf:") else 0
+    )
     try:
-        outcome = run_evaluation(
-            storage, box, LineageStore(storage.lineage_path), policy=args.policy, round_key=args.round,
-            trials=args.trials, max_steps=args.max_steps, llm=_configured_llm(), limit=args.limit,
-            source="imported" if args.imported else "benchmark", policy_options=options,
-        )  # fmt: skip
+        with contextlib.ExitStack() as stack:
+            pool = stack.enter_context(DecoderPool(processes)) if processes else None
+            outcome = run_evaluation(
+                storage, box, LineageStore(storage.lineage_path), policy=args.policy, round_key=args.round,
+                trials=args.trials, max_steps=args.max_steps, llm=_configured_llm(), limit=args.limit,
+                source="imported" if args.imported else "benchmark", policy_options=options, decoders=pool,
+            )  # fmt: skip
     except NoBenchmark as exc:
         raise CLIError(str(exc)) from exc
     except ValueError as exc:  # an unknown policy spec or a bad checkpoint folder
@@ -1207,6 +1218,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-new-tokens", type=int, default=None, metavar="N",
         help="hf: policies only: tokens per assistant turn (default 512; the pipeline's eval uses 96, "
         "`omniabench_eval`'s max_new_tokens)",
+    )  # fmt: skip
+    p.add_argument(
+        "--decoders", type=int, default=None, metavar="N",
+        help="hf: policies only: processes that decode, their trials side by side (default one per core on "
+        "a CPU, at most four; 0 decodes in this process, one trial at a time)",
     )  # fmt: skip
     p.add_argument(
         "--imported", action="store_true", help="evaluate the tasks `import omniabench` filed under the round"

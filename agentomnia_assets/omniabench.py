@@ -1,5 +1,6 @@
 """OmniaBench (paper §6): the held-out benchmark and the evaluation of a round's policies on it."""
 
+import contextlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -21,10 +22,12 @@ from agentomnia.catalog import (
     Catalog,
 )
 from agentomnia.lineage import Edge, lineage_row
+from agentomnia.omniabench.decoders import DecoderPool, decoder_count
 from agentomnia.omniabench.metrics import EvalReport
 from agentomnia.omniabench.models import EvalResult
 from agentomnia.omniabench.plots import l1_scatter_png, pass_by_route_png
 from agentomnia.omniabench.service import (
+    EvaluationOutcome,
     SplitSettings,
     load_results,
     policy_slug,
@@ -185,6 +188,9 @@ class EvalConfig(dg.Config):
     limit: int = 0  # evaluate only the first N benchmark items (0 = all)
     checkpoint_trials: int = 1  # trials for hf: policies (greedy decoding repeats itself)
     max_new_tokens: int = 96  # per assistant turn of hf: policies (a call takes ~40 tokens of the tiny model)
+    # processes that decode hf: policies, their trials side by side; None: one per core on a CPU (at
+    # most four), 0: in this process, one trial at a time
+    decoders: int | None = None
 
 
 def _resolve(spec: str, store: Storage, round_key: str) -> str | None:
@@ -216,23 +222,34 @@ def omniabench_eval(
 ) -> dg.MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     round_key = context.partition_key
-    outcomes = []
-    skipped = []
-    for spec in config.policies:
-        policy = _resolve(spec, store, round_key)
-        if policy is None:
-            skipped.append(f"{spec}: no trained checkpoint in round {round_key}")
-            continue
-        local = policy.startswith("hf:")
-        outcome = run_evaluation(
-            store, box, lineage.get(), policy=policy, round_key=round_key,
-            trials=config.checkpoint_trials if local else config.trials, max_steps=config.max_steps,
-            llm=model, embedder=None, run_id=context.run.run_id, limit=config.limit,
-            policy_options={"max_new_tokens": config.max_new_tokens} if local else None,
-            name=spec if spec.startswith(CHECKPOINT) else None,
-        )  # fmt: skip
-        context.log.info(f"{outcome.policy}: pass@1 {outcome.report.overall.pass_at_1:.3f}")
-        outcomes.append(outcome)
+    resolved = {spec: _resolve(spec, store, round_key) for spec in config.policies}
+    skipped = [
+        f"{spec}: no trained checkpoint in round {round_key}" for spec, p in resolved.items() if p is None
+    ]
+    checkpoints = [p[3:] for p in resolved.values() if p is not None and p.startswith("hf:")]
+    processes = decoder_count() if config.decoders is None else config.decoders
+    by_spec: dict[str, EvaluationOutcome] = {}
+    with contextlib.ExitStack() as stack:
+        # the decoder processes start and load the checkpoints while the other policies run first
+        pool = (
+            stack.enter_context(DecoderPool(processes, preload=checkpoints))
+            if checkpoints and processes
+            else None
+        )
+        for spec, policy in sorted(
+            ((s, p) for s, p in resolved.items() if p is not None), key=lambda sp: sp[1].startswith("hf:")
+        ):
+            local = policy.startswith("hf:")
+            outcome = run_evaluation(
+                store, box, lineage.get(), policy=policy, round_key=round_key,
+                trials=config.checkpoint_trials if local else config.trials, max_steps=config.max_steps,
+                llm=model, embedder=None, run_id=context.run.run_id, limit=config.limit,
+                policy_options={"max_new_tokens": config.max_new_tokens} if local else None,
+                name=spec if spec.startswith(CHECKPOINT) else None, decoders=pool if local else None,
+            )  # fmt: skip
+            context.log.info(f"{outcome.policy}: pass@1 {outcome.report.overall.pass_at_1:.3f}")
+            by_spec[spec] = outcome
+    outcomes = [by_spec[spec] for spec in config.policies if spec in by_spec]  # in the configured order
     if not outcomes:
         raise ValueError("no policy could be evaluated: " + "; ".join(skipped))
     main = outcomes[0]

@@ -30,6 +30,7 @@ from typing import Any
 from agentomnia.config import LLMSettings
 from agentomnia.embeddings import Embedder, HashingEmbedder
 from agentomnia.llm import LLM, make_llm
+from agentomnia.omniabench.decoders import DecoderPool
 from agentomnia.omniabench.heuristic import HeuristicAgent, ToolIndex, tool_views
 from agentomnia.omniabench.hf import HFAgent, check_checkpoint
 from agentomnia.omniabench.runner import PolicyFactory
@@ -167,10 +168,14 @@ def _openai_factory(
     return make
 
 
-def _hf_factory(path: str, max_new_tokens: int, device: str | None) -> PolicyFactory:
+def _hf_factory(
+    path: str, max_new_tokens: int, device: str | None, decoders: DecoderPool | None
+) -> PolicyFactory:
     folder = check_checkpoint(Path(path))  # a wrong path fails here, before any trial runs
 
     def make(task: Task, bundle: Bundle, trial: int) -> Agent:
+        if decoders is not None:
+            return decoders.agent(folder, max_new_tokens=max_new_tokens, name=f"hf:{path}")
         return HFAgent(folder, max_new_tokens=max_new_tokens, device=device, name=f"hf:{path}")
 
     return make
@@ -188,21 +193,23 @@ def make_policy(
     sandbox: Sandbox | None = None,
     plans: Mapping[str, Sequence[ReferenceCall]] | None = None,
     max_calls: int = 6,
+    decoders: DecoderPool | None = None,
 ) -> tuple[str, PolicyFactory]:
     """(policy name, factory) for a spec (see the module docstring for the forms).
 
     openai: `llm_settings` (default from the environment) with the model replaced by the spec's;
     `llm_factory` builds the client instead of the OpenAI-compatible backend (tests, other
     clients); `cache_path` keeps responses for reproducible reruns. hf: `max_new_tokens` per turn,
-    `device` (default cuda when available). baseline:heuristic: `embedder` for tool retrieval
-    (default the model-free HashingEmbedder) and `max_calls`. reference: `sandbox` to derive plans
+    `device` (default cuda when available), `decoders` to decode in worker processes (see
+    `decoders.DecoderPool`; in this process when None). baseline:heuristic: `embedder` for tool
+    retrieval (default the model-free HashingEmbedder) and `max_calls`. reference: `sandbox` to derive plans
     (program tasks run their program there), or `plans` by task id precomputed.
     """
     kind, argument = parse_spec(spec)
     if kind == "openai":
         return f"openai:{argument}", _openai_factory(argument, llm_settings, llm_factory, cache_path)
     if kind == "hf":
-        return f"hf:{argument}", _hf_factory(argument, max_new_tokens, device)
+        return f"hf:{argument}", _hf_factory(argument, max_new_tokens, device, decoders)
     if kind == "reference":
         if sandbox is None and plans is None:
             raise ValueError("the reference policy needs sandbox= (to derive reference plans) or plans=")

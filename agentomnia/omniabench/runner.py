@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from agentomnia.llm.protocol import LLM, LLMError, LLMOutputError
+from agentomnia.omniabench.decoders import DecoderError
 from agentomnia.omniabench.models import BenchmarkItem, EvalResult, FieldDiff
 from agentomnia.omniabench.split import benchmark_item
 from agentomnia.sandbox import errors as sandbox_errors
@@ -50,8 +51,9 @@ WHOLE_RECORD = "*"  # FieldDiff.field for a record created or deleted as a whole
 
 
 class _GuardedAgent:
-    """Passes every turn to the agent and remembers an endpoint transport failure, so the runner can
-    tell "the model could not be reached" (infrastructure) from "the policy broke" (the agent)."""
+    """Passes every turn to the agent and remembers an endpoint transport failure or a decoder
+    process that failed, so the runner can tell "the model could not be reached" (infrastructure)
+    from "the policy broke" (the agent)."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
@@ -68,6 +70,15 @@ class _GuardedAgent:
         except LLMError as exc:
             self.transport_error = f"the policy's model endpoint failed: {exc}"
             raise
+        except DecoderError as exc:
+            self.transport_error = f"the policy's decoder process failed: {exc}"
+            raise
+
+    def close(self) -> None:
+        """Let the agent free what it holds for this trial (a decoder process's cache), if it can."""
+        close = getattr(self.agent, "close", None)
+        if callable(close):
+            close()
 
 
 class _SandboxVerifier:
@@ -173,6 +184,8 @@ def run_trial(
         run = rollout(task, bundle, sandbox, agent, user=make_user(task, llm), max_steps=max_steps)
     except Exception as exc:  # the session, the worker or the user simulator failed, not the agent
         return infra(f"the run could not complete: {type(exc).__name__}: {exc}")
+    finally:
+        agent.close()
     infra_error = agent.transport_error if run.stop_reason == "error" else None
     crashed = next((s for s in run.steps if s.error_code in INFRA_CODES), None)
     if infra_error is None and crashed is not None:

@@ -30,6 +30,7 @@ from agentomnia.config import LLMSettings
 from agentomnia.embeddings import Embedder
 from agentomnia.lineage import Edge, LineageStore, lineage_row
 from agentomnia.llm import LLM
+from agentomnia.omniabench.decoders import DecoderPool
 from agentomnia.omniabench.failures import failures_of
 from agentomnia.omniabench.metrics import EvalReport, report
 from agentomnia.omniabench.models import BenchmarkSplit, DroppedCandidate, EvalResult
@@ -228,11 +229,14 @@ def _served(policy: str, store: Storage, llm: LLM | None) -> dict[str, Any]:
     return {"llm_factory": client, "cache_path": store.llm_cache_path}
 
 
-def trial_threads(policy: str, sandbox: Sandbox) -> int:
-    """Trials run side by side: one per sandbox worker, but one at a time for a local checkpoint,
-    whose generation already keeps every core busy (two trials at once contend for the cores and the
-    interpreter: 34 benchmark trials took 31.4 s on two threads and 22.7 s on one, 2 cores)."""
-    return 1 if policy.startswith("hf:") else max(1, sandbox.config.workers)
+def trial_threads(policy: str, sandbox: Sandbox, decoders: DecoderPool | None = None) -> int:
+    """Trials run side by side: one per sandbox worker; for a local checkpoint, one per decoder
+    process, or one at a time when it decodes in this process (two trials on two threads of one
+    process contend for the interpreter: 34 benchmark trials took 31.4 s on two threads and 22.7 s on
+    one, 2 cores)."""
+    if policy.startswith("hf:"):
+        return decoders.size if decoders is not None else 1
+    return max(1, sandbox.config.workers)
 
 
 def run_evaluation(
@@ -252,9 +256,11 @@ def run_evaluation(
     on_result: Callable[[EvalResult], None] | None = None,
     source: str = "benchmark",
     name: str | None = None,
+    decoders: DecoderPool | None = None,
 ) -> EvaluationOutcome:
     """Evaluate `policy` (a spec, see `policies.make_policy`) on the benchmark with `trials` runs per
-    task; store the results, the report, the failures (failure table + lineage)."""
+    task; store the results, the report, the failures (failure table + lineage). A local checkpoint
+    decodes in `decoders`' processes, its trials side by side, when given."""
     split, tasks = imported_split(store, round_key) if source == "imported" else require_benchmark(store)
     if limit:
         tasks = tasks[:limit]
@@ -263,6 +269,7 @@ def run_evaluation(
         policy,
         embedder=embedder,
         sandbox=sandbox,
+        decoders=decoders,
         **{**_served(policy, store, llm), **dict(policy_options or {})},
     )
     name = name or made  # a caller may name the policy apart from where it lives (`checkpoint:rl`)
@@ -278,7 +285,7 @@ def run_evaluation(
     started = time.perf_counter()
     results = evaluate(
         tasks, items, bundles, sandbox, factory, policy_name=name, eval_id=eval_id, trials=trials,
-        max_steps=max_steps, llm=llm, workers=trial_threads(policy, sandbox), on_result=on_result,
+        max_steps=max_steps, llm=llm, workers=trial_threads(policy, sandbox, decoders), on_result=on_result,
         round_key=round_key,
     )  # fmt: skip
     results = [r.in_round(round_key) for r in results]

@@ -757,14 +757,80 @@ def test_a_checkpoint_agent_runs_only_what_each_turn_adds(tmp_path: Path) -> Non
     assert kept.reused_tokens == before
 
 
-def test_a_local_checkpoint_runs_its_trials_one_at_a_time() -> None:
-    """A checkpoint's generation keeps every core busy: its trials take one thread; any other policy
-    runs one trial per sandbox worker."""
+def test_a_local_checkpoint_runs_one_trial_per_decoder_process() -> None:
+    """A checkpoint decoding in this process runs its trials one at a time (two threads contend for the
+    interpreter); with a decoder pool, one trial per process; any other policy runs one trial per
+    sandbox worker. A pool is worth starting on a CPU with two cores or more, never on a GPU."""
     from types import SimpleNamespace
 
+    from agentomnia.omniabench.decoders import decoder_count
     from agentomnia.omniabench.service import trial_threads
 
     box = SimpleNamespace(config=SimpleNamespace(workers=3))
+    pool = SimpleNamespace(size=2)
     assert trial_threads("hf:/tmp/checkpoints/sft/r0", box) == 1  # type: ignore[arg-type]
-    assert trial_threads("baseline:heuristic", box) == 3  # type: ignore[arg-type]
+    assert trial_threads("hf:/tmp/checkpoints/sft/r0", box, pool) == 2  # type: ignore[arg-type]
+    assert trial_threads("baseline:heuristic", box, pool) == 3  # type: ignore[arg-type]
     assert trial_threads("openai:qwen3", box) == 3  # type: ignore[arg-type]
+    assert [decoder_count("cpu", n) for n in (1, 2, 3, 16)] == [0, 2, 3, 4]
+    assert decoder_count("cuda", 16) == 0
+
+
+def test_a_decoder_pool_replies_as_the_checkpoint_does_in_this_process(tmp_path: Path) -> None:
+    """Agents decoded in worker processes give exactly the in-process agent's replies turn after turn,
+    each pinned to the least busy process; a checkpoint a worker cannot load, or a worker that is gone,
+    fails the turn with a `DecoderError` that says so, and a trial whose decoder is gone is reported
+    as an infrastructure failure, not as the policy's."""
+    import os
+    import signal
+
+    from agentomnia.omniabench.decoders import DecoderError, DecoderPool
+    from agentomnia.omniabench.hf import HFAgent
+    from agentomnia.omniabench.runner import _GuardedAgent
+    from trainers.model import ModelSettings, build_tiny_model, build_tokenizer, rows_as_text
+
+    tools = [{"type": "function", "function": {"name": "get_claim", "description": "Get one claim.",
+              "parameters": {"type": "object", "properties": {"claim_id": {"type": "string"}}}}}]  # fmt: skip
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You operate tools."},
+        {"role": "user", "content": "Show claim CLA-006 and then its payments."},
+    ]
+    settings = ModelSettings(vocab_size=600, hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1,
+                             intermediate_size=64)  # fmt: skip
+    tokenizer = build_tokenizer(rows_as_text([{"messages": messages, "tools": tools}], repeats=5), 600)
+    build_tiny_model(tokenizer, settings).save_pretrained(tmp_path / "ckpt")
+    tokenizer.save_pretrained(tmp_path / "ckpt")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+
+    with DecoderPool(2, preload=[tmp_path / "ckpt"]) as pool:
+        assert pool.size == 2
+        here = HFAgent(tmp_path / "ckpt", max_new_tokens=12, device="cpu")
+        first = pool.agent(tmp_path / "ckpt", max_new_tokens=12, name="hf:ckpt")
+        second = pool.agent(tmp_path / "ckpt", max_new_tokens=12)
+        assert first.name == "hf:ckpt" and second.name.startswith("hf:")
+        assert first._worker is not second._worker  # each on its own process
+        for turn in range(3):
+            expected = here.act(messages, tools)
+            assert first.act(messages, tools) == expected, turn
+            messages += [
+                {"role": "assistant", "content": "Looking it up."},
+                {"role": "user", "content": f"Turn {turn}: the claim is open."},
+            ]
+        first.close()
+        third = pool.agent(tmp_path / "ckpt", max_new_tokens=12)
+        assert third._worker is first._worker  # the freed process is the least busy one
+        with pytest.raises(DecoderError, match="decoder process .*(JSON|json|Expecting|config)"):
+            pool.agent(broken, max_new_tokens=12).act(messages, tools)
+
+        os.kill(second._worker.process.pid, signal.SIGKILL)
+        second._worker.process.join(timeout=10)
+        with pytest.raises(DecoderError, match="is gone"):
+            second.act(messages, tools)
+        second.close()  # a worker that is gone holds nothing to free
+
+        guarded = _GuardedAgent(second)
+        with pytest.raises(DecoderError):
+            guarded.act(messages, tools)
+        assert "decoder process failed" in str(guarded.transport_error)  # the trial's infra_error
