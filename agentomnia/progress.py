@@ -8,10 +8,11 @@ nothing reads it to decide anything, and a stage that reports nothing simply sho
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -60,27 +61,51 @@ def clear(step: str) -> None:
 
 
 def tracked_map(
-    step: str, unit: str, fn: Callable[[T], R], items: Iterable[T], *, workers: int = 1
+    step: str,
+    unit: str,
+    fn: Callable[[T], R],
+    items: Iterable[T],
+    *,
+    workers: int = 1,
+    processes: int = 0,
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple[Any, ...] = (),
 ) -> list[R]:
-    """`[fn(x) for x in items]` on `workers` threads, in order, each finished item reported."""
+    """`[fn(x) for x in items]` on `workers` threads, in order, each finished item reported.
+
+    With `processes` > 1 the items run on that many spawned worker processes instead (each first runs
+    `initializer(*initargs)`): work bound by the interpreter gets every core, where threads of one
+    process take turns. `fn`, the items and the results must then pickle (`fn` a module-level
+    function)."""
     todo: Sequence[T] = list(items)
     count = [0]
     count_lock = threading.Lock()
     report(step, 0, len(todo), unit)
 
-    def one(item: T) -> R:
-        result = fn(item)
+    def done() -> None:
         with count_lock:
             count[0] += 1
-            done = count[0]
-        report(step, done, len(todo), unit)
+            report(step, count[0], len(todo), unit)
+
+    def one(item: T) -> R:
+        result = fn(item)
+        done()
         return result
 
     try:
+        if processes > 1:
+            context = multiprocessing.get_context("spawn")  # never fork a process that holds threads
+            with ProcessPoolExecutor(
+                max_workers=max(1, min(processes, len(todo))), mp_context=context, initializer=initializer, initargs=initargs
+            ) as pool:  # fmt: skip
+                futures = [pool.submit(fn, item) for item in todo]
+                for future in futures:
+                    future.add_done_callback(lambda _: done())
+                return [f.result() for f in futures]
         if workers <= 1:
             return [one(x) for x in todo]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            out: list[Any] = list(pool.map(one, todo))
+        with ThreadPoolExecutor(max_workers=workers) as threads:
+            out: list[Any] = list(threads.map(one, todo))
         return out
     finally:
         clear(step)

@@ -12,6 +12,7 @@ seeds -> candidates (inferred_from) -> selection (selection_of) -> state spec (s
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +43,9 @@ from agentomnia.envs.toolset import Normalization, ToolsetConfig
 from agentomnia.lineage import Edge, LineageRow, lineage_row
 from agentomnia.lineage.store import Relation
 from agentomnia.llm import LLM
+from agentomnia.processes import exit_with_parent
 from agentomnia.rejection import Rejection, rejection_lineage, save_rejections
-from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.sandbox.sandbox import Sandbox, SandboxConfig
 from agentomnia.seeds.inference import DomainMatcher, EnvCandidate, infer_candidates
 from agentomnia.seeds.models import Seed
 from agentomnia.seeds.selection import SelectionConfig, select
@@ -243,7 +245,11 @@ def environment_variations(seeds: Iterable[Seed]) -> tuple[str, ...]:
 def seed_variations(seeds: Iterable[Seed]) -> VaryState | None:
     """How an environment built from `seeds` rewrites its s0: the PRD's environment variations
     (`vary_environment`), or None outside a PRD round."""
-    variations = environment_variations(seeds)
+    return varied(environment_variations(seeds))
+
+
+def varied(variations: tuple[str, ...]) -> VaryState | None:
+    """The s0 rewrite of these environment variations (`vary_environment`), None for none."""
     if not variations:
         return None
 
@@ -262,25 +268,60 @@ def environments_stage(
     *,
     llm: LLM | None = None,
     config: BuildConfig | None = None,
-    parallel: Callable[[Callable[[StagedSpec], Any], Sequence[StagedSpec]], list[Any]] | None = None,
+    parallel: Callable[..., list[Any]] | None = None,
     meta: Mapping[str, Any] | None = None,
     seeds: Mapping[str, Seed] | None = None,
+    processes: int = 0,
 ) -> StageOutput[BuiltEnv]:
     """Code, s0 and three-level verification per toolset; `parallel` maps the build over the specs.
     With the round's `seeds`, an environment whose seeds carry a PRD's environment variations has
-    them built into its s0 (`seed_variations`)."""
+    them built into its s0 (`seed_variations`).
+
+    With `processes` > 1, no model and more than one spec, the builds run on that many worker
+    processes, each with a one-worker sandbox configured as `sandbox` is (`parallel` is then called
+    with `processes=`, `initializer=` and `initargs=`, as `progress.tracked_map` takes them): building
+    is bound by the interpreter, which threads of one process share. An environment is built the same
+    wherever it is built."""
     cfg = config or BuildConfig()
     known = seeds or {}
 
+    def variations(s: StagedSpec) -> tuple[str, ...]:
+        return environment_variations(known[i] for i in s.spec.seed_ids if i in known)
+
     def build(s: StagedSpec) -> BuiltEnv | Rejection:
-        vary = seed_variations(known[i] for i in s.spec.seed_ids if i in known)
+        vary = varied(variations(s))
         return verify_stage(s.spec, s.space, s.normalization, sandbox, llm=llm, config=cfg, vary=vary)
 
-    results = parallel(build, staged) if parallel else [build(s) for s in staged]
+    if processes > 1 and llm is None and len(staged) > 1 and parallel is not None:
+        jobs = [(s, cfg, variations(s)) for s in staged]
+        options = {"processes": processes, "initializer": _builder_start, "initargs": (sandbox.config,)}
+        results = parallel(_build_in_worker, jobs, **options)
+    else:
+        results = parallel(build, staged) if parallel else [build(s) for s in staged]
     out: StageOutput[BuiltEnv] = StageOutput("verification", [])
     for s, result in zip(staged, results, strict=True):
         out.extend(_environment_lineage(ctx, result, s.spec.id, storage, meta))
     return out
+
+
+_BUILDER_SANDBOX: Sandbox | None = None  # a builder process's own sandbox (`_builder_start`)
+
+
+def _builder_start(config: SandboxConfig) -> None:
+    """A builder process's start: a one-worker sandbox with the stage's limits, closed at exit."""
+    global _BUILDER_SANDBOX
+    exit_with_parent()
+    settings = config.model_dump(exclude={"workers", "scratch_dir"})
+    _BUILDER_SANDBOX = Sandbox(1, **settings)
+    atexit.register(_BUILDER_SANDBOX.close)
+
+
+def _build_in_worker(job: tuple[StagedSpec, BuildConfig, tuple[str, ...]]) -> BuiltEnv | Rejection:
+    assert _BUILDER_SANDBOX is not None, "builder process not started"
+    s, cfg, variations = job
+    return verify_stage(
+        s.spec, s.space, s.normalization, _BUILDER_SANDBOX, config=cfg, vary=varied(variations)
+    )
 
 
 def _environment_lineage(

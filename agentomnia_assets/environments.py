@@ -1,5 +1,6 @@
 """Environment synthesis (paper §4.2.2-4.2.4): state spaces, toolsets, verified bundles, statistics."""
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,9 @@ class EnvironmentsConfig(dg.Config):
     rollout_steps: int = 12
     repair_rounds: int = 2
     max_environments: int = 0  # 0 = every selected candidate; a smaller number for quick runs
+    # processes that build offline, each with a one-worker sandbox (building is bound by the interpreter,
+    # which threads share); None: one per core; 0 or 1: threads of this process on its sandbox
+    processes: int | None = None
 
 
 def _staged(artifacts: RoundArtifacts, artifact: Any) -> list[StagedSpec]:
@@ -178,13 +182,16 @@ def environments(
     )  # fmt: skip
     box = sandbox.get()
 
-    def parallel(fn: Any, items: Any) -> list[Any]:
-        return tracked_map(context.op_def.name, "environments", fn, items, workers=max(1, box.config.workers))
+    def parallel(fn: Any, items: Any, **processes: Any) -> list[Any]:
+        workers = max(1, box.config.workers)
+        return tracked_map(context.op_def.name, "environments", fn, items, workers=workers, **processes)
 
     ctx = StageContext(context.partition_key, context.run.run_id)
     seeds = {s.id: s for s in artifacts.seeds()}  # a PRD round's seeds carry its environment variations
     model = llm.get()
-    out = environments_stage(ctx, staged, box, store, llm=model, config=cfg, parallel=parallel, seeds=seeds)
+    processes = (os.cpu_count() or 1) if config.processes is None else config.processes
+    out = environments_stage(ctx, staged, box, store, llm=model, config=cfg, parallel=parallel, seeds=seeds,
+                             processes=processes)  # fmt: skip
     built = out.kept
     publish(out, ctx, artifacts, ENVIRONMENTS, lineage.get(),
             write=lambda _path, kept: write_environments(artifacts, store, kept))  # fmt: skip

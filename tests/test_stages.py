@@ -8,7 +8,7 @@ must give the same records, the same lineage rows and the same edges.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 import pytest
 
@@ -191,3 +191,35 @@ def test_a_prd_rounds_environment_variations_are_built_into_s0_and_verified(
     assert changed >= 1  # records taken out of service change in place
     row = next(r for r in built.rows if r.id == env.env_id)
     assert set(row.meta["variations"]) == made
+
+
+def test_builder_processes_build_what_this_process_builds(tmp_path: Path, sandbox: Sandbox) -> None:
+    """Offline, the environments stage builds on worker processes, each with its own one-worker
+    sandbox: the same environments (a PRD's variations included) and the same lineage as a build in
+    this process, the processes asked of the caller's map."""
+    from agentomnia.progress import tracked_map
+    from tests.fixtures.domains import FREIGHT
+
+    ctx = StageContext("r1", "run-1")
+    parcel, freight = PARCEL.seed(), FREIGHT.seed()
+    asked = parcel.model_copy(
+        update={"metadata": {**parcel.metadata, "env_variations": ["distractor_injection"]}}
+    )
+    seeds = {parcel.id: asked, freight.id: freight}
+    cfg = BuildConfig(toolset=ToolsetConfig())
+    state = state_space_stage(ctx, [PARCEL.candidate(), FREIGHT.candidate()], seeds, load_taxonomy())
+    tooled = toolsets_stage(ctx, state.kept, seeds, cfg.toolset)
+    here = environments_stage(ctx, tooled.kept, sandbox, Storage(tmp_path / "a"), config=cfg, seeds=seeds)
+    asked_for: list[int] = []
+
+    def parallel(fn: Any, items: Any, **options: Any) -> list[Any]:
+        asked_for.append(options.get("processes", 0))
+        return tracked_map("environments", "environments", fn, items, **options)
+
+    apart = environments_stage(ctx, tooled.kept, sandbox, Storage(tmp_path / "b"), config=cfg, seeds=seeds,
+                               parallel=parallel, processes=2)  # fmt: skip
+    assert asked_for == [2]
+    assert len(here.kept) == 2 and [b.env_id for b in apart.kept] == [b.env_id for b in here.kept]
+    assert [b.variations for b in apart.kept] == [b.variations for b in here.kept]
+    assert any(b.variations for b in apart.kept)
+    assert _lineage(*apart.lineage(ctx)) == _lineage(*here.lineage(ctx))

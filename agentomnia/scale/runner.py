@@ -16,7 +16,6 @@ import atexit
 import json
 import multiprocessing
 import os
-import sys
 import threading
 import time
 import uuid
@@ -31,6 +30,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 
 from agentomnia.catalog import SCALE
+from agentomnia.processes import exit_with_parent, stdout_to_stderr
 from agentomnia.scale.plan import ScalePlan, ShardSpec, plan_kind, shard_plan
 from agentomnia.scale.shard import STAGES, ShardContext, ShardResult, StageTime, run_shard, segments_dir
 from agentomnia.storage import Storage
@@ -120,35 +120,6 @@ class ScaleSummary(BaseModel):
 # -- worker processes -----------------------------------------------------------------------------
 
 _CONTEXT: ShardContext | None = None
-
-
-def exit_with_parent(every_s: float = 1.0) -> threading.Thread:
-    """Exit this process once its parent is gone, instead of idling on as an orphan.
-
-    A pool worker holds both ends of the executor's call queue, so a parent killed with SIGKILL (an
-    out-of-memory kill, a terminated run) never closes it and the worker would block forever, or
-    finish its shard for nobody. The shard it leaves half-done has no `done.json` and is redone on
-    resume; its sandbox workers see their socket close and exit too."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(every_s)
-        os._exit(3)
-
-    thread = threading.Thread(target=watch, name="exit-with-parent", daemon=True)
-    thread.start()
-    return thread
-
-
-def stdout_to_stderr() -> None:
-    """Point this process's file descriptor 1 at its stderr.
-
-    A worker has nothing to say on stdout, but native libraries print there (HiGHS, under the MILP
-    solver, writes a debug line now and then), which would corrupt what the parent prints there,
-    such as `bench scale --json`."""
-    sys.stdout.flush()
-    os.dup2(2, 1)
 
 
 def _worker_init(home: str, sandbox_workers: int) -> None:

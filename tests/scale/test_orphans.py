@@ -20,7 +20,7 @@ time.sleep(600)
 """
 _CHILD = """
 import time
-from agentomnia.scale.runner import exit_with_parent
+from agentomnia.processes import exit_with_parent
 exit_with_parent(every_s=0.1)
 open({ready!r}, "w").close()
 time.sleep(600)
@@ -66,7 +66,7 @@ def test_a_worker_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
 def test_a_worker_writes_nothing_to_stdout_even_from_native_code() -> None:
     code = (
         "import os, sys\n"
-        "from agentomnia.scale.runner import stdout_to_stderr\n"
+        "from agentomnia.processes import stdout_to_stderr\n"
         "print('before', flush=True)\n"
         "stdout_to_stderr()\n"
         "os.write(1, b'native noise\\n')\n"

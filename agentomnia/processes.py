@@ -1,0 +1,38 @@
+"""What every worker process the platform spawns does for itself: leave with its parent, and keep
+stdout clean for the parent's output."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+
+def exit_with_parent(every_s: float = 1.0) -> threading.Thread:
+    """Exit this process once its parent is gone, instead of idling on as an orphan.
+
+    A pool worker holds both ends of the executor's call queue, so a parent killed with SIGKILL (an
+    out-of-memory kill, a terminated run) never closes it and the worker would block forever, or
+    finish its shard for nobody. The shard it leaves half-done has no `done.json` and is redone on
+    resume; its sandbox workers see their socket close and exit too."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(3)
+
+    thread = threading.Thread(target=watch, name="exit-with-parent", daemon=True)
+    thread.start()
+    return thread
+
+
+def stdout_to_stderr() -> None:
+    """Point this process's file descriptor 1 at its stderr.
+
+    A worker has nothing to say on stdout, but native libraries print there (HiGHS, under the MILP
+    solver, writes a debug line now and then), which would corrupt what the parent prints there,
+    such as `bench scale --json`."""
+    sys.stdout.flush()
+    os.dup2(2, 1)
