@@ -1,12 +1,17 @@
-"""What every worker process the platform spawns does for itself: leave with its parent, and keep
-stdout clean for the parent's output."""
+"""What every worker process the platform spawns does for itself: leave with its parent, keep
+stdout clean for the parent's output, and run generated code in a sandbox of its own."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
 import time
+
+from agentomnia.sandbox.sandbox import Sandbox, SandboxConfig
+
+_SANDBOX: Sandbox | None = None  # a worker process's own sandbox (`start_sandbox`)
 
 
 def exit_with_parent(every_s: float = 1.0) -> threading.Thread:
@@ -36,3 +41,24 @@ def stdout_to_stderr() -> None:
     such as `bench scale --json`."""
     sys.stdout.flush()
     os.dup2(2, 1)
+
+
+def start_sandbox(config: SandboxConfig) -> None:
+    """A pool worker's initializer: leave with the parent, and open a one-worker sandbox with the
+    limits of `config` (the parent's), closed when the process exits (`own_sandbox`)."""
+    global _SANDBOX
+    exit_with_parent()
+    _SANDBOX = Sandbox(1, **config.model_dump(exclude={"workers", "scratch_dir"}))
+    atexit.register(_SANDBOX.close)
+
+
+def own_sandbox() -> Sandbox:
+    """The sandbox `start_sandbox` opened in this worker process."""
+    if _SANDBOX is None:
+        raise RuntimeError("this process has no sandbox: start its pool with initializer=start_sandbox")
+    return _SANDBOX
+
+
+def worker_processes(configured: int | None = None) -> int:
+    """Worker processes a stage runs on: `configured`, or one per core when None."""
+    return (os.cpu_count() or 1) if configured is None else configured

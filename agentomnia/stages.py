@@ -12,7 +12,6 @@ seeds -> candidates (inferred_from) -> selection (selection_of) -> state spec (s
 
 from __future__ import annotations
 
-import atexit
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,9 +42,9 @@ from agentomnia.envs.toolset import Normalization, ToolsetConfig
 from agentomnia.lineage import Edge, LineageRow, lineage_row
 from agentomnia.lineage.store import Relation
 from agentomnia.llm import LLM
-from agentomnia.processes import exit_with_parent
+from agentomnia.processes import own_sandbox, start_sandbox
 from agentomnia.rejection import Rejection, rejection_lineage, save_rejections
-from agentomnia.sandbox.sandbox import Sandbox, SandboxConfig
+from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.seeds.inference import DomainMatcher, EnvCandidate, infer_candidates
 from agentomnia.seeds.models import Seed
 from agentomnia.seeds.selection import SelectionConfig, select
@@ -294,7 +293,7 @@ def environments_stage(
 
     if processes > 1 and llm is None and len(staged) > 1 and parallel is not None:
         jobs = [(s, cfg, variations(s)) for s in staged]
-        options = {"processes": processes, "initializer": _builder_start, "initargs": (sandbox.config,)}
+        options = {"processes": processes, "initializer": start_sandbox, "initargs": (sandbox.config,)}
         results = parallel(_build_in_worker, jobs, **options)
     else:
         results = parallel(build, staged) if parallel else [build(s) for s in staged]
@@ -304,24 +303,9 @@ def environments_stage(
     return out
 
 
-_BUILDER_SANDBOX: Sandbox | None = None  # a builder process's own sandbox (`_builder_start`)
-
-
-def _builder_start(config: SandboxConfig) -> None:
-    """A builder process's start: a one-worker sandbox with the stage's limits, closed at exit."""
-    global _BUILDER_SANDBOX
-    exit_with_parent()
-    settings = config.model_dump(exclude={"workers", "scratch_dir"})
-    _BUILDER_SANDBOX = Sandbox(1, **settings)
-    atexit.register(_BUILDER_SANDBOX.close)
-
-
 def _build_in_worker(job: tuple[StagedSpec, BuildConfig, tuple[str, ...]]) -> BuiltEnv | Rejection:
-    assert _BUILDER_SANDBOX is not None, "builder process not started"
     s, cfg, variations = job
-    return verify_stage(
-        s.spec, s.space, s.normalization, _BUILDER_SANDBOX, config=cfg, vary=varied(variations)
-    )
+    return verify_stage(s.spec, s.space, s.normalization, own_sandbox(), config=cfg, vary=varied(variations))
 
 
 def _environment_lineage(

@@ -1,6 +1,5 @@
 """Environment synthesis (paper §4.2.2-4.2.4): state spaces, toolsets, verified bundles, statistics."""
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from agentomnia.envs.stats import environment_stats as table5_stats
 from agentomnia.envs.stats import stats_histogram_png
 from agentomnia.envs.toolset import ToolsetConfig
 from agentomnia.envs.verify import record_verdict
+from agentomnia.processes import worker_processes
 from agentomnia.progress import tracked_map
 from agentomnia.realism import consistency_metrics, read_bundles, tool_metrics, value_metrics
 from agentomnia.stages import (
@@ -189,9 +189,8 @@ def environments(
     ctx = StageContext(context.partition_key, context.run.run_id)
     seeds = {s.id: s for s in artifacts.seeds()}  # a PRD round's seeds carry its environment variations
     model = llm.get()
-    processes = (os.cpu_count() or 1) if config.processes is None else config.processes
     out = environments_stage(ctx, staged, box, store, llm=model, config=cfg, parallel=parallel, seeds=seeds,
-                             processes=processes)  # fmt: skip
+                             processes=worker_processes(config.processes))  # fmt: skip
     built = out.kept
     publish(out, ctx, artifacts, ENVIRONMENTS, lineage.get(),
             write=lambda _path, kept: write_environments(artifacts, store, kept))  # fmt: skip

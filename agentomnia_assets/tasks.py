@@ -11,12 +11,13 @@ from agentomnia.catalog import DAG_TASKS, ENVIRONMENTS, PROGRAM_TASKS, SOLVER_TA
 from agentomnia.directives import SynthesisDirectives
 from agentomnia.envs.spec import EnvSpec
 from agentomnia.lineage import LineageRow
+from agentomnia.processes import start_sandbox, worker_processes
 from agentomnia.progress import tracked_map
 from agentomnia.rejection import Rejection
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.stages import StageContext, publish, solver_environments, tasks_stage
 from agentomnia.storage import Storage
-from agentomnia.tasks.dag.synth import summarize_tasks, synthesize_dag_variants
+from agentomnia.tasks.dag.synth import summarize_tasks, synthesize_dag_in_worker, synthesize_dag_variants
 from agentomnia.tasks.families import family_of, is_challenging_kind
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.models import Task
@@ -82,6 +83,9 @@ class DagTasksConfig(dg.Config):
         0.3  # of DAG tasks posed multi-turn, with a detail withheld for the simulated user
     )
     max_environments: int = 0  # 0 = every verified environment
+    # offline, the environments' tasks are made on this many worker processes, each with a one-worker
+    # sandbox; None: one per core; 0 or 1: threads of this process on its sandbox
+    processes: int | None = None
 
 
 @round_asset(
@@ -119,7 +123,13 @@ def dag_tasks(
             folder, box, plan, llm=model, directives=directives, multi_turn=config.multi_turn_share
         )
 
-    results = _parallel(box, dirs, one, step=context.op_def.name, unit="environments")
+    processes = worker_processes(config.processes)
+    if model is None and processes > 1 and len(dirs) > 1:  # offline synthesis is bound by the interpreter
+        jobs = [(folder, plan, directives, config.multi_turn_share) for folder in dirs]
+        results = tracked_map(context.op_def.name, "environments", synthesize_dag_in_worker, jobs,
+                              processes=processes, initializer=start_sandbox, initargs=(box.config,))  # fmt: skip
+    else:
+        results = _parallel(box, dirs, one, step=context.op_def.name, unit="environments")
     tasks = [t for kept, _ in results for t in kept]
     rejected = [r for _, rej in results for r in rej]
     path = _publish_tasks(context, store, lineage, DAG_TASKS, tasks, rejected)

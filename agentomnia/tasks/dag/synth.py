@@ -35,6 +35,7 @@ from agentomnia.envs.spec import EnvSpec
 from agentomnia.envs.state import state_violations
 from agentomnia.llm import LLM
 from agentomnia.llm.ledger import fallback, verdict
+from agentomnia.processes import own_sandbox
 from agentomnia.records import content_hash
 from agentomnia.rejection import Rejection
 from agentomnia.sandbox.bundle import Bundle
@@ -628,3 +629,12 @@ def summarize_tasks(tasks: list[Task], rejected: list[Rejection]) -> dict[str, A
         "primary_atom": primary,
         "rejected_by_stage": stages,
     }
+
+
+def synthesize_dag_in_worker(
+    job: tuple[Path, Sequence[tuple[str, int]], SynthesisDirectives | None, float],
+) -> tuple[list[Task], list[Rejection]]:
+    """`synthesize_dag_variants` of (bundle folder, plan, directives, multi-turn share), offline, in a
+    pool worker started with `processes.start_sandbox`: the same tasks as in the calling process."""
+    folder, plan, directives, multi_turn = job
+    return synthesize_dag_variants(folder, own_sandbox(), plan, directives=directives, multi_turn=multi_turn)

@@ -22,7 +22,7 @@ from agentomnia.tasks.dag import check_task, synthesize_dag_tasks, synthesize_da
 from agentomnia.tasks.dag.bench import bench_dag_tasks
 from agentomnia.tasks.dag.generate import Executed, Generator, Reject, chain_can_run
 from agentomnia.tasks.dag.sampling import chain_pool
-from agentomnia.tasks.dag.synth import EnvContext
+from agentomnia.tasks.dag.synth import EnvContext, synthesize_dag_in_worker
 from agentomnia.tasks.hardening import OPERATORS, apply_all, copy_state, violations_since
 from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.models import Task
@@ -48,6 +48,24 @@ def test_one_call_for_all_variants_equals_one_call_per_variant(
     assert [t.id for t in tasks] == [t.id for kept, _ in apart for t in kept]
     assert [(r.stage, r.reason) for r in rejected] == [(r.stage, r.reason) for _, rej in apart for r in rej]
     assert {t.kind for t in tasks} == {"dag_standard", "dag_challenge"}
+
+
+def test_a_worker_process_makes_the_tasks_this_process_makes(
+    freight_dir: Path, freight_sandbox: Sandbox
+) -> None:
+    """Offline DAG synthesis on pool workers (`synthesize_dag_in_worker`, each process with its own
+    sandbox, as the dag_tasks asset runs it) gives the tasks and rejections a call here gives."""
+    from agentomnia.processes import start_sandbox
+    from agentomnia.progress import tracked_map
+
+    tasks, rejected = synthesize_dag_variants(freight_dir, freight_sandbox, PLAN, multi_turn=0.5)
+    jobs = [(freight_dir, PLAN, None, 0.5)] * 2
+    apart = tracked_map("dag_tasks", "environments", synthesize_dag_in_worker, jobs, processes=2,
+                        initializer=start_sandbox, initargs=(freight_sandbox.config,))  # fmt: skip
+    assert tasks and len(apart) == 2
+    for kept, refused in apart:
+        assert [t.model_dump() for t in kept] == [t.model_dump() for t in tasks]
+        assert [(r.stage, r.reason) for r in refused] == [(r.stage, r.reason) for r in rejected]
 
 
 def test_kept_tasks_pass_their_oracle_and_leak_nothing(
