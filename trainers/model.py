@@ -68,7 +68,11 @@ class ModelSettings(BaseModel):
         "tool-call format; 0 leaves its weights random",
     )
     pretrain_block: int = Field(default=256, ge=16, description="tokens per pretraining window")
-    pretrain_batch: int = Field(default=16, ge=1, description="windows per pretraining step")
+    pretrain_batch: int = Field(
+        default=8,
+        ge=1,
+        description="windows per pretraining step (more steps of fewer windows learn more a token)",
+    )
     pretrain_learning_rate: float = Field(default=3e-3, gt=0)
     seed: int = 0
 
