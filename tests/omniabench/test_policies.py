@@ -723,10 +723,9 @@ def test_a_sampling_policy_repeats_each_attempt_and_varies_between_them(tmp_path
     assert len({reply(a) for a in range(4)}) > 1
 
 
-def test_a_checkpoint_agent_runs_only_what_each_turn_adds(tmp_path: Path) -> None:
-    """The next turn's prompt starts with the last turn's prompt and reply: the agent keeps their keys
-    and values and runs only the new tokens, and replies exactly as an agent that runs it all."""
-    from agentomnia.omniabench.hf import HFAgent
+def _claim_checkpoint(folder: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """An untrained tiny checkpoint saved at `folder`, and the two-message claim conversation with its
+    one tool that its tokenizer learned."""
     from trainers.model import ModelSettings, build_tiny_model, build_tokenizer, rows_as_text
 
     tools = [{"type": "function", "function": {"name": "get_claim", "description": "Get one claim.",
@@ -738,8 +737,17 @@ def test_a_checkpoint_agent_runs_only_what_each_turn_adds(tmp_path: Path) -> Non
     settings = ModelSettings(vocab_size=600, hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1,
                              intermediate_size=64)  # fmt: skip
     tokenizer = build_tokenizer(rows_as_text([{"messages": messages, "tools": tools}], repeats=5), 600)
-    build_tiny_model(tokenizer, settings).save_pretrained(tmp_path / "ckpt")
-    tokenizer.save_pretrained(tmp_path / "ckpt")
+    build_tiny_model(tokenizer, settings).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return messages, tools
+
+
+def test_a_checkpoint_agent_runs_only_what_each_turn_adds(tmp_path: Path) -> None:
+    """The next turn's prompt starts with the last turn's prompt and reply: the agent keeps their keys
+    and values and runs only the new tokens, and replies exactly as an agent that runs it all."""
+    from agentomnia.omniabench.hf import HFAgent
+
+    messages, tools = _claim_checkpoint(tmp_path / "ckpt")
 
     kept = HFAgent(tmp_path / "ckpt", max_new_tokens=12, device="cpu")
     for turn in range(3):
@@ -787,19 +795,8 @@ def test_a_decoder_pool_replies_as_the_checkpoint_does_in_this_process(tmp_path:
     from agentomnia.omniabench.decoders import DecoderError, DecoderPool
     from agentomnia.omniabench.hf import HFAgent
     from agentomnia.omniabench.runner import _GuardedAgent
-    from trainers.model import ModelSettings, build_tiny_model, build_tokenizer, rows_as_text
 
-    tools = [{"type": "function", "function": {"name": "get_claim", "description": "Get one claim.",
-              "parameters": {"type": "object", "properties": {"claim_id": {"type": "string"}}}}}]  # fmt: skip
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": "You operate tools."},
-        {"role": "user", "content": "Show claim CLA-006 and then its payments."},
-    ]
-    settings = ModelSettings(vocab_size=600, hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1,
-                             intermediate_size=64)  # fmt: skip
-    tokenizer = build_tokenizer(rows_as_text([{"messages": messages, "tools": tools}], repeats=5), 600)
-    build_tiny_model(tokenizer, settings).save_pretrained(tmp_path / "ckpt")
-    tokenizer.save_pretrained(tmp_path / "ckpt")
+    messages, tools = _claim_checkpoint(tmp_path / "ckpt")
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text("{not json")
