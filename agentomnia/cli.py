@@ -517,7 +517,7 @@ def cmd_bench_sessions(args: argparse.Namespace) -> Result:
 def cmd_bench_envs(args: argparse.Namespace) -> Result:
     from agentomnia.envs.bench import format_envs_bench, run_envs_bench
 
-    result = run_envs_bench(limit=args.n, workers=args.workers)
+    result = run_envs_bench(limit=args.n, workers=args.workers, processes=args.processes)
     return result, format_envs_bench(result)
 
 
@@ -788,10 +788,10 @@ def cmd_omniabench_run(args: argparse.Namespace) -> Result:
         if args.max_new_tokens < 1:
             raise CLIError(f"--max-new-tokens must be at least 1, not {args.max_new_tokens}")
         options = {"max_new_tokens": args.max_new_tokens}
-    if args.decoders is not None and (args.decoders < 0 or not args.policy.startswith("hf:")):
-        raise CLIError(
-            f"--decoders takes 0 or more processes and applies to hf: policies only, not {args.policy!r}"
-        )
+    if args.decoders is not None and not args.policy.startswith("hf:"):
+        raise CLIError(f"--decoders applies to hf: policies only, not {args.policy!r}")
+    if args.decoders is not None and args.decoders < 0:
+        raise CLIError(f"--decoders must be 0 (decode in this process) or more, not {args.decoders}")
     storage = Storage()
     box = Sandbox(workers=max(1, args.workers), idle_timeout_s=0)
     processes = (
@@ -1102,6 +1102,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-n", type=int, default=40, help="how many selected candidates to build")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument(
+        "--processes", type=int, default=0, metavar="N",
+        help="also build the same candidates on N worker processes (as the environments asset does offline) "
+        "and report them beside the threads, with the ratio",
+    )  # fmt: skip
     p = verb(
         bench, "tasks", cmd_bench_tasks,
         "DAG tasks kept, rejected (by cause) and made per minute over a folder of environment bundles",

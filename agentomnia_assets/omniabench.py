@@ -8,6 +8,7 @@ from typing import Any
 
 import dagster as dg
 
+from agentomnia import progress
 from agentomnia.catalog import (
     CHECKPOINT,
     CHECKPOINT_RL,
@@ -229,7 +230,19 @@ def omniabench_eval(
     checkpoints = [p[3:] for p in resolved.values() if p is not None and p.startswith("hf:")]
     processes = decoder_count() if config.decoders is None else config.decoders
     by_spec: dict[str, EvaluationOutcome] = {}
+    # the run's progress line counts the trials of every policy (`160/170 trials, 7.1/s`)
+    tasks = len(require_benchmark(store)[1])
+    tasks = min(tasks, config.limit) if config.limit else tasks
+    total = sum(tasks * (config.checkpoint_trials if p.startswith("hf:") else config.trials)
+                for p in resolved.values() if p is not None)  # fmt: skip
+    done = [0]
+
+    def one_more(_: EvalResult) -> None:
+        done[0] += 1
+        progress.report(context.op_def.name, done[0], total, "trials")
+
     with contextlib.ExitStack() as stack:
+        stack.callback(progress.clear, context.op_def.name)
         # the decoder processes start and load the checkpoints while the other policies run first
         pool = (
             stack.enter_context(DecoderPool(processes, preload=checkpoints))
@@ -246,6 +259,7 @@ def omniabench_eval(
                 llm=model, embedder=None, run_id=context.run.run_id, limit=config.limit,
                 policy_options={"max_new_tokens": config.max_new_tokens} if local else None,
                 name=spec if spec.startswith(CHECKPOINT) else None, decoders=pool if local else None,
+                on_result=one_more,
             )  # fmt: skip
             context.log.info(f"{outcome.policy}: pass@1 {outcome.report.overall.pass_at_1:.3f}")
             by_spec[spec] = outcome

@@ -25,6 +25,11 @@ def test_benchmark_commands_explain_what_is_missing(home: Path) -> None:
     assert tokens.returncode == 1 and "hf: policies only" in tokens.stderr
     tokens = _cli("omniabench", "run", "--policy", "hf:/x", "--max-new-tokens", "0", home=home)
     assert tokens.returncode == 1 and "at least 1" in tokens.stderr
+    # so are the processes that decode a checkpoint
+    decoders = _cli("omniabench", "run", "--policy", "baseline:heuristic", "--decoders", "2", home=home)
+    assert decoders.returncode == 1 and "hf: policies only" in decoders.stderr
+    decoders = _cli("omniabench", "run", "--policy", "hf:/x", "--decoders", "-1", home=home)
+    assert decoders.returncode == 1 and "0 (decode in this process) or more" in decoders.stderr
 
 
 def test_report_and_status_read_the_stored_round(home: Path) -> None:

@@ -4,7 +4,8 @@ Seeds are ingested, inferred and selected first (not timed as environment buildi
 selected candidate goes through state space -> toolset -> code -> s0 -> three-level verification
 with builds running concurrently on the sandbox's workers. Reported: environments per minute,
 median build seconds, verification's share of the time, CPU seconds per environment (this
-process and the sandbox workers), kept share, tools per environment.
+process and the sandbox workers), kept share, tools per environment. `--processes N` builds the
+same candidates again on N worker processes and reports them beside, with the ratio.
 """
 
 from __future__ import annotations
@@ -18,15 +19,33 @@ import psutil
 
 from agentomnia.embeddings import default_embedder
 from agentomnia.envs.build import BuildConfig, BuiltEnv, build_environment
+from agentomnia.processes import own_sandbox, start_sandbox
+from agentomnia.progress import tracked_map
 from agentomnia.rejection import Rejection
-from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.sandbox.sandbox import Sandbox, SandboxConfig
 from agentomnia.seeds.inference import DomainMatcher, candidate_text, infer_candidates
 from agentomnia.seeds.ingest import shipped_corpus
 from agentomnia.seeds.selection import select
 from agentomnia.taxonomy import load_taxonomy
 
 
-def run_envs_bench(limit: int = 40, workers: int = 2) -> dict[str, Any]:
+def _build(candidate: Any, seeds: list[Any], box: Sandbox) -> tuple[BuiltEnv | Rejection, float | None]:
+    """(result, seconds to a toolset-backed result or None when the build stopped before a toolset)."""
+    started = time.perf_counter()
+    domain = load_taxonomy().by_id(candidate.coordinate.taxonomy_id)
+    outcome = build_environment(candidate, seeds, domain, box, config=BuildConfig())
+    return outcome.result, (time.perf_counter() - started if outcome.toolset is not None else None)
+
+
+def _build_in_worker(job: tuple[Any, list[Any]]) -> tuple[BuiltEnv | Rejection, float | None]:
+    return _build(job[0], job[1], own_sandbox())
+
+
+def run_envs_bench(limit: int = 40, workers: int = 2, processes: int = 0) -> dict[str, Any]:
+    """The figures of the module docstring for builds on `workers` threads of this process; with
+    `processes` > 1, the same candidates built again on that many worker processes (each with a
+    one-worker sandbox, as the environments asset builds offline), reported beside them with the
+    ratio and whether both built the same environments."""
     prep_started = time.perf_counter()
     seeds = shipped_corpus().accepted
     taxonomy = load_taxonomy()
@@ -35,38 +54,26 @@ def run_envs_bench(limit: int = 40, workers: int = 2) -> dict[str, Any]:
     selection = select(candidates, matcher.text_vectors([candidate_text(c) for c in candidates]))
     chosen = selection.selected[:limit]
     by_id = {s.id: s for s in seeds}
+    jobs = [(c, [by_id[i] for i in c.seed_ids if i in by_id]) for c in chosen]
     prep = time.perf_counter() - prep_started
 
     box = Sandbox(workers, idle_timeout_s=0)
-    durations: list[float] = []
-    verify_seconds: list[float] = []
-
-    def one(c: Any) -> BuiltEnv | Rejection:
-        started = time.perf_counter()
-        own = [by_id[i] for i in c.seed_ids if i in by_id]
-        outcome = build_environment(
-            c, own, taxonomy.by_id(c.coordinate.taxonomy_id), box, config=BuildConfig()
-        )
-        result = outcome.result
-        if outcome.toolset is not None:
-            durations.append(time.perf_counter() - started)
-        if isinstance(result, BuiltEnv):
-            verify_seconds.append(result.report.seconds)
-        return result
-
     started = time.perf_counter()
     cpu_started, worker_cpu_started = time.process_time(), _cpu_seconds(box.worker_pids())
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(one, chosen))
+            outcomes = list(pool.map(lambda job: _build(job[0], job[1], box), jobs))
         parent_cpu = time.process_time() - cpu_started
         worker_cpu = _cpu_seconds(box.worker_pids()) - worker_cpu_started
     finally:
         box.close()
     wall = time.perf_counter() - started
+    results = [r for r, _ in outcomes]
+    durations = [d for _, d in outcomes if d is not None]
+    verify_seconds = [r.report.seconds for r in results if isinstance(r, BuiltEnv)]
     built = [r for r in results if isinstance(r, BuiltEnv)]
     per_env = max(1, len(chosen))
-    return {
+    out: dict[str, Any] = {
         "candidates": len(chosen),
         "environments": len(built),
         "kept_share": round(len(built) / max(1, len(chosen)), 3),
@@ -86,6 +93,20 @@ def run_envs_bench(limit: int = 40, workers: int = 2) -> dict[str, Any]:
         "workers": workers,
         "target_environments_per_min": 60.0,
     }
+    if processes > 1:
+        started = time.perf_counter()
+        apart = tracked_map("bench", "environments", _build_in_worker, jobs, processes=processes,
+                            initializer=start_sandbox, initargs=(SandboxConfig(),))  # fmt: skip
+        apart_wall = time.perf_counter() - started
+        apart_built = [r for r, _ in apart if isinstance(r, BuiltEnv)]
+        out.update({
+            "processes": processes,
+            "processes_wall_seconds": round(apart_wall, 2),
+            "processes_environments_per_min": round(len(apart_built) / apart_wall * 60, 1) if apart_wall else 0.0,
+            "processes_speedup": round(wall / apart_wall, 2) if apart_wall else 0.0,
+            "processes_same_environments": sorted(b.env_id for b in apart_built) == sorted(b.env_id for b in built),
+        })  # fmt: skip
+    return out
 
 
 def _cpu_seconds(pids: list[int]) -> float:
