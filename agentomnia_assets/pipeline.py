@@ -387,7 +387,7 @@ SCALES: dict[str, dict[str, dict[str, Any]]] = {
         SOLVER_TASKS.name: {"per_family": 4, "guided_per_family": 2},
     },
     "full": {
-        DAG_TASKS.name: {"standard_per_env": 8, "challenge_per_env": 4},
+        DAG_TASKS.name: {"standard_per_env": 8, "challenge_per_env": 4, "processes": None},
         PROGRAM_TASKS.name: {"per_env": 2},
         SOLVER_TASKS.name: {"per_family": 25, "guided_per_family": 5},
     },
