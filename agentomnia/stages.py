@@ -44,6 +44,8 @@ from agentomnia.lineage.store import Relation
 from agentomnia.llm import LLM
 from agentomnia.processes import own_sandbox, start_sandbox
 from agentomnia.rejection import Rejection, rejection_lineage, save_rejections
+from agentomnia.sandbox import policy
+from agentomnia.sandbox.policy import PreparedCode
 from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.seeds.inference import DomainMatcher, EnvCandidate, infer_candidates
 from agentomnia.seeds.models import Seed
@@ -294,7 +296,11 @@ def environments_stage(
     if processes > 1 and llm is None and len(staged) > 1 and parallel is not None:
         jobs = [(s, cfg, variations(s)) for s in staged]
         options = {"processes": processes, "initializer": start_sandbox, "initargs": (sandbox.config,)}
-        results = parallel(_build_in_worker, jobs, **options)
+        results = []
+        for result, prepared in parallel(_build_in_worker, jobs, **options):
+            if prepared is not None:
+                policy.remember(prepared)  # this process opens it next (tasks, trajectories, evaluation)
+            results.append(result)
     else:
         results = parallel(build, staged) if parallel else [build(s) for s in staged]
     out: StageOutput[BuiltEnv] = StageOutput("verification", [])
@@ -303,9 +309,17 @@ def environments_stage(
     return out
 
 
-def _build_in_worker(job: tuple[StagedSpec, BuildConfig, tuple[str, ...]]) -> BuiltEnv | Rejection:
+def _build_in_worker(
+    job: tuple[StagedSpec, BuildConfig, tuple[str, ...]],
+) -> tuple[BuiltEnv | Rejection, PreparedCode | None]:
+    """A build on a builder process, with the environment's code as verification prepared it (the
+    caller keeps it: `policy.remember`)."""
     s, cfg, variations = job
-    return verify_stage(s.spec, s.space, s.normalization, own_sandbox(), config=cfg, vary=varied(variations))
+    result = verify_stage(
+        s.spec, s.space, s.normalization, own_sandbox(), config=cfg, vary=varied(variations)
+    )
+    prepared = policy.prepare(result.source, "env") if isinstance(result, BuiltEnv) else None
+    return result, prepared
 
 
 def _environment_lineage(

@@ -198,6 +198,7 @@ def test_builder_processes_build_what_this_process_builds(tmp_path: Path, sandbo
     sandbox: the same environments (a PRD's variations included) and the same lineage as a build in
     this process, the processes asked of the caller's map."""
     from agentomnia.progress import tracked_map
+    from agentomnia.sandbox import policy
     from tests.fixtures.domains import FREIGHT
 
     ctx = StageContext("r1", "run-1")
@@ -216,9 +217,14 @@ def test_builder_processes_build_what_this_process_builds(tmp_path: Path, sandbo
         asked_for.append(options.get("processes", 0))
         return tracked_map("environments", "environments", fn, items, **options)
 
+    policy._CACHE.clear()  # what this process prepared for the build above
     apart = environments_stage(ctx, tooled.kept, sandbox, Storage(tmp_path / "b"), config=cfg, seeds=seeds,
                                parallel=parallel, processes=2)  # fmt: skip
     assert asked_for == [2]
+    with pytest.MonkeyPatch.context() as patch:  # the workers' prepared code came back with the builds
+        patch.setattr(policy, "_parse_and_check", lambda *_: pytest.fail("checked and compiled again"))
+        for built in apart.kept:
+            policy.prepare(built.source, "env")
     assert len(here.kept) == 2 and [b.env_id for b in apart.kept] == [b.env_id for b in here.kept]
     assert [b.variations for b in apart.kept] == [b.variations for b in here.kept]
     assert any(b.variations for b in apart.kept)

@@ -106,11 +106,20 @@ def prepare(source: str, kind: CodeKind, *, label: str | None = None) -> Prepare
     prepared = PreparedCode(
         key=key, kind=kind, filename=filename, payload=base64.b64encode(marshal.dumps(code)).decode("ascii")
     )
+    remember(prepared)
+    return prepared
+
+
+def remember(prepared: PreparedCode) -> None:
+    """Keep code that passed the policy, so `prepare` of the same source answers it at once: code
+    this process prepared, or code a worker process of the same interpreter prepared and sent back
+    (an environment built on a builder process is opened here without being checked and compiled
+    again)."""
     with _CACHE_LOCK:
-        _CACHE[key] = prepared
+        _CACHE[prepared.key] = prepared
+        _CACHE.move_to_end(prepared.key)
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
-    return prepared
 
 
 @contextmanager
