@@ -4,6 +4,7 @@ stdout clean for the parent's output, and run generated code in a sandbox of its
 from __future__ import annotations
 
 import atexit
+import multiprocessing
 import os
 import sys
 import threading
@@ -59,6 +60,15 @@ def own_sandbox() -> Sandbox:
     return _SANDBOX
 
 
+def may_start_processes() -> bool:
+    """Whether this process may start worker processes: not when it is itself a daemon (a Celery
+    prefork worker running a step, a pool worker), which Python forbids to have children."""
+    return not multiprocessing.current_process().daemon
+
+
 def worker_processes(configured: int | None = None) -> int:
-    """Worker processes a stage runs on: `configured`, or one per core when None."""
+    """Worker processes a stage runs on: `configured`, or one per core when None; none in a process
+    that may not start any (`may_start_processes`), where the stage runs on threads."""
+    if not may_start_processes():
+        return 0
     return (os.cpu_count() or 1) if configured is None else configured

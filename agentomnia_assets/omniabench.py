@@ -36,6 +36,7 @@ from agentomnia.omniabench.service import (
     run_evaluation,
     split_round,
 )
+from agentomnia.processes import may_start_processes
 from agentomnia.storage import Storage, write_parquet
 from agentomnia_assets._common import count_table, llm_usage, md_table, png, round_asset, round_check
 from resources import EmbedderResource, LineageResource, LLMResource, SandboxResource, StorageResource
@@ -228,7 +229,7 @@ def omniabench_eval(
         f"{spec}: no trained checkpoint in round {round_key}" for spec, p in resolved.items() if p is None
     ]
     checkpoints = [p[3:] for p in resolved.values() if p is not None and p.startswith("hf:")]
-    processes = decoder_count() if config.decoders is None else config.decoders
+    processes = decoder_count() if config.decoders is None or not may_start_processes() else config.decoders
     by_spec: dict[str, EvaluationOutcome] = {}
     # the run's progress line counts the trials of every policy (`160/170 trials, 7.1/s`)
     tasks = len(require_benchmark(store)[1])

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentomnia.omniabench.hf import HFAgent, check_checkpoint, load_checkpoint
+from agentomnia.processes import may_start_processes
 
 
 class DecoderError(RuntimeError):
@@ -35,9 +36,10 @@ class DecoderError(RuntimeError):
 
 def decoder_count(device: str | None = None, cores: int | None = None) -> int:
     """Worker processes worth starting: one per core, at most four, on a CPU. None on a GPU (one
-    process drives it best) or with a single core, where decoding stays in the calling process."""
+    process drives it best), with a single core, or in a process that may not start any (a Celery
+    worker's step): decoding then stays in the calling process."""
     cores = cores or os.cpu_count() or 1
-    if (device or "cpu") != "cpu" or cores < 2:
+    if (device or "cpu") != "cpu" or cores < 2 or not may_start_processes():
         return 0
     return min(cores, 4)
 
