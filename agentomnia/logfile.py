@@ -26,15 +26,23 @@ def to_log_file(home: Path, *, stem: str = "run") -> Path:
     folder = Path(home) / "logs"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    import datasets  # a dependency: its map/save/tokenize bars write straight to the terminal
+
+    datasets.disable_progress_bars()
+    route_to(path)
+    return path
+
+
+def route_to(path: Path) -> None:
+    """Route this process's third-party loggers, warnings and Transformers' progress bars to `path`
+    (appended): `to_log_file`'s work, and what a worker process of a routed run does with its
+    parent's file (a checkpoint decoder's "Loading weights" bar would otherwise reach the terminal)."""
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     from transformers.utils import logging as hf_logging  # a dependency: its own stream handler goes
 
     hf_logging.disable_default_handler()
     hf_logging.disable_progress_bar()
-    import datasets  # a dependency: its map/save/tokenize bars write straight to the terminal
-
-    datasets.disable_progress_bars()
     logging.captureWarnings(True)  # warnings.warn(...) -> the "py.warnings" logger
     warnings.simplefilter("default")  # each distinct warning once per place, not once per call
     for name in (*THIRD_PARTY, TRAINER_LOGGER):
@@ -45,7 +53,6 @@ def to_log_file(home: Path, *, stem: str = "run") -> Path:
             logger.setLevel(logging.INFO)
     global _routed
     _routed = path
-    return path
 
 
 _routed: Path | None = None

@@ -85,3 +85,26 @@ def test_dataset_progress_bars_stay_off_the_terminal(
     captured = capfd.readouterr()
     assert "examples/s" not in captured.err + captured.out
     assert "Saving the dataset" not in captured.err + captured.out
+
+
+def test_a_decoder_process_of_a_routed_run_writes_to_the_run_log(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], restore: None
+) -> None:
+    """A checkpoint decoder is a process of its own: when the run's output goes to a log file, the
+    decoder's library output (Transformers' "Loading weights" bar) goes there too, not to the terminal."""
+    from agentomnia.omniabench.decoders import DecoderPool
+    from trainers.model import ModelSettings, build_tiny_model, build_tokenizer, rows_as_text
+
+    messages = [{"role": "user", "content": "Show claim 6."}]
+    settings = ModelSettings(vocab_size=400, hidden_size=16, num_layers=1, num_heads=2, num_kv_heads=1,
+                             intermediate_size=32)  # fmt: skip
+    tokenizer = build_tokenizer(rows_as_text([{"messages": messages, "tools": []}], repeats=5), 400)
+    build_tiny_model(tokenizer, settings).save_pretrained(tmp_path / "ckpt")
+    tokenizer.save_pretrained(tmp_path / "ckpt")
+    path = logfile.to_log_file(tmp_path)
+    capfd.readouterr()
+    with DecoderPool(1) as pool:
+        reply = pool.agent(tmp_path / "ckpt", max_new_tokens=4).act(messages, [])
+    assert reply["role"] == "assistant"
+    assert "Loading weights" not in capfd.readouterr().err
+    assert path.exists()

@@ -26,6 +26,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from agentomnia.logfile import route_to, routed
 from agentomnia.omniabench.hf import HFAgent, check_checkpoint, load_checkpoint
 from agentomnia.processes import may_start_processes
 
@@ -44,10 +45,13 @@ def decoder_count(device: str | None = None, cores: int | None = None) -> int:
     return min(cores, 4)
 
 
-def _serve(conn: Connection, threads: int) -> None:
-    """A worker's loop: one request at a time, each answered ('ok', value) or ('error', reason)."""
+def _serve(conn: Connection, threads: int, log: str | None) -> None:
+    """A worker's loop: one request at a time, each answered ('ok', value) or ('error', reason).
+    Library output goes where the parent's goes (`log`, when the parent routed it to a file)."""
     import torch
 
+    if log is not None:
+        route_to(Path(log))
     torch.set_num_threads(threads)
     agents: dict[str, HFAgent] = {}
     while True:
@@ -80,7 +84,8 @@ def _serve(conn: Connection, threads: int) -> None:
 class _Worker:
     def __init__(self, context: Any, threads: int) -> None:
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, threads), daemon=True)
+        log = routed()
+        self.process = context.Process(target=_serve, args=(child, threads, log and str(log)), daemon=True)
         self.process.start()
         child.close()
         self.lock = threading.Lock()
