@@ -53,6 +53,10 @@ def _env(home: Path) -> dict[str, str]:
         "HF_DATASETS_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",
         "DO_NOT_TRACK": "1",
+        # The series and the uninterrupted run share two cores: torch on two threads in each spins
+        # waiting for a thread the other run holds (an SFT stage took 575 s and 841 s side by side,
+        # 40 s alone). One thread each keeps the cores shared, not fought over.
+        "OMP_NUM_THREADS": "1",
     }
 
 
