@@ -13,7 +13,7 @@ import copy
 import functools
 import random
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -298,11 +298,14 @@ def generate_state(
     _month_dates(spec, state)  # a month moved back is still its first day
     _after_their_owners(spec, state, random.Random(f"{spec.id}:{seed}:owners"))
     _times_on_their_days(spec, state)
-    _paid_within(spec, state, random.Random(f"{spec.id}:{seed}:paid"))
+    paid_within(spec, state, random.Random(f"{spec.id}:{seed}:paid"))
     _near_its_twin(spec, state, random.Random(rng.random()))
     _not_yet(spec, state)
     _tie_same_facts(spec, state)  # so that a fact's order is read under both its names
     _in_order(spec, state)
+    # a total that `_in_order` made its lines' sum (a claim's amount, its reserves') may fall below what
+    # was already paid against it
+    paid_within(spec, state, random.Random(f"{spec.id}:{seed}:paid-again"))
     _free_deletable(spec, state)
     repair_rules(spec, state)
     _drop_rule_breakers(spec, state)
@@ -1471,7 +1474,20 @@ def paid_in_all(parts: Sequence[Mapping[str, Any]], paid: AttributeSpec) -> floa
     return sum(_money(r.get(paid.name)) or 0.0 for r in parts)
 
 
-def _paid_within(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
+def overpaid(spec: EnvSpec, state: Mapping[str, Any], tables: Iterable[str] | None = None) -> set[str]:
+    """`owner_table[key].total` of each record paid, refunded or allocated against for more than its
+    total, where the paying or the paid table is among `tables` (all when None); a cent's rounding is
+    no overpayment."""
+    scoped = None if tables is None else set(tables)
+    return {
+        f"{owner.table}[{key}].{owed}"
+        for entity, paid, owner, owed, key, parts, total in paid_against(spec, state)
+        if (scoped is None or {entity.table, owner.table} & scoped)
+        and paid_in_all(parts, paid) > total * 1.0001
+    }
+
+
+def paid_within(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
     """What is paid, refunded or allocated against a record adds up to no more than its total (a
     95,444.48 allocation against an invoice of 64,676.54 is no such thing): where the records that pay
     against one add up to more, each is scaled down in proportion, to between half and all of it."""

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.envs.semantic import World, editions, is_person, naming_attr, person_name
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
-from agentomnia.envs.state import make_value, repair_rules, state_violations, world_for
+from agentomnia.envs.state import make_value, overpaid, repair_rules, state_violations, world_for
 
 State = dict[str, Any]
 
@@ -156,6 +156,10 @@ def _finish(
     problems = violations_since(spec, original, state, start_valid=_VOUCHED.get())
     if problems:
         return _unchanged(name, original, f"the rewrite would break an invariant ({problems[0]})")
+    changed = [t for t in state if original.get(t) != state.get(t)]
+    if changed and (over := sorted(overpaid(spec, state, changed) - overpaid(spec, original, changed))):
+        # three near-identical payments of one invoice that add up to more than it is no world
+        return _unchanged(name, original, f"the rewrite would pay more than {over[0]} against it")
     return HardeningResult(state=state, notes=notes, targets=targets, operator=name, facts=facts or {})
 
 

@@ -135,6 +135,43 @@ def test_a_distractor_known_by_no_name_takes_another_value_not_an_edition() -> N
     assert not any(w.split()[-1] in VARIANT_WORDS for w in weather), weather
 
 
+def test_distractors_of_a_payment_never_pay_more_than_its_invoice() -> None:
+    """Near-identical copies of a payment keep its invoice: where they would add up to more than the
+    invoice's total, the operator is not applied and says why (was: three payments of 76.13 beside
+    others, 436.66 against an invoice of 288.31); with room under the total, it is applied."""
+    from agentomnia.envs.state import overpaid
+
+    invoice = EntitySpec(name="invoice", table="invoices", description="A bill.", key="invoice_id", id_prefix="INV",
+                         attributes=(AttributeSpec(name="invoice_id", type="str"), AttributeSpec(name="amount", type="money")))  # fmt: skip
+    payment = EntitySpec(name="payment", table="payments", description="Money in.", key="payment_id", id_prefix="PAY",
+                         attributes=(AttributeSpec(name="payment_id", type="str"),
+                                     AttributeSpec(name="invoice_id", type="ref", ref="invoice"),
+                                     AttributeSpec(name="amount", type="money")))  # fmt: skip
+    spec = EnvSpec(name="ledger", class_name="Ledger", description="Invoices and their payments.",
+                   coordinate=Coordinate.for_domain(LOGISTICS_DOMAIN_ID, ["tool_use"], ["tool_parameter_grounding"]),
+                   candidate_id="ledger", seed_ids=(), entities=(invoice, payment), relations=(), rules=(), tools=())  # fmt: skip
+    s0 = generate_state(spec, seed=0, sizes={"invoice": 2, "payment": 2})
+    target = sorted(s0["payments"])[0]
+    owner = s0["payments"][target]["invoice_id"]
+    s0["invoices"][owner]["amount"] = 10_000.0
+    s0["payments"][target]["amount"] = 100.0
+    room = OPERATORS["distractor_injection"](
+        spec, s0, random.Random(0), entity="payment", key=target, count=3
+    )
+    assert room.applied and len(room.facts["distractors"]) == 3
+    s0["invoices"][owner]["amount"] = sum(
+        p["amount"] for p in s0["payments"].values() if p["invoice_id"] == owner
+    )  # paid in full: no copy fits
+    full = OPERATORS["distractor_injection"](
+        spec, s0, random.Random(0), entity="payment", key=target, count=3
+    )
+    assert not full.applied and full.state == s0
+    assert full.notes == [
+        f"distractor_injection not applied: the rewrite would pay more than invoices[{owner}].amount against it"
+    ]
+    assert overpaid(spec, full.state) == set()
+
+
 def test_boundary_tie_puts_two_records_on_the_rule_boundary(spec: EnvSpec, s0: dict[str, Any]) -> None:
     keys = sorted(s0["orders"])[:2]
     r = OPERATORS["boundary_tie"](spec, s0, random.Random(0), entity="order", attr="total", keys=keys)
