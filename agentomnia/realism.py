@@ -33,7 +33,9 @@ from agentomnia.envs.spec import EntitySpec, EnvSpec
 # What a mature dataset reads like (the realistic-worlds targets): each figure with its direction.
 TARGETS: dict[str, tuple[str, float]] = {
     "placeholder_share": ("<", 0.02),
-    "distinct_words": (">", 5000),
+    # the run's breadth of language: this round's free text and that of the rounds before it (a PRD
+    # round of two dozen environments adds to the run's vocabulary, it is not a run of its own)
+    "distinct_words_so_far": (">", 5000),
     "numbers_disagree_share": ("<", 0.002),
     "other_owner_share": ("<", 0.1),
     "dated_before_owner_share": ("<", 0.02),
@@ -57,9 +59,11 @@ FILLER_PAIR_WORDS = frozenset({
     "coral", "falcon", "lumen", "pioneer", "beacon", "meridian", "canyon", "willow", "ember", "follow-up",
 })  # fmt: skip
 _NUMBER = re.compile(r"\d+")
+_TOKEN = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*|\d+", re.UNICODE)
+_LABEL_WORDS = 4  # at most this many words: a name or a label, not a sentence
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", re.UNICODE)
 _ID_SHAPE = re.compile(r"^[A-Z0-9]{2,5}-\d+$")
-_NOT_FREE_TEXT = re.compile(r"(^|_)(id|email|e_mail|url|uri|link|phone|fax|code|sku|number|iban|currency)$")
+_NOT_FREE_TEXT = re.compile(r"(^|_)(id|email|e_mail|url|uri|link|phone|fax|code|sku|number|iban|currency|file_name|filename|path)$")
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
 
@@ -144,7 +148,14 @@ def is_placeholder(value: str, entity: str, attribute: str) -> bool:
     if not _NUMBER.search(value):
         return False
     own = _words(entity) | _words(attribute)
-    return any(w in own or w.rstrip("s") in own for w in words)
+    if len(words) <= _LABEL_WORDS:  # "Quartz Provider 1", "Shipment 14": a label made of its own name
+        return any(w in own or w.rstrip("s") in own for w in words)
+    # a sentence that mentions its kind and a number ("Phase 3 Study of a Once-Monthly Migraine
+    # Preventive") is not one; a numbered own name inside it ("see Provider 2 notes") still is
+    tokens = [t.lower() for t in _TOKEN.findall(value)]
+    return any(
+        (a in own or a.rstrip("s") in own) and b.isdigit() for a, b in zip(tokens, tokens[1:], strict=False)
+    )
 
 
 def value_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> dict[str, Any]:
@@ -311,9 +322,12 @@ def read_bundles(folders: Iterable[Path]) -> list[tuple[EnvSpec, dict[str, Any]]
 
 
 def realism_figures(
-    worlds: Sequence[tuple[EnvSpec, Mapping[str, Any]]], queries: Sequence[str]
+    worlds: Sequence[tuple[EnvSpec, Mapping[str, Any]]],
+    queries: Sequence[str],
+    earlier: Sequence[tuple[EnvSpec, Mapping[str, Any]]] = (),
 ) -> dict[str, Any]:
-    """Every figure of a round, flat, with `meets` saying which targets hold."""
+    """Every figure of a round, flat, with `meets` saying which targets hold. `earlier` holds the
+    environments of the run's rounds before this one, which only `distinct_words_so_far` reads."""
     from agentomnia.tasks.wording import query_metrics
 
     figures: dict[str, Any] = {
@@ -322,6 +336,12 @@ def realism_figures(
         **tool_metrics([spec for spec, _ in worlds]),
         **query_metrics(list(queries)),
     }
+    seen = {spec.id for spec, _ in worlds}
+    before = [(spec, state) for spec, state in earlier if spec.id not in seen]
+    figures["earlier_environments"] = len({spec.id for spec, _ in before})
+    figures["distinct_words_so_far"] = (
+        value_metrics([*worlds, *before])["distinct_words"] if before else figures["distinct_words"]
+    )
     figures["meets"] = {
         name: _holds(figures[name], op, bound) for name, (op, bound) in TARGETS.items() if name in figures
     }

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentomnia.envs.spec import EnvSpec
+from agentomnia.envs.spec import AttributeSpec, EnvSpec
 from agentomnia.envs.state import generate_state
 from agentomnia.envs.state_space import build_state_space
 from agentomnia.realism import TARGETS, free_text_values, is_placeholder, value_metrics
@@ -44,6 +44,11 @@ def _world(name: str, *entities: Any) -> EnvSpec:
         ("Lorem ipsum", "product", "description"),
         ("Ironwood Launch", "event", "headliner"),  # the generator's last resort: a place word and a theme
         ("Highland Heritage Visit", "visit", "name"),
+        (
+            "Called about Provider 2 and the late parts",
+            "provider",
+            "notes",
+        ),  # a numbered own name in a sentence
     ],
 )
 def test_placeholders_are_found(value: str, entity: str, attribute: str) -> None:
@@ -60,6 +65,18 @@ def test_placeholders_are_found(value: str, entity: str, attribute: str) -> None
         ("Ward 3 east, bed 12", "admission", "location"),
         ("8734 Carter Summit", "customer", "street"),  # one list word alone is a real name
         ("Scheduled a follow-up.", "visit", "note"),
+        # sentences that mention their own kind and a number, apart
+        ("Phase 3 Study of a Once-Monthly Migraine Preventive", "study", "title"),
+        (
+            "Informed consent version 3 not signed before the protocol amendment procedures.",
+            "protocol_deviation",
+            "description",
+        ),
+        (
+            "Oak Dining Chairs (Set of 4) matches an item reported stolen last week.",
+            "item_listing",
+            "details",
+        ),
     ],
 )
 def test_real_values_are_not_placeholders(value: str, entity: str, attribute: str) -> None:
@@ -143,6 +160,31 @@ def test_every_target_names_a_figure_the_report_computes() -> None:
     figures = realism_figures([(spec, state)], ["Please cancel my last order. Tell me its total as JSON."])
     assert set(TARGETS) <= set(figures)
     assert set(figures["meets"]) == set(TARGETS)
+
+
+def test_distinct_words_so_far_count_the_earlier_rounds_environments_once() -> None:
+    """A PRD round of a few environments is judged on the run's vocabulary: its own free text and that
+    of the rounds before it; an environment both rounds hold counts once."""
+    from agentomnia.realism import realism_figures
+
+    spec, state = _parcel()
+    other = _world("inn", _entity("guest", AttributeSpec(name="remark", type="str")))
+    other_state = {
+        "guests": {"GUE-001": {"guest_id": "GUE-001", "remark": "Prefers a quiet room facing the courtyard"}}
+    }
+    alone = realism_figures([(spec, state)], ["Cancel my last order."])
+    assert alone["distinct_words_so_far"] == alone["distinct_words"] and alone["earlier_environments"] == 0
+    both = realism_figures([(spec, state)], ["Cancel my last order."], [(spec, state), (other, other_state)])
+    assert both["earlier_environments"] == 1 and both["distinct_words"] == alone["distinct_words"]
+    assert both["distinct_words_so_far"] == alone["distinct_words"] + len(
+        {"prefers", "a", "quiet", "room", "facing", "the", "courtyard"} - _vocabulary(spec, state)
+    )
+
+
+def _vocabulary(spec: EnvSpec, state: dict[str, Any]) -> set[str]:
+    from agentomnia.realism import _WORD
+
+    return {w.lower() for _, _, v in free_text_values(spec, state) for w in _WORD.findall(v)}
 
 
 def test_strings_inside_lists_and_objects_are_counted() -> None:
@@ -304,6 +346,29 @@ def test_what_is_paid_against_a_record_adds_up_to_no_more_than_its_total() -> No
     assert broken["paid_over_total_examples"][0].startswith(
         f"{sum(1 for p in state['payments'].values() if p['reservation_id'] == first['reservation_id'])} payments.amount add to"
     )
+
+
+def test_a_total_made_its_lines_sum_stays_above_what_was_paid_against_it() -> None:
+    """A claim's amount becomes the sum of its reserves after its payments were fitted under it; the
+    payments are fitted again (was: payments of 1,985.33 against a claim of 531.19)."""
+    from agentomnia.envs.spec import AttributeSpec
+    from agentomnia.envs.state import overpaid
+
+    reserves = {"type": "array", "minItems": 1, "maxItems": 2,
+                "items": {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "number"}}}}  # fmt: skip
+    claim = _entity("claim", AttributeSpec(name="amount", type="money"),
+                    AttributeSpec(name="reserves", type="list", declared=reserves))  # fmt: skip
+    payment = _entity("payment", AttributeSpec(name="claim_id", type="ref", ref="claim"),
+                      AttributeSpec(name="amount", type="money"))  # fmt: skip
+    spec = _world("claims", claim, payment)
+    lowered = 0
+    for seed in range(8):
+        state = generate_state(spec, seed=seed, sizes={"claim": 3, "payment": 9})
+        for c in state["claims"].values():
+            assert c["amount"] == round(sum(r["amount"] for r in c["reserves"]), 2)
+        lowered += sum(p["amount"] < 1 for p in state["payments"].values())  # fitted, not wiped out
+        assert overpaid(spec, state) == set(), seed
+    assert lowered == 0
 
 
 def test_what_has_happened_is_dated_before_the_clock() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from agentomnia.catalog import (
@@ -255,10 +256,22 @@ def tasks(r: RoundReader, s: Section) -> None:
     )
 
 
+def _earlier_environments(r: RoundReader) -> list[Path]:
+    """The bundle folders of the run's rounds before this one (`r<N>` with a lower N)."""
+    import re
+
+    index = re.fullmatch(r"r(\d+)", r.key)
+    if index is None:
+        return []
+    earlier = [
+        k for k in r.catalog.rounds() if (m := re.fullmatch(r"r(\d+)", k)) and int(m[1]) < int(index[1])
+    ]
+    return [Path(e["path"]) for key in earlier for e in r.catalog.round(key).environments() if e.get("path")]
+
+
 def realism(r: RoundReader, s: Section) -> None:
     """How real the round's worlds, tools and requests read (`agentomnia.realism`), beside the targets."""
     from html import escape
-    from pathlib import Path
 
     from agentomnia.realism import TARGETS, read_bundles, realism_figures
 
@@ -268,7 +281,7 @@ def realism(r: RoundReader, s: Section) -> None:
     queries = [t.query for t in r.tasks()]
     if not queries:
         s.lack("task requests", f"no task stage materialized for this round ({r.task_stage_names()})")
-    figures = realism_figures(worlds, queries)
+    figures = realism_figures(worlds, queries, read_bundles(_earlier_environments(r)))
     rows = [
         {
             "figure": label(name),
