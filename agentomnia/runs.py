@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,8 +35,42 @@ IN_PROGRESS = ("NOT_STARTED", "STARTING", "STARTED", "CANCELING")
 Say = Callable[[str], None]
 
 
+_CLEAR = "\r\x1b[K"  # to the start of the line, then erase it
+_status_lock = threading.Lock()
+_status_shown = False  # a status line stands on the terminal, without its newline
+
+
 def say_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    """Say `line` for good, on standard error, in place of the status line standing there."""
+    global _status_shown
+    with _status_lock:
+        print((_CLEAR if _status_shown else "") + line, file=sys.stderr, flush=True)
+        _status_shown = False
+
+
+def show_stderr(line: str) -> None:
+    """Show `line` as the terminal's status line, until the next line replaces it: what is running
+    now and how far it has got. Where standard error is not a terminal (a log, CI), a line is kept."""
+    global _status_shown
+    stream = sys.stderr
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        say_stderr(line)
+        return
+    width = shutil.get_terminal_size().columns
+    with _status_lock:
+        stream.write(_CLEAR + line[: max(1, width - 1)])  # a wrapped line could not be taken back
+        stream.flush()
+        _status_shown = True
+
+
+def clear_status() -> None:
+    """Take the status line off the terminal (before other output, or at the end of a run)."""
+    global _status_shown
+    with _status_lock:
+        if _status_shown:
+            sys.stderr.write(_CLEAR)
+            sys.stderr.flush()
+            _status_shown = False
 
 
 def short(run_id: str) -> str:

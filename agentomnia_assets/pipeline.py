@@ -36,6 +36,7 @@ from pydantic import BaseModel, Field
 
 from agentomnia.catalog import DAG_TASKS, PRDS, PROGRAM_TASKS, SOLVER_TASKS
 from agentomnia.lineage import LineageStore
+from agentomnia.runs import clear_status, show_stderr
 from agentomnia.storage import Storage
 from agentomnia_assets.instance import ensure_dagster_home
 from agentomnia_assets.partitions import rounds
@@ -65,7 +66,11 @@ class StageProgress:
     Dagster event log of this process's runs: `  09:12:04  environments  started` ...
     `  09:13:39  environments  done in 95.2s: environments 138, tools 7272`. A stage done within
     `announce_after_s` gets its done line only, so the two rounds of `make run` fit on two screens;
-    a person watching still sees what is running. `--quiet` turns it off."""
+    a person watching still sees what is running. `--quiet` turns it off.
+
+    A stage's start and its counts (`37/139 environments, 2.1/s`) go to `show`, its done line to
+    `say`: on a terminal the first stand on one status line that the next replaces, so a run leaves
+    one line per stage; in a log every line is kept."""
 
     def __init__(
         self,
@@ -75,10 +80,12 @@ class StageProgress:
         poll_s: float = 1.0,
         every_s: float = 10.0,
         announce_after_s: float = 3.0,
+        show: Any = None,
     ):
         import threading
 
         self.instance, self.steps, self.say, self.poll_s = instance, steps, say, poll_s
+        self.show = show if show is not None else (show_stderr if say is say_stderr else say)
         self.every_s = every_s  # at most one `37/139 environments, 2.1/s` line per stage this often
         self.announce_after_s = announce_after_s
         self._cursors: dict[str, str | None] = {}
@@ -102,6 +109,8 @@ class StageProgress:
             self._stop.set()
             self._thread.join(timeout=5.0)
             self.tick()  # the last events of the run
+            if self.show is show_stderr:
+                clear_status()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.poll_s):
@@ -145,7 +154,7 @@ class StageProgress:
                 continue
             self._announced.add(step)
             line = f"  {time.strftime('%H:%M:%S', time.localtime(began))}  {step:<30} started"
-            self.say(line)
+            self.show(line)
             said.append(line)
         return said
 
@@ -164,7 +173,7 @@ class StageProgress:
             self._counted[step] = (now, p.done)
             said += self._announce(only=step)
             line = f"  {time.strftime('%H:%M:%S')}  {step:<30} {p.line()}"
-            self.say(line)
+            self.show(line)
             said.append(line)
         return said
 

@@ -3,8 +3,10 @@ event log of its own runs."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import sys
 import time
 
 import dagster as dg
@@ -81,6 +83,49 @@ def test_a_stage_that_reports_its_items_shows_how_many_are_done_of_how_many_and_
     assert done == sorted(done) and len(set(done)) == len(done) and all(0 < d <= 12 for d in done)
     assert all(float(m[2]) > 0 for m in counts)
     assert progress.snapshot() == {}  # a finished stage leaves nothing on the board
+
+
+_OURS = re.compile(r"  \d\d:\d\d:\d\d  \S")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _watched(monkeypatch, stream: io.StringIO) -> str:  # type: ignore[no-untyped-def]
+    """What a run of `slow_items` then `third` writes to standard error through the default say."""
+    monkeypatch.setattr(sys, "stderr", stream)
+    with (
+        dg.instance_for_test() as instance,
+        StageProgress(instance, {"slow_items", "third"}, poll_s=0.05, every_s=0.1, announce_after_s=0.2),
+    ):
+        dg.materialize([slow_items, third], instance=instance, tags={PID_TAG: str(os.getpid()), HOST_TAG: host()},
+                       run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})  # fmt: skip
+    return stream.getvalue()
+
+
+def test_on_a_terminal_starts_and_counts_stand_on_one_status_line_and_each_stage_leaves_one_line(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    from agentomnia.runs import _CLEAR
+
+    written = _watched(monkeypatch, _Terminal())
+    kept = [line.rsplit(_CLEAR, 1)[-1] for line in written.split("\n")]
+    kept = [line for line in kept if _OURS.match(line)]  # not Dagster's own log lines
+    assert [" ".join(line.split()[1:3]) for line in kept] == ["slow_items done", "third done"], written
+    shown = [part for part in written.split(_CLEAR) if part and not part.endswith("\n")]
+    assert any(re.search(r"slow_items\s+\d+/12 environments", part) for part in shown), written
+    assert any(part.rstrip().endswith("third                          started") for part in shown), written
+    assert written.endswith("\n") or written.endswith(_CLEAR)  # nothing left standing after the run
+
+
+def test_in_a_log_every_start_and_count_is_a_line_of_its_own(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    written = _watched(monkeypatch, io.StringIO())
+    assert "\r" not in written and "\x1b" not in written
+    lines = [" ".join(line.split()[1:]) for line in written.splitlines() if _OURS.match(line)]
+    assert "slow_items started" in lines and "third started" in lines
+    assert any(re.fullmatch(r"slow_items \d+/12 environments, [\d.]+/s", line) for line in lines), lines
 
 
 def test_a_run_that_was_launched_before_the_reporter_opened_is_not_replayed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
