@@ -649,3 +649,27 @@ def test_a_question_about_a_plural_field_asks_what_they_are() -> None:
         asked = [ask(random.Random(seed), noun, "k") for seed in range(60)]
         questions = [a for a in asked if a.startswith("What ")]
         assert questions and all(q.startswith(f"{verb} {noun}?") for q in questions), questions
+
+
+def test_plural_field_words_are_told_apart_and_inflect_loads_without_its_import_time_checks() -> None:
+    """A plural noun ends a field's words ("operational restrictions"), a word that only ends in s
+    does not ("status", "address"). inflect is loaded with typeguard's decorator as the identity (1.3 s
+    of recompiling at import), which is put back afterwards."""
+    import subprocess
+    import sys
+
+    import typeguard
+
+    from agentomnia.tasks.dag.describe import is_plural
+
+    before = typeguard.typechecked
+    assert [is_plural(w) for w in ("operational restrictions", "orders", "status", "address", "basis")] == [
+        True, True, False, False, False,
+    ]  # fmt: skip
+    assert typeguard.typechecked is before
+    code = (
+        "from agentomnia.tasks.dag.describe import _english; _english(); import inflect; "
+        "print(inflect.engine.singular_noun.__code__.co_names)"
+    )
+    names = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "typeguard" not in names and "_sinoun" in names, names
