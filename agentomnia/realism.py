@@ -58,12 +58,13 @@ FILLER_PAIR_WORDS = frozenset({
     "alpha", "harbor", "summit", "cedar", "orbit", "maple", "vertex", "river", "quartz", "atlas", "nimbus",
     "coral", "falcon", "lumen", "pioneer", "beacon", "meridian", "canyon", "willow", "ember", "follow-up",
 })  # fmt: skip
-_NUMBER = re.compile(r"\d+")
-_TOKEN = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*|\d+", re.UNICODE)
+_TOKEN = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)  # words and numbers, "3PL" one token
 _LABEL_WORDS = 4  # at most this many words: a name or a label, not a sentence
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", re.UNICODE)
 _ID_SHAPE = re.compile(r"^[A-Z0-9]{2,5}-\d+$")
-_NOT_FREE_TEXT = re.compile(r"(^|_)(id|email|e_mail|url|uri|link|phone|fax|code|sku|number|iban|currency|file_name|filename|path)$")
+_NOT_FREE_TEXT = re.compile(
+    r"(^|_)(id|email|e_mail|url|uri|link|phone|fax|code|sku|number|iban|currency|file_name|filename|path)$"
+)
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
 
@@ -145,14 +146,14 @@ def is_placeholder(value: str, entity: str, attribute: str) -> bool:
         return True
     if len(words) >= 2 and {words[-1], words[-2]} <= FILLER_PAIR_WORDS:
         return True
-    if not _NUMBER.search(value):
+    tokens = [t.lower() for t in _TOKEN.findall(value)]
+    if not any(t.isdigit() for t in tokens):  # a number of its own: "FY2024" and "3PL" are words
         return False
     own = _words(entity) | _words(attribute)
     if len(words) <= _LABEL_WORDS:  # "Quartz Provider 1", "Shipment 14": a label made of its own name
         return any(w in own or w.rstrip("s") in own for w in words)
     # a sentence that mentions its kind and a number ("Phase 3 Study of a Once-Monthly Migraine
     # Preventive") is not one; a numbered own name inside it ("see Provider 2 notes") still is
-    tokens = [t.lower() for t in _TOKEN.findall(value)]
     return any(
         (a in own or a.rstrip("s") in own) and b.isdigit() for a, b in zip(tokens, tokens[1:], strict=False)
     )

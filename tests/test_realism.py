@@ -77,6 +77,9 @@ def test_placeholders_are_found(value: str, entity: str, attribute: str) -> None
             "item_listing",
             "details",
         ),
+        # a number inside a word is part of a name
+        ("External 3PL Warehouse", "stock_level", "warehouse"),
+        ("FY2024 Annual Review", "review_cycle", "name"),
     ],
 )
 def test_real_values_are_not_placeholders(value: str, entity: str, attribute: str) -> None:

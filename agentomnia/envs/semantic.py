@@ -967,6 +967,8 @@ def full_name(first: str, last: str, locale: str) -> str:
 
 _CODES: list[tuple[str, str]] = [
     (r"(^|_)sku$", "[A-Z]{3}-[0-9]{4}-[A-Z]{2}"),
+    # an asset's purchase order is a number, not "Bayview Expansion"
+    (r"purchase_order|(^|_)po$", "PO-[0-9]{6}"),
     (r"(^|_)vin$", "[A-HJ-NPR-Z0-9]{17}"),
     (r"tracking", "1Z[0-9A-Z]{16}"),
     (r"(^|_)(ip|ip_address)$", "10\\.[0-9]{1,2}\\.[0-9]{1,2}\\.[1-9][0-9]?"),

@@ -128,6 +128,7 @@ def test_companies_come_from_faker_not_placeholders() -> None:
         ("tracking_number", r"1Z[0-9A-Z]{16}"),
         ("invoice_number", r"[A-Z]{3}-20\d\d-\d{5}"),
         ("npi", r"1\d{9}"),
+        ("purchase_order", r"PO-\d{6}"),  # was "Bayview Expansion"
     ],
 )
 def test_codes_have_their_real_format(attr: str, pattern: str) -> None:
