@@ -11,6 +11,7 @@ from __future__ import annotations
 import decimal
 import hashlib
 import json
+import re
 from datetime import date as _date
 from datetime import datetime as _datetime
 from datetime import time as _time
@@ -18,6 +19,8 @@ from datetime import timedelta
 from enum import Enum
 from typing import Any
 from uuid import UUID
+
+import orjson
 
 from agentomnia.sandbox import rules
 
@@ -98,8 +101,26 @@ def public_state(instance_dict: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in instance_dict.items() if not rules.is_dunder(k)}
 
 
+# orjson writes what json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False) writes, at
+# a tenth of the time (0.9 MB of shop state: 0.9 ms against 10.7 ms), except for what it refuses
+# (integers past 64 bits, keys that are not strings, lone surrogates: a TypeError) and floats from
+# 1e-9 to 1e-4: json's "2.5e-05" and "1.2e-06" are orjson's "0.000025" and "1.2e-6". Dates and
+# dataclasses go to `_leaf`, as with json. A text that holds either form, inside a string or not, is
+# written by json again; both are literal searches (0.5 ms each), where a character class before
+# them would cost 13 ms.
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+_SHORT_EXPONENT = re.compile(rb"e-[1-9](?![0-9])")
+
+
 def canonical_state(state: dict[str, Any]) -> str:
-    """Canonical JSON of a state: identical to `records.canonical_json` for JSON-valued states."""
+    """Canonical JSON of a state: identical to `records.canonical_json` for JSON-valued states
+    (NaN and the infinities, which JSON has not, are written null)."""
+    try:
+        text = orjson.dumps(state, default=_leaf, option=_ORJSON_OPTIONS)
+        if b"0.0000" not in text and not _SHORT_EXPONENT.search(text):
+            return text.decode("utf-8")
+    except TypeError:
+        pass
     try:
         return json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_leaf)
     except TypeError:
