@@ -31,6 +31,8 @@ def _sort_key(value: Any) -> str:
 
 def _leaf(value: Any) -> Any:
     """JSON form of a non-JSON value found in a state (json.dumps `default` hook)."""
+    if isinstance(value, float):  # a subclass (orjson hands those here): a number, as json writes it
+        return float(value)
     if isinstance(value, set | frozenset):
         return sorted(value, key=_sort_key)
     if isinstance(value, _datetime | _date | _time):

@@ -3,6 +3,7 @@ json.dumps where it cannot, byte for byte."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import decimal
 import enum
@@ -32,6 +33,17 @@ class Level(enum.IntEnum):
 @dataclasses.dataclass
 class Point:
     x: int
+
+
+class Amount(float):
+    pass
+
+
+class Code(str):
+    pass
+
+
+Pair = collections.namedtuple("Pair", "left right")
 
 
 _CHARS = [chr(c) for c in range(0, 0x30)] + list('"\\/\x7f\u2028\u2029é漢\U0001f600abcXYZ019 ')
@@ -66,7 +78,8 @@ def _value(rng: random.Random, depth: int = 0) -> Any:
         return rng.choice([
             date(2026, 3, 1), datetime(2026, 3, 1, 9, 30, 5, 120), datetime(2026, 3, 1, tzinfo=UTC), time(7, 5),
             timedelta(hours=2), decimal.Decimal("12.50"), Colour.RED, Level.HIGH, uuid.UUID(int=7),
-            b"\x00\xff", Point(3), frozenset({"b", "a"}), {3, 1, 2},
+            b"\x00\xff", Point(3), frozenset({"b", "a"}), {3, 1, 2}, Amount(2.5e-5), Amount(12.5), Code("c"),
+            Pair(1, "b"), collections.OrderedDict(b=1, a=2), collections.deque([1, 2]), collections.Counter("aab"),
         ])  # fmt: skip
     if kind in (3, 4, 5):
         return {_text(rng): _value(rng, depth + 1) for _ in range(rng.randint(0, 5))}
@@ -91,7 +104,9 @@ def test_what_orjson_refuses_is_written_by_json() -> None:
     assert canonical_state(big) == _reference(big)
     keyed = {"by_id": {3: "c", 1: "a"}}
     assert canonical_state(keyed) == '{"by_id":{"1":"a","3":"c"}}'
-    assert canonical_state({"x": float("nan"), "y": float("inf")}) == '{"x":null,"y":null}'  # JSON has neither
+    assert (
+        canonical_state({"x": float("nan"), "y": float("inf")}) == '{"x":null,"y":null}'
+    )  # JSON has neither
 
 
 def test_a_shop_sized_state_is_written_by_orjson(monkeypatch) -> None:  # type: ignore[no-untyped-def]
