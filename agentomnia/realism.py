@@ -42,6 +42,7 @@ TARGETS: dict[str, tuple[str, float]] = {
     "paid_over_total_share": ("<", 0.05),
     "happened_after_clock_share": ("<", 0.02),
     "time_off_its_day_share": ("<", 0.02),
+    "kept_at_night_share": ("<", 0.02),
     "chained_of_share": ("<", 0.02),
     "stacked_possessive_share": ("<", 0.05),
     "mean_sentence_words": ("<", 22.0),
@@ -218,8 +219,18 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
     and of dates of what has happened (a message sent, an invoice paid) that lie after the clock, in
     records whose status does not say they are still to come (`state.not_yet`), and of records whose
     times of day fall off the day they are about (a shoot's call time the day after its shoot date;
-    `semantic.its_day`)."""
-    from agentomnia.envs.semantic import NOW, has_happened, its_day, moment_of, movable_dates, on_its_day
+    `semantic.its_day`), and of the times of what people do in their waking day (an interview, a
+    lesson, a booked room) that fall at night (`semantic.day_times`)."""
+    from agentomnia.envs.semantic import (
+        NOW,
+        at_night,
+        day_times,
+        has_happened,
+        its_day,
+        moment_of,
+        movable_dates,
+        on_its_day,
+    )
     from agentomnia.envs.state import (
         not_yet,
         numbers_out_of_order,
@@ -231,7 +242,8 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
     )
 
     records = disordered = checked = elsewhere = dated = early = owing = overpaid = happened = late = 0
-    daytimed = off_day = 0
+    daytimed = off_day = kept = at_nights = 0
+    night_examples: list[str] = []
     off_examples: list[str] = []
     examples: list[str] = []
     early_examples: list[str] = []
@@ -240,8 +252,16 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
     for spec, state in worlds:
         for e in spec.entities:
             done = [n for n in movable_dates(e) if has_happened(n)]
+            by_day = day_times(e)
             for key, record in (state.get(e.table) or {}).items():
                 records += 1
+                for name in by_day:
+                    moment = moment_of(record.get(name)) if "T" in str(record.get(name)) else None
+                    kept += moment is not None
+                    if moment is not None and at_night(moment):
+                        at_nights += 1
+                        if len(night_examples) < 5:
+                            night_examples.append(f"{e.table}[{key}].{name} {record[name]}")
                 for name in done if not not_yet(e, record) else ():
                     moment = moment_of(record.get(name))
                     happened += moment is not None
@@ -303,6 +323,9 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
         "timed_days": daytimed,
         "time_off_its_day_share": _share(off_day, daytimed),
         "time_off_its_day_examples": off_examples,
+        "kept_by_day_times": kept,
+        "kept_at_night_share": _share(at_nights, kept),
+        "kept_at_night_examples": night_examples,
     }
 
 

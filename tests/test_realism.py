@@ -443,3 +443,59 @@ def test_a_time_of_day_falls_on_the_day_its_record_is_about() -> None:
     # a day given for a record whose times are set moves onto their day
     assert in_lifecycle_order(shoot_day, {"shoot_date": "2026-03-05"}, {"call_time": "2026-02-22T14:00:00"},
                               random.Random(0)) == {"shoot_date": "2026-02-22"}  # fmt: skip
+
+
+def test_what_people_do_in_their_waking_day_happens_in_it() -> None:
+    """An interview at 03:30 moves into the day with its end (its length kept); a shift may run at
+    night; a stay's check-in and check-out days later move together."""
+    import random
+    from datetime import datetime
+
+    from agentomnia.envs.semantic import into_the_day
+
+    interview = _entity("interview", AttributeSpec(name="held_at", type="datetime"),
+                        AttributeSpec(name="ends_at", type="datetime"), AttributeSpec(name="created_at", type="datetime"))  # fmt: skip
+    record = {
+        "held_at": "2026-02-07T03:30:00",
+        "ends_at": "2026-02-07T04:30:00",
+        "created_at": "2026-02-01T02:00:00",
+    }
+    into_the_day(interview, record, random.Random(0))
+    held, ends = datetime.fromisoformat(record["held_at"]), datetime.fromisoformat(record["ends_at"])
+    assert held.date().isoformat() == "2026-02-07" and 8 <= held.hour <= 17
+    assert (ends - held).total_seconds() == 3600
+    assert record["created_at"] == "2026-02-01T02:00:00"  # when the record was made is the system's
+
+    shift = _entity("shift", AttributeSpec(name="starts_at", type="datetime"))
+    night = {"starts_at": "2026-02-07T23:00:00"}
+    into_the_day(shift, night, random.Random(0))
+    assert night == {"starts_at": "2026-02-07T23:00:00"}
+
+    stay = _entity("reservation", AttributeSpec(name="check_in_at", type="datetime"),
+                   AttributeSpec(name="check_out_at", type="datetime"))  # fmt: skip
+    booked = {"check_in_at": "2026-02-07T23:15:00", "check_out_at": "2026-02-10T02:00:00Z"}
+    into_the_day(stay, booked, random.Random(1))
+    check_in, check_out = (datetime.fromisoformat(booked[k].replace("Z", "+00:00")).replace(tzinfo=None)
+                           for k in ("check_in_at", "check_out_at"))  # fmt: skip
+    assert 8 <= check_in.hour <= 17 and 7 <= check_out.hour < 22 and check_in < check_out
+    assert booked["check_out_at"].endswith("Z")  # written as it was
+    assert (check_out - check_in).total_seconds() == (2 * 24 + 2) * 3600 + 45 * 60  # the stay's length kept
+
+
+def test_generated_appointments_fall_in_the_day_and_the_figure_counts_one_that_does_not() -> None:
+    from agentomnia.realism import consistency_metrics
+
+    appointment = _entity("appointment", AttributeSpec(name="start_at", type="datetime"),
+                          AttributeSpec(name="end_at", type="datetime"))  # fmt: skip
+    spec = _world("clinic", appointment)
+    for seed in range(6):
+        state = generate_state(spec, seed=seed, sizes={"appointment": 30})
+        figures = consistency_metrics([(spec, state)])
+        assert figures["kept_by_day_times"] == 60 and figures["kept_at_night_share"] == 0, figures[
+            "kept_at_night_examples"
+        ]
+    key = sorted(state["appointments"])[0]
+    state["appointments"][key]["start_at"] = "2026-03-03T02:15:00"
+    broken = consistency_metrics([(spec, state)])
+    assert broken["kept_at_night_share"] == round(1 / 60, 4)
+    assert broken["kept_at_night_examples"] == [f"appointments[{key}].start_at 2026-03-03T02:15:00"]

@@ -592,6 +592,67 @@ def order_lifecycle(entity: EntitySpec, record: dict[str, Any], rng: random.Rand
         record[name] = value
 
 
+# what people keep to their waking day: an interview, a lesson, a booked room, a visit (not a shift, a
+# flight or a charging session, which run round the clock); its times of day, not the system's own
+# stamps of when the record was made, changed or sent
+_KEPT_BY_DAY = re.compile(
+    r"appointment|interview|lesson|(^|_)class(es)?($|_)|meeting|booking|reservation|visit|consult|"
+    r"(^|_)tours?($|_)|exam|viewing|showing|fitting|lecture|seminar|webinar|workshop|tutor|therap|"
+    r"(^|_)sessions?($|_)|(^|_)slots?($|_)|rehearsal|audition|tasting|screening|orientation"
+)
+_ROUND_THE_CLOCK = re.compile(
+    r"shift|on_call|charging|flight|sleep|night|overnight|monitor|stream|alarm|log|alert|sensor|"
+    r"reading|telemetry|backup|(^|_)jobs?($|_)|(^|_)runs?($|_)|trip|journey|transfer|ride"
+)
+_STAMP = re.compile(
+    r"creat|updat|modif|logged|recorded|sent|received|submitted|cancel|paid|import|sync|notif"
+)
+WAKING_HOURS = (7, 22)  # a time of day from 07:00 to before 22:00
+
+
+def kept_by_day(entity: EntitySpec) -> bool:
+    """Whether `entity`'s records are things people do in their waking day (`_KEPT_BY_DAY`)."""
+    return bool(_KEPT_BY_DAY.search(entity.name)) and not _ROUND_THE_CLOCK.search(entity.name)
+
+
+def day_times(entity: EntitySpec) -> list[str]:
+    """The date-time fields of a record kept by day that say when it happens (`starts_at`, `held_at`,
+    `end_at`), not when the record was made or changed."""
+    if not kept_by_day(entity):
+        return []
+    dated = {a.name for a in entity.attributes if a.type == "datetime"}
+    return [n for n in movable_dates(entity) if n in dated and not _STAMP.search(n) and not _is_birth(n)]
+
+
+def at_night(moment: datetime) -> bool:
+    return not WAKING_HOURS[0] <= moment.hour < WAKING_HOURS[1]
+
+
+def into_the_day(entity: EntitySpec, record: dict[str, Any], rng: random.Random) -> None:
+    """An interview at 03:30 or a lesson at 23:15 moves into the day: the record's times move together
+    (its length kept) so its first falls between 08:00 and 17:45 of its date; a time still at night
+    after that (a stay's last day) moves into the day too, never before the time before it."""
+    times = sorted(
+        (m, n)
+        for n in day_times(entity)
+        if "T" in str(record.get(n)) and (m := moment_of(record[n])) is not None
+    )
+    if not any(at_night(m) for m, _ in times):
+        return
+    first = times[0][0]
+    delta = first.replace(hour=rng.randint(8, 17), minute=15 * rng.randint(0, 3), second=0) - first
+    previous: datetime | None = None
+    for moment, name in times:
+        moved = moment + delta
+        if at_night(moved):
+            hour = 21 if moved.hour >= WAKING_HOURS[1] else WAKING_HOURS[0] + rng.randint(1, 2)
+            moved = moved.replace(hour=hour, minute=15 * rng.randint(0, 3), second=0)
+        if previous is not None and moved < previous:
+            moved = previous + timedelta(minutes=15 * rng.randint(1, 4))
+        record[name] = _as(str(record[name]), moved)
+        previous = moved
+
+
 # the day a record is about (`shoot_date` of a shoot day, `visit_date`, `event_day`), and the times of
 # day a record names for it (`call_time`, `arrival_time`): the times fall on that day
 _DAY = re.compile(r"^(?:[a-z0-9]+_)*(date|day)$")

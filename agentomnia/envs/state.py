@@ -29,8 +29,10 @@ from agentomnia.envs.semantic import (
     created_before,
     creation_dates,
     dated_facts,
+    day_times,
     first_dated,
     happened_by_now,
+    into_the_day,
     is_derived,
     is_handle,
     leaf_string,
@@ -298,6 +300,7 @@ def generate_state(
     _month_dates(spec, state)  # a month moved back is still its first day
     _after_their_owners(spec, state, random.Random(f"{spec.id}:{seed}:owners"))
     _times_on_their_days(spec, state)
+    _in_the_day(spec, state, random.Random(f"{spec.id}:{seed}:day"))
     paid_within(spec, state, random.Random(f"{spec.id}:{seed}:paid"))
     _near_its_twin(spec, state, random.Random(rng.random()))
     _not_yet(spec, state)
@@ -941,6 +944,15 @@ def _one_place_each(
 
 _MONTH_DATE = re.compile(r"(^|_)month$|^month_(start|of|beginning)$")
 _YEAR_MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+
+
+def _in_the_day(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
+    """What people do in their waking day happens in it (`semantic.into_the_day`): no interview at
+    03:30, no lesson at 23:15."""
+    for entity in spec.entities:
+        if day_times(entity):
+            for record in state.get(entity.table, {}).values():
+                into_the_day(entity, record, rng)
 
 
 def _times_on_their_days(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
