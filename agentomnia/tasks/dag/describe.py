@@ -9,6 +9,8 @@ cannot be a Challenge target: `describe_record` returns None and the caller pick
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -351,24 +353,29 @@ def is_plural(label: str) -> bool:
     return not last.endswith(_NOT_PLURAL_END) and bool(_english().singular_noun(last))
 
 
+_ENGLISH = threading.Lock()  # one thread loads inflect; the others wait for the whole module
+
+
 @cache
 def _english() -> Any:
     """inflect's engine. inflect wraps its methods in typeguard's `@typechecked`, which re-parses and
     recompiles the module's source for each at import: 1.3 s in every process that builds or words
     tasks, against 0.07 s without. Its checks only reject arguments of the wrong type, and this
-    module passes it words, so it is imported with the decorator as the identity."""
-    import sys
+    module passes it words, so it is imported with the decorator as the identity. Task synthesis
+    runs on threads: under the lock, a second thread never sees the module half made."""
+    with _ENGLISH:
+        if "inflect" not in sys.modules:
+            import typeguard
 
-    if "inflect" not in sys.modules:
-        import typeguard
+            checked = typeguard.typechecked
+            typeguard.typechecked = _as_is  # type: ignore[assignment]
+            try:
+                import inflect
+            finally:
+                typeguard.typechecked = checked
+        import inflect
 
-        checked = typeguard.typechecked
-        typeguard.typechecked = _as_is  # type: ignore[assignment]
-        try:
-            import inflect  # noqa: F401
-        finally:
-            typeguard.typechecked = checked
-    return sys.modules["inflect"].engine()
+        return inflect.engine()
 
 
 def _as_is(target: Any = None, **_: Any) -> Any:

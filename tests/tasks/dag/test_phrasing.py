@@ -673,3 +673,30 @@ def test_plural_field_words_are_told_apart_and_inflect_loads_without_its_import_
     )
     names = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "typeguard" not in names and "_sinoun" in names, names
+
+
+def test_threads_that_ask_for_inflect_at_once_all_get_a_whole_engine() -> None:
+    """DAG tasks are made on threads: threads asking for the first time, 5 ms apart, each get an engine,
+    never the module half made by another thread's import (was: AttributeError in dag_tasks)."""
+    import subprocess
+    import sys
+
+    code = """
+import threading, time
+from agentomnia.tasks.dag.describe import _english
+gate, errors = threading.Barrier(24), []
+def ask(i):
+    gate.wait()
+    time.sleep(0.005 * i)  # one thread imports while the others ask, at every stage of its import
+    try:
+        assert _english().singular_noun("orders") == "order"
+    except BaseException as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=ask, args=(i,)) for i in range(24)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(errors)
+"""
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.strip() == "[]", out
