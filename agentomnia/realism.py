@@ -43,6 +43,7 @@ TARGETS: dict[str, tuple[str, float]] = {
     "happened_after_clock_share": ("<", 0.02),
     "time_off_its_day_share": ("<", 0.02),
     "kept_at_night_share": ("<", 0.02),
+    "past_its_day_share": ("<", 0.02),
     "chained_of_share": ("<", 0.02),
     "stacked_possessive_share": ("<", 0.05),
     "mean_sentence_words": ("<", 22.0),
@@ -220,7 +221,8 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
     records whose status does not say they are still to come (`state.not_yet`), and of records whose
     times of day fall off the day they are about (a shoot's call time the day after its shoot date;
     `semantic.its_day`), and of the times of what people do in their waking day (an interview, a
-    lesson, a booked room) that fall at night (`semantic.day_times`)."""
+    lesson, a booked room) that fall at night (`semantic.day_times`), and of such records over within
+    hours whose end is not within 12 hours after their start (`semantic.start_end_pairs`)."""
     from agentomnia.envs.semantic import (
         NOW,
         at_night,
@@ -230,6 +232,8 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
         moment_of,
         movable_dates,
         on_its_day,
+        over_within_hours,
+        start_end_pairs,
     )
     from agentomnia.envs.state import (
         not_yet,
@@ -242,7 +246,8 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
     )
 
     records = disordered = checked = elsewhere = dated = early = owing = overpaid = happened = late = 0
-    daytimed = off_day = kept = at_nights = 0
+    daytimed = off_day = kept = at_nights = paired = past_day = 0
+    past_examples: list[str] = []
     night_examples: list[str] = []
     off_examples: list[str] = []
     examples: list[str] = []
@@ -253,8 +258,18 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
         for e in spec.entities:
             done = [n for n in movable_dates(e) if has_happened(n)]
             by_day = day_times(e)
+            pairs = start_end_pairs(e)
             for key, record in (state.get(e.table) or {}).items():
                 records += 1
+                for start, end in pairs:
+                    over = over_within_hours(record, start, end)
+                    paired += over is not None
+                    if over is False:
+                        past_day += 1
+                        if len(past_examples) < 5:
+                            past_examples.append(
+                                f"{e.table}[{key}] {start} {record[start]}, {end} {record[end]}"
+                            )
                 for name in by_day:
                     moment = moment_of(record.get(name)) if "T" in str(record.get(name)) else None
                     kept += moment is not None
@@ -326,6 +341,9 @@ def consistency_metrics(worlds: Iterable[tuple[EnvSpec, Mapping[str, Any]]]) -> 
         "kept_by_day_times": kept,
         "kept_at_night_share": _share(at_nights, kept),
         "kept_at_night_examples": night_examples,
+        "start_end_pairs": paired,
+        "past_its_day_share": _share(past_day, paired),
+        "past_its_day_examples": past_examples,
     }
 
 

@@ -499,3 +499,43 @@ def test_generated_appointments_fall_in_the_day_and_the_figure_counts_one_that_d
     broken = consistency_metrics([(spec, state)])
     assert broken["kept_at_night_share"] == round(1 / 60, 4)
     assert broken["kept_at_night_examples"] == [f"appointments[{key}].start_at 2026-03-03T02:15:00"]
+
+
+def test_what_is_over_within_hours_ends_the_day_it_starts() -> None:
+    """An appointment from 09:00 to 09:15 the next day ends 30 minutes to 3 hours after it starts; a
+    window a webinar is on offer for, and a stay, may run for days; the figure counts one that does not."""
+    import random
+    from datetime import datetime
+
+    from agentomnia.envs.semantic import start_end_pairs, within_hours
+    from agentomnia.realism import consistency_metrics
+
+    appointment = _entity("appointment", AttributeSpec(name="starts_at", type="datetime"),
+                          AttributeSpec(name="ends_at", type="datetime"))  # fmt: skip
+    record = {"starts_at": "2026-03-18T09:00:00", "ends_at": "2026-03-19T09:15:00"}
+    within_hours(appointment, record, random.Random(0))
+    length = datetime.fromisoformat(record["ends_at"]) - datetime.fromisoformat(record["starts_at"])
+    assert record["starts_at"] == "2026-03-18T09:00:00" and 30 * 60 <= length.total_seconds() <= 3 * 3600
+    late = {"starts_at": "2026-03-18T21:30:00", "ends_at": "2026-03-18T08:00:00"}
+    within_hours(appointment, late, random.Random(0))
+    assert late["ends_at"] == "2026-03-18T21:45:00"  # before the night, after its start
+
+    webinar = _entity("webinar", AttributeSpec(name="available_from", type="datetime"),
+                      AttributeSpec(name="available_to", type="datetime"))  # fmt: skip
+    stay = _entity("reservation", AttributeSpec(name="start_at", type="datetime"),
+                   AttributeSpec(name="end_at", type="datetime"))  # fmt: skip
+    assert start_end_pairs(webinar) == [] and start_end_pairs(stay) == []
+    assert start_end_pairs(appointment) == [("starts_at", "ends_at")]
+
+    spec = _world("clinic", appointment)
+    for seed in range(6):
+        state = generate_state(spec, seed=seed, sizes={"appointment": 30})
+        figures = consistency_metrics([(spec, state)])
+        assert figures["start_end_pairs"] == 30 and figures["past_its_day_share"] == 0, figures[
+            "past_its_day_examples"
+        ]
+    key = sorted(state["appointments"])[0]
+    state["appointments"][key]["ends_at"] = "2026-12-31T10:00:00"
+    broken = consistency_metrics([(spec, state)])
+    assert broken["past_its_day_share"] == round(1 / 30, 4)
+    assert broken["past_its_day_examples"][0].startswith(f"appointments[{key}] starts_at ")

@@ -624,6 +624,53 @@ def day_times(entity: EntitySpec) -> list[str]:
     return [n for n in movable_dates(entity) if n in dated and not _STAMP.search(n) and not _is_birth(n)]
 
 
+# kept by day and over within hours (not a stay, a booked pitch or a tour of days)
+_WITHIN_HOURS = re.compile(
+    r"appointment|interview|lesson|(^|_)class(es)?($|_)|meeting|consult|exam|lecture|seminar|webinar|"
+    r"workshop|tutor|therap|(^|_)sessions?($|_)|(^|_)slots?($|_)|viewing|showing|fitting|rehearsal|"
+    r"audition|tasting|screening|orientation"
+)
+# the event's own start and end; not a window it is open, valid or on offer for (`available_from`)
+_START_WORD = re.compile(r"(^|_)(start|starts|started|begin|begins|began)(?=_|$)")
+_END_WORD = re.compile(r"(^|_)(end|ends|ended|finish|finishes|finished)(?=_|$)")
+
+
+def start_end_pairs(entity: EntitySpec) -> list[tuple[str, str]]:
+    """(start, end) of the times a record kept by day over within hours names in pairs (`start_at`
+    and `end_at`, `window_start` and `window_end`): the same name with the one word changed."""
+    if not (day_times(entity) and _WITHIN_HOURS.search(entity.name)):
+        return []
+    names = day_times(entity)
+    ends = {_END_WORD.sub(r"\1#", n): n for n in names if _END_WORD.search(n)}
+    return [(n, ends[key]) for n in names if (key := _START_WORD.sub(r"\1#", n)) != n and key in ends]
+
+
+def within_hours(entity: EntitySpec, record: dict[str, Any], rng: random.Random) -> None:
+    """An appointment from 09:00 to 09:15 the next day ends the day it starts: an end more than 12
+    hours after its start (or before it) moves to 30 minutes to 3 hours after it, by 21:45."""
+    for start, end in start_end_pairs(entity):
+        if over_within_hours(record, start, end) is not False:
+            continue
+        begins = moment_of(record[start])
+        assert begins is not None
+        moved = begins + timedelta(minutes=15 * rng.randint(2, 12))
+        latest = begins.replace(hour=WAKING_HOURS[1] - 1, minute=45, second=0)
+        record[end] = _as(str(record[end]), min(moved, latest) if latest > begins else begins + _QUARTER)
+
+
+_SAME_DAY = timedelta(hours=12)
+_QUARTER = timedelta(minutes=15)
+
+
+def over_within_hours(record: Mapping[str, Any], start: str, end: str) -> bool | None:
+    """Whether a record's `end` time comes after its `start` time, by at most 12 hours; None where
+    either is not a time of day."""
+    begins, ends = moment_of(record.get(start)), moment_of(record.get(end))
+    if begins is None or ends is None or "T" not in str(record[start]) or "T" not in str(record[end]):
+        return None
+    return timedelta(0) < ends - begins <= _SAME_DAY
+
+
 def at_night(moment: datetime) -> bool:
     return not WAKING_HOURS[0] <= moment.hour < WAKING_HOURS[1]
 

@@ -46,6 +46,7 @@ from agentomnia.envs.semantic import (
     semantic_value,
     string_for,
     term_in_time,
+    within_hours,
 )
 from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
 from agentomnia.envs.values import (
@@ -948,11 +949,13 @@ _YEAR_MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 
 def _in_the_day(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]], rng: random.Random) -> None:
     """What people do in their waking day happens in it (`semantic.into_the_day`): no interview at
-    03:30, no lesson at 23:15."""
+    03:30, no lesson at 23:15; and what is over within hours ends the day it starts
+    (`semantic.within_hours`): no appointment from 09:00 to 09:15 the next day."""
     for entity in spec.entities:
         if day_times(entity):
             for record in state.get(entity.table, {}).values():
                 into_the_day(entity, record, rng)
+                within_hours(entity, record, rng)
 
 
 def _times_on_their_days(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
