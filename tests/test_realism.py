@@ -482,18 +482,25 @@ def test_what_people_do_in_their_waking_day_happens_in_it() -> None:
     assert (check_out - check_in).total_seconds() == (2 * 24 + 2) * 3600 + 45 * 60  # the stay's length kept
 
 
+def _clinics_hold(appointment: Any, counted: str, n: int, figure: str) -> tuple[EnvSpec, dict[str, Any]]:
+    """Six generated clinics of 30 appointments: `counted` is `n` and `<figure>_share` 0 in each; the
+    last clinic's spec and state."""
+    from agentomnia.realism import consistency_metrics
+
+    spec = _world("clinic", appointment)
+    for seed in range(6):
+        state = generate_state(spec, seed=seed, sizes={"appointment": 30})
+        figures = consistency_metrics([(spec, state)])
+        assert figures[counted] == n and figures[f"{figure}_share"] == 0, figures[f"{figure}_examples"]
+    return spec, state
+
+
 def test_generated_appointments_fall_in_the_day_and_the_figure_counts_one_that_does_not() -> None:
     from agentomnia.realism import consistency_metrics
 
     appointment = _entity("appointment", AttributeSpec(name="start_at", type="datetime"),
                           AttributeSpec(name="end_at", type="datetime"))  # fmt: skip
-    spec = _world("clinic", appointment)
-    for seed in range(6):
-        state = generate_state(spec, seed=seed, sizes={"appointment": 30})
-        figures = consistency_metrics([(spec, state)])
-        assert figures["kept_by_day_times"] == 60 and figures["kept_at_night_share"] == 0, figures[
-            "kept_at_night_examples"
-        ]
+    spec, state = _clinics_hold(appointment, "kept_by_day_times", 60, "kept_at_night")
     key = sorted(state["appointments"])[0]
     state["appointments"][key]["start_at"] = "2026-03-03T02:15:00"
     broken = consistency_metrics([(spec, state)])
@@ -527,13 +534,7 @@ def test_what_is_over_within_hours_ends_the_day_it_starts() -> None:
     assert start_end_pairs(webinar) == [] and start_end_pairs(stay) == []
     assert start_end_pairs(appointment) == [("starts_at", "ends_at")]
 
-    spec = _world("clinic", appointment)
-    for seed in range(6):
-        state = generate_state(spec, seed=seed, sizes={"appointment": 30})
-        figures = consistency_metrics([(spec, state)])
-        assert figures["start_end_pairs"] == 30 and figures["past_its_day_share"] == 0, figures[
-            "past_its_day_examples"
-        ]
+    spec, state = _clinics_hold(appointment, "start_end_pairs", 30, "past_its_day")
     key = sorted(state["appointments"])[0]
     state["appointments"][key]["ends_at"] = "2026-12-31T10:00:00"
     broken = consistency_metrics([(spec, state)])
