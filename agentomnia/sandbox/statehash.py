@@ -8,6 +8,7 @@ any worker and any run. For JSON-valued states the text is exactly `records.cano
 
 from __future__ import annotations
 
+import contextlib
 import decimal
 import hashlib
 import json
@@ -117,12 +118,10 @@ _SHORT_EXPONENT = re.compile(rb"e-[1-9](?![0-9])")
 def canonical_state(state: dict[str, Any]) -> str:
     """Canonical JSON of a state: identical to `records.canonical_json` for JSON-valued states
     (NaN and the infinities, which JSON has not, are written null)."""
-    try:
+    with contextlib.suppress(TypeError):  # what orjson refuses is json's to write, below
         text = orjson.dumps(state, default=_leaf, option=_ORJSON_OPTIONS)
         if b"0.0000" not in text and not _SHORT_EXPONENT.search(text):
             return text.decode("utf-8")
-    except TypeError:
-        pass
     try:
         return json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_leaf)
     except TypeError:
