@@ -189,20 +189,23 @@ def tool_metrics(specs: Sequence[EnvSpec]) -> dict[str, Any]:
     from agentomnia.envs.spec import is_compound
 
     shares: list[float] = []
-    mirrored = 0
+    mirrored: list[float] = []
     for spec in specs:
-        if (
-            spec.tools
-            and all(t.origin == "seed" or t.kind == "read" for t in spec.tools)
-            and any(t.origin == "seed" for t in spec.tools)
-        ):
-            mirrored += 1
+        if not spec.tools:
             continue
-        if spec.tools:
-            shares.append(sum(is_compound(spec, t) for t in spec.tools) / len(spec.tools))
+        share = sum(is_compound(spec, t) for t in spec.tools) / len(spec.tools)
+        if all(t.origin == "seed" or t.kind == "read" for t in spec.tools) and any(
+            t.origin == "seed" for t in spec.tools
+        ):
+            mirrored.append(share)
+        else:
+            shares.append(share)
     return {
         "environments": len(shares),
-        "mirrored_environments": mirrored,
+        "mirrored_environments": len(mirrored),
+        # a mirrored API's tools act across entities only where its own structure says so
+        "mirrored_compound_tool_share_median": round(statistics.median(mirrored), 4) if mirrored else 0.0,
+        "mirrored_with_cross_entity_behaviour": sum(s > 0 for s in mirrored),
         "compound_tool_share_median": round(statistics.median(shares), 4) if shares else 0.0,
         "compound_tool_share_min": round(min(shares), 4) if shares else 0.0,
         "environments_with_a_third_compound": sum(s >= 1 / 3 for s in shares),

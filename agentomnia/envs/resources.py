@@ -59,7 +59,11 @@ def _words(segment: str) -> list[str]:
 
 
 def _is_action(segment: str) -> bool:
+    """A trailing verb segment (`cancel`, `uploadImage`), not a kebab-case collection whose first word
+    happens to be a verb too (`change-orders`, `follow-ups`, `share-links`)."""
     words = _words(segment)
+    if len(words) > 1 and "-" in segment and words[-1].endswith("s"):
+        return False
     return bool(words) and words[0] in ACTION_VERBS
 
 
@@ -68,7 +72,10 @@ def entity_name(segment: str) -> str:
     words = _words(_SUFFIX.sub("", segment))
     if not words:
         return "record"
-    return "_".join([*words[:-1], singular(words[-1])])
+    last = words[-1]
+    if len(words) > 1 and len(last) == 3 and last.endswith("s") and not last.endswith(("ss", "us", "is")):
+        last = last[:-1]  # `follow-ups`, `add-ons`: a short last word is plural all the same
+    return "_".join([*words[:-1], singular(last)])
 
 
 def _steps(path: str) -> list[tuple[str | None, str | None]]:

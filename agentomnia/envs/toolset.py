@@ -23,6 +23,7 @@ A seed-led environment keeps the seed's tools exactly and gets none of these.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -1049,6 +1050,99 @@ def guarded(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
     return tool
 
 
+# The lifecycle values after which a record is gone for good: it takes no new records under it. Narrower
+# than `ENDED`: an invoice on hold still takes follow-ups, a suspended line a restore.
+GONE = (
+    "closed", "cancelled", "canceled", "archived", "expired", "void", "voided", "deleted", "terminated",
+    "retired", "withdrawn", "revoked", "discontinued", "disposed", "scrapped", "decommissioned", "dissolved",
+    "deceased", "rejected", "declined", "obsolete", "superseded", "ended",
+)  # fmt: skip
+
+
+def _gone(value: str) -> bool:
+    return value in GONE or any(w in GONE for w in value.split("_"))
+
+
+def _declared_status(e: EntitySpec) -> AttributeSpec | None:
+    """An entity's lifecycle, where the seed declares it (a status the platform made up says nothing
+    about what the service refuses)."""
+    status = e.status_attribute
+    return status if status is not None and (status.source == "seed" or status.declared is not None) else None
+
+
+def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
+    """A seed tool of a service the knowledge base does not know, running what the seed's own structure
+    declares, behind its declared interface (name, description and parameters unchanged):
+
+    - a record is linked only to a parent that is not gone for good (`GONE`: a voided envelope takes
+      no recipient), or to one in the state the tool's description names ("Approve a *matched*
+      invoice");
+    - its references agree about what they share (a booked slot is the practitioner's own);
+    - a parent's declared `max_<children>` bounds how many it holds, and its `<child>_count` follows;
+    - a tool named by a verb whose participle is a lifecycle value of the parent it links to moves that
+      parent there, from a value before it (`approveInvoice` leaves the invoice `approved`,
+      `assignAsset` the asset `assigned`), unless it may do only part of the work ("in full or in part").
+
+    Each is what the service would answer with an error or a changed record; none is a rule of a domain
+    the seed does not belong to."""
+    if (
+        tool.origin != "seed"
+        or compound_of(tool) is not None
+        or tool.op not in ("create", "assign", "delete")
+    ):
+        return tool
+    e = spec.entity(tool.entity)
+    written = set(tool.binding.get("fields", {}).values())
+    if tool.op == "assign":
+        refs = [a for a in e.attributes if a.name == tool.binding.get("attr")]
+    else:
+        refs = [a for a in e.attributes if a.type == "ref" and (tool.op == "delete" or a.name in written)]
+    names = {x.name: x for x in spec.entities}
+    requires: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    verb = snake(tool.name).split("_")[0]
+    moves = (*naming.TRANSITION_VERBS.get(verb, ()), f"{verb}ed", f"{verb}d", f"{verb.removesuffix('e')}ed")
+    partial = re.search(r"\b(in part|partial(ly)?)\b", tool.description, re.IGNORECASE) is not None
+    for a in refs if tool.op != "delete" else ():
+        parent = names.get(a.ref or "")
+        if parent is None or parent.name == e.name:
+            continue
+        requires += _capacity(spec, e, a, parent)
+        status = _declared_status(parent)
+        if status is None:
+            continue
+        noun = "|".join(re.escape(_words(n)) for n in {parent.name, a.name.removesuffix("_id")})
+        named = [
+            v for v in status.enum
+            if re.search(rf"\b{re.escape(_words(v))}\s+(?:{noun})\b", tool.description, re.IGNORECASE)
+        ]  # fmt: skip
+        target = next((m for m in moves if m in status.enum), None) if tool.op == "create" else None
+        left = f"{a.name}->{status.name}"
+        if named:
+            requires.append({"kind": "in", "left": left, "op": "in", "right": named})
+        elif target is not None and not partial and status.enum.index(target) > 0:
+            before = [v for v in status.enum[: status.enum.index(target)] if not _gone(v)]
+            if before:
+                requires.append({"kind": "in", "left": left, "op": "in", "right": before})
+        else:
+            gone = [v for v in status.enum if _gone(v)]
+            if gone and len(gone) < len(status.enum):
+                requires.append({
+                    "kind": "in", "left": left, "op": "not in", "right": gone,
+                    "text": f"The {_words(a.name.removesuffix('_id'))} must not be {_or(gone)}",
+                })  # fmt: skip
+        if target is not None and not partial:
+            steps.append({"kind": "set", "path": left, "value": {"const": target}})
+    if tool.op != "assign":
+        steps += _tally_steps(spec, e, refs, "subtract" if tool.op == "delete" else "add")
+    if tool.op != "delete":
+        requires += _agreement(spec, e, refs)
+    for req in requires:
+        req.setdefault("text", _requirement_text(e, req)[:1].upper() + _requirement_text(e, req)[1:])
+    behaved = _with_compound(tool.model_copy(update={"origin": "generated"}), requires, steps, spec)
+    return _seed_behaviour(tool, behaved)
+
+
 def _seed_behaviour(seed: ToolSpec, behaved: ToolSpec) -> ToolSpec:
     """The seed's tool, exactly as declared (name, description, parameters), running `behaved`'s
     compound behaviour: a refused call says which rule it broke, as a real service's error does."""
@@ -1490,7 +1584,9 @@ def synthesize_toolset(
     for seed in seeds:
         for seed_tool in seed.tools:
             made, note = from_seed_tool(seed_tool, spec, tool_entities)
-            offer(guarded(spec, made) if made is not None and kb_used else made, note)
+            if made is not None:  # a known domain's rules, else what the seed's own structure declares
+                made = guarded(spec, made) if kb_used else declared_behaviour(spec, made)
+            offer(made, note)
     kb = load_knowledge().get(spec.coordinate.taxonomy_id) if kb_used else None
     for op in kb.operations if kb else ():
         if op.effects is not None:

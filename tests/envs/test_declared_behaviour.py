@@ -1,0 +1,194 @@
+"""A service the knowledge base does not know is mirrored as declared: its paths say what its records
+are (REST semantics), and its tools do across records what its own structure says, behind the
+interface it declares. Built from the project's own corpus of service specs."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from agentomnia.envs.build import BuiltEnv, build_environment
+from agentomnia.envs.codegen import generate_source
+from agentomnia.envs.resources import entity_name, http_resource
+from agentomnia.envs.spec import EnvSpec, compound_of, is_compound
+from agentomnia.envs.state import generate_state
+from agentomnia.envs.state_space import build_state_space
+from agentomnia.envs.toolset import seed_plain, synthesize_toolset
+from agentomnia.envs.verify import with_tools
+from agentomnia.sandbox.sandbox import Sandbox
+from agentomnia.seeds.inference import propose_offline
+from agentomnia.seeds.ingest import corpus_dir, ingest
+from agentomnia.seeds.models import Seed, SeedTool
+from agentomnia.taxonomy import load_taxonomy
+
+LEDGERLINE = ("openapi/ledgerline-accounts-payable.yaml", 30057)
+KEYSTONE = ("openapi/keystone-cost-control.yaml", None)
+ASSETRAIL = ("openapi/assetrail-fixed-assets.json", None)
+
+
+def corpus_seed(name: str) -> Seed:
+    return ingest([corpus_dir() / name]).accepted[0]
+
+
+def mirrored(name: str, domain_id: int | None = None) -> tuple[EnvSpec, Seed]:
+    """The environment spec (state space and tools) the offline builder makes for a corpus spec."""
+    seed = corpus_seed(name)
+    taxonomy = load_taxonomy()
+    domain = taxonomy.by_id(domain_id) if domain_id else taxonomy.by_id(30057)
+    spec, space = build_state_space(propose_offline(seed, domain, 1.0, 0.0, [1.0]), [seed], domain)
+    assert not space.kb_used, "the corpus service is one the knowledge base does not know"
+    tools = synthesize_toolset(spec, [seed], space.tool_entities, kb_used=space.kb_used).tools
+    return with_tools(spec, tools), seed
+
+
+def instantiate(spec: EnvSpec, state: dict[str, Any]) -> Any:
+    namespace: dict[str, Any] = {}
+    exec(compile(generate_source(spec), "<generated>", "exec"), namespace)
+    return namespace[spec.class_name](state)
+
+
+def tool(method: str, path: str, name: str = "op") -> SeedTool:
+    return SeedTool(name=name, method=method, path=path)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "entity", "op", "parent"),
+    [
+        ("POST", "/projects/{project_id}/change-orders", "change_order", "create", ("project", "project_id")),
+        ("GET", "/projects/{project_id}/change-orders", "change_order", "list", ("project", "project_id")),
+        ("POST", "/invoices/{invoice_id}/follow-ups", "follow_up", "create", ("invoice", "invoice_id")),
+        ("POST", "/albums/{album_id}/share-links", "share_link", "create", ("album", "album_id")),
+        ("POST", "/orders/{order_id}/cancel", "order", "transition", None),
+        ("POST", "/pet/{petId}/uploadImage", "pet", "update", None),
+    ],
+)
+def test_a_kebab_case_collection_is_not_read_as_a_verb(
+    method: str, path: str, entity: str, op: str, parent: tuple[str, str] | None
+) -> None:
+    found = http_resource(tool(method, path))
+    assert found is not None
+    assert (found.entity, found.op, found.parent) == (entity, op, parent)
+
+
+def test_a_short_plural_ending_a_name_is_made_singular() -> None:
+    assert entity_name("follow-ups") == "follow_up"
+    assert entity_name("add-ons") == "add_on"
+    assert entity_name("bus") == "bus" and entity_name("gas") == "gas"
+
+
+def test_a_sub_collection_keeps_its_parent_and_the_parent_its_own_lifecycle() -> None:
+    spec, _ = mirrored(*KEYSTONE)
+    change_order, project = spec.entity("change_order"), spec.entity("project")
+    assert change_order.attribute("project_id") is not None
+    assert change_order.attribute("project_id").ref == "project"  # type: ignore[union-attr]
+    # the project's phase is the one its schema declares, not the change order's status
+    assert project.status_attribute is not None
+    assert project.status_attribute.enum == ("preconstruction", "construction", "closeout", "closed")
+    made = next(t for t in spec.tools if t.name == "createChangeOrder")
+    assert (made.entity, made.op) == ("change_order", "create")
+
+
+def test_a_seed_tool_runs_what_its_structure_declares_behind_its_own_interface() -> None:
+    spec, seed = mirrored(*LEDGERLINE)
+    tools = {t.name: t for t in spec.tools}
+    approve = compound_of(tools["approveInvoice"])
+    assert approve is not None and is_compound(spec, tools["approveInvoice"])
+    # "Approve a matched invoice for payment": only a matched invoice, and it is approved after
+    assert approve["requires"][0]["left"] == "invoice_id->status"
+    assert approve["requires"][0]["right"] == ["matched"]
+    assert {"kind": "set", "path": "invoice_id->status", "value": {"const": "approved"}} in approve["steps"]
+    # "Three-way match an invoice": from the value before matched, to matched
+    match = compound_of(tools["matchInvoice"])
+    assert match is not None and match["requires"][0]["right"] == ["captured"]
+    # a follow-up is its own record, and an invoice on hold still takes one: only a cancelled one is gone
+    follow = compound_of(tools["logFollowUp"])
+    assert tools["logFollowUp"].entity == "follow_up"
+    assert follow is not None and follow["requires"][0]["op"] == "not in"
+    assert follow["requires"][0]["right"] == ["cancelled"]
+    # the declared interface is the seed's, unchanged
+    declared = {t.name: t for t in seed.tools}
+    for name in ("approveInvoice", "matchInvoice", "logFollowUp"):
+        plain = seed_plain(tools[name])
+        assert plain is not None and plain.description == tools[name].description
+        assert tools[name].description == declared[name].description
+        assert set(tools[name].parameters["properties"]) == set(declared[name].input_schema["properties"])
+
+
+def test_a_status_the_platform_made_up_rules_nothing() -> None:
+    spec, _ = mirrored(*LEDGERLINE)
+    approval = spec.entity("approval").status_attribute
+    assert approval is not None and approval.source != "seed" and approval.declared is None
+    for t in spec.tools:
+        found = compound_of(t) or {}
+        assert not any(
+            "approval" in str(r.get("select", "")) or str(r.get("left", "")).endswith("approval_id->status")
+            for r in found.get("requires", [])
+        ), t.name
+
+
+def test_approving_moves_the_invoice_and_a_refusal_changes_nothing() -> None:
+    spec, _ = mirrored(*LEDGERLINE)
+    s0 = generate_state(spec, seed=0)
+    invoice = sorted(s0["invoices"])[0]
+    user = sorted(s0["users"])[0]
+    s0["invoices"][invoice]["status"] = "captured"
+    env = instantiate(spec, s0)
+    before = {e.table: copy.deepcopy(getattr(env, e.table)) for e in spec.entities}
+    refused = env.approveInvoice(invoice_id=invoice, approver_id=user)
+    assert not refused["ok"] and refused["error"]["code"] == "precondition_failed"
+    assert "matched" in refused["error"]["message"]
+    assert {e.table: getattr(env, e.table) for e in spec.entities} == before
+    assert env.matchInvoice(invoice_id=invoice)["ok"]
+    assert env.invoices[invoice]["status"] == "matched"
+    approved = env.approveInvoice(invoice_id=invoice, approver_id=user, cost_center="CC-410")
+    assert approved["ok"], approved
+    assert env.invoices[invoice]["status"] == "approved"
+    assert approved["data"]["invoice_id"] == invoice
+
+
+def test_a_tool_that_may_do_part_of_the_work_moves_nothing() -> None:
+    spec, _ = mirrored("openapi/metro-utility-payments.yaml")
+    pay = next(t for t in spec.tools if t.name == "payBill")
+    assert "in part" in pay.description
+    found = compound_of(pay) or {}
+    assert not any(s.get("path", "").endswith("->status") for s in found.get("steps", []))
+
+
+@pytest.fixture(scope="module")
+def built(sandbox: Sandbox) -> list[BuiltEnv]:
+    out = []
+    taxonomy = load_taxonomy()
+    for name, domain_id in (LEDGERLINE, ASSETRAIL):
+        seed = corpus_seed(name)
+        domain = taxonomy.by_id(domain_id or 30057)
+        made = build_environment(propose_offline(seed, domain, 1.0, 0.0, [1.0]), [seed], domain, sandbox)
+        assert isinstance(made.result, BuiltEnv), made.result
+        out.append(made.result)
+    return out
+
+
+def test_mirrored_services_verify_with_their_declared_behaviour(built: list[BuiltEnv]) -> None:
+    for b in built:
+        assert b.report.passed
+        compound = [t for t in b.spec.tools if is_compound(b.spec, t)]
+        assert len(compound) >= 3, [t.name for t in compound]
+        assert all(t.origin == "seed" for t in compound)
+        checked = {c.name: c for c in b.report.tools}
+        assert all(checked[t.name].passed for t in compound)
+        # nothing but the seed's tools and plain reads: the service is mirrored, not embellished
+        assert all(t.origin == "seed" or t.kind == "read" for t in b.spec.tools)
+
+
+def test_every_declared_behaviour_can_succeed_from_s0(built: list[BuiltEnv]) -> None:
+    import random
+
+    from agentomnia.envs.calls import valid_calls
+
+    for b in built:
+        for t in b.spec.tools:
+            if compound_of(t) is not None:
+                assert valid_calls(b.spec, b.s0, t, random.Random(0)), (
+                    f"{b.spec.name}: {t.name} has no call s0 admits"
+                )
