@@ -241,40 +241,102 @@ class LoopSummary(BaseModel):
                 f"  round {r['round']}"
                 + (f" (from the failures of {r['parent']})" if r.get("parent") else "")
             )
-            for policy, by_split in r.get("pass_at_1_by_split", {}).items():
-                cells = ", ".join(f"{k} {v:.3f}" for k, v in by_split.items())
-                lines.append(f"    OmniaBench pass@1 {policy}: {cells}")
-            for role, figures in r.get("learning", {}).items():
-                cells = ", ".join(
-                    f"{name} {figures[key]:.3f}" if isinstance(figures.get(key), float) else f"{name} n/a"
-                    for key, name in FIGURE_LABELS.items()
+            passes = r.get("pass_at_1_by_split", {})
+            splits = list(next(iter(passes.values()), {}))
+            if passes:
+                lines += wrapped(
+                    [f"OmniaBench pass@1 ({'/'.join(splits)}):"]
+                    + [
+                        f"{policy} " + "/".join(f"{by_split.get(k, 0.0):.3f}" for k in splits)
+                        for policy, by_split in passes.items()
+                    ],
+                    indent="    ",
+                    sep="  ",
                 )
-                lines.append(f"    learned ({role}): {cells}")
+            learning = r.get("learning", {})
+            if learning:
+                width = max(len("learned"), *(len(role) + 2 for role in learning)) + 1
+                lines.append(
+                    "    "
+                    + "learned".ljust(width)
+                    + " ".join(f"{n:>11}" for n in _short_labels(FIGURE_LABELS))
+                )
+                for role, figures in learning.items():
+                    cells = " ".join(
+                        f"{figures[key]:>11.3f}" if isinstance(figures.get(key), float) else f"{'n/a':>11}"
+                        for key in FIGURE_LABELS
+                    )
+                    lines.append(f"    {'  ' + role:<{width}}{cells}")
+            tail = []
             if r.get("failures") is not None:
-                lines.append(f"    failed trials in the failure table: {r['failures']}")
-            lines.append(f"    PRDs: {r.get('prds', 0)}")
+                tail.append(f"failed trials {r['failures']}")
+            tail.append(f"PRDs {r.get('prds', 0)}")
             if r.get("kl_round") is not None:
                 prev = r.get("kl_previous")
-                lines.append(
-                    f"    KL(P_round || P_failures) = {r['kl_round']:.3f}; KL(P_previous || P_failures) = "
+                tail.append(
+                    f"KL(P_round || P_failures) {r['kl_round']:.3f}, previous "
                     + (f"{prev:.3f}" if isinstance(prev, (int, float)) else "n/a")
                 )
+            lines.append("    " + " · ".join(tail))
         return lines
 
 
+def _short_labels(labels: dict[str, str]) -> list[str]:
+    """Column heads of at most 11 characters: `action likelihood` -> `likelihood`."""
+    short = {
+        "action likelihood": "likelihood",
+        "exact arguments": "exact args",
+        "well-formed calls": "well-formed",
+    }
+    return [short.get(v, v)[:11] for v in labels.values()]
+
+
+def wrapped(items: Sequence[str], *, indent: str = "  ", sep: str = " · ", width: int = 100) -> list[str]:
+    """`items` joined by `sep` in lines of at most `width` columns (an item is never split), the later
+    lines indented two more."""
+    lines: list[str] = []
+    line = ""
+    for item in items:
+        if line and len(line) + len(sep) + len(item) + len(sep.rstrip()) > width:
+            lines.append(line + sep.rstrip())
+            line = indent + "  " + item
+        else:
+            line = line + sep + item if line else indent + item
+    return [*lines, line] if line else lines
+
+
 def record_lines(records: Sequence[dict[str, Any]]) -> list[str]:
-    """One line per kind of record: `  task  r0 138 ok, 225 rejected; r1 119 ok, 265 rejected`."""
-    by_kind: dict[str, dict[str, list[str]]] = {}
+    """The records of each round on a few lines, kind by kind, `ok` unsaid:
+    `  r0  seed 160 · task 138, 225 rejected · eval_result 170 failed`."""
+    by_round: dict[str, dict[str, list[str]]] = {}
     for r in records:
-        by_kind.setdefault(str(r["kind"]), {}).setdefault(str(r["round"]), []).append(
-            f"{r['count']} {r['status']}"
+        counts = by_round.setdefault(str(r["round"] or "-"), {}).setdefault(str(r["kind"]), [])
+        counts.append(f"{r['count']}" if r["status"] == "ok" else f"{r['count']} {r['status']}")
+    width = max((len(k) for k in by_round), default=2)
+    out: list[str] = []
+    for rnd in sorted(by_round):
+        items = [f"{kind} {', '.join(counts)}" for kind, counts in by_round[rnd].items()]
+        out += wrapped([f"{rnd:<{width}}  {items[0]}", *items[1:]])
+    return out
+
+
+def rejection_lines(rejections: Sequence[dict[str, Any]], shown: int) -> list[str]:
+    """The commonest rejection reasons, by kind of record, on a few lines; the rest counted."""
+    by_kind: dict[str, list[str]] = {}
+    for r in rejections[:shown]:
+        by_kind.setdefault(str(r["kind"]), []).append(f"{str(r['reason'])[:48]} {r['count']}")
+    items: list[str] = []  # one per reason, so that a long list wraps between reasons
+    for kind, reasons in by_kind.items():
+        said = [f"{kind}: {reasons[0]}", *reasons[1:]]
+        items += [f"{x}," for x in said[:-1]] + [f"{said[-1]};"]
+    rest = rejections[shown:]
+    if rest:
+        items.append(
+            f"{sum(r['count'] for r in rest)} more, for {len(rest)} other reason{'' if len(rest) == 1 else 's'} (--json)"
         )
-    width = max((len(k) for k in by_kind), default=10)
-    return [
-        f"  {kind:<{width}}  "
-        + "; ".join(f"{rnd or '-'} {', '.join(counts)}" for rnd, counts in rounds.items())
-        for kind, rounds in by_kind.items()
-    ]
+    elif items:
+        items[-1] = items[-1].rstrip(";")
+    return wrapped(items, sep=" ")
 
 
 REJECTION_LINES = 8  # the most common reasons the summary lists; --json has them all
@@ -298,11 +360,12 @@ class PipelineSummary(BaseModel):
         slowest stages only. Every figure of every stage is in `--json` and the Dagster UI."""
         if live:
             slowest = sorted((s for s in self.stages if not s.kept_from), key=lambda s: -s.seconds)[:4]
-            lines = [
-                f"{len(self.stages)} stages; the slowest: "
-                + ", ".join(f"{s.asset} {s.round} {s.seconds:.0f}s".replace("  ", " ") for s in slowest)
-                + " (every figure: --json, or the Dagster UI)"
+            said = [f"{s.asset} {s.round} {s.seconds:.0f}s".replace("  ", " ") for s in slowest] or [
+                "none run"
             ]
+            said[0] = f"{len(self.stages)} stages; the slowest: {said[0]}"
+            said[-1] += " (every figure: --json, or the Dagster UI)"
+            lines = wrapped(said, indent="", sep=", ")
             kept = [s for s in self.stages if s.kept_from]
             if kept:
                 runs = ", ".join(sorted({short(s.kept_from) for s in kept}))
@@ -339,17 +402,11 @@ class PipelineSummary(BaseModel):
         if self.recovered or self.resumed:
             lines.append("")
         lines += self._stage_lines(live=os.environ.get("AGENTOMNIA_QUIET", "0") in ("", "0"))
-        lines += ["", "records in the lineage store (per round: count by status)"]
+        lines += ["", "records in the lineage store, per round (ok unless said)"]
         lines += record_lines(self.records)
         if self.rejections:
-            lines += ["", "rejected, by reason"]
-            shown = self.rejections[:REJECTION_LINES]
-            lines += [f"  {r['kind']:<22} {r['count']:>5}  {r['reason'][:90]}" for r in shown]
-            if len(self.rejections) > len(shown):
-                rest = self.rejections[len(shown) :]
-                lines.append(
-                    f"  ... {sum(r['count'] for r in rest)} more, for {len(rest)} other reasons (--json)"
-                )
+            lines += ["", "rejected, commonest reasons first"]
+            lines += rejection_lines(self.rejections, REJECTION_LINES)
         if self.loop is not None:
             lines += self.loop.render()
         lines += ["", "where to look"] + [f"  {k:<9} {v}" for k, v in self.where.items()]

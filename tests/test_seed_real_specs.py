@@ -156,6 +156,11 @@ def expected_tools(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                     props["body"] = ("body", schema)
                     if body_required:
                         required.append("body")
+            # a path parameter no parameter declares (`{id}`, or Express's `/:id`) is added, a repair
+            for braced, express in re.findall(r"{([^{}/]+)}|(?<=/):([A-Za-z_][A-Za-z0-9_]*)(?=/|$)", path):
+                if (braced or express) not in props:
+                    props[braced or express] = ("path", {"type": "string"})
+                    required.append(braced or express)
             out[place] = {"name": name, "props": props, "required": required, "op_id": op_id}
     return out
 
@@ -638,6 +643,19 @@ def test_undeclared_path_parameter_is_added_with_a_repair(tmp_path: Path) -> Non
     assert tool.input_schema["properties"] == {"orderId": {"type": "string"}}
     assert tool.input_schema["required"] == ["orderId"] and tool.locations == {"orderId": "path"}
     assert [r["place"] for r in seed.metadata["repairs"]] == ["#/paths/~1orders~1{orderId}/get"]
+
+
+def test_an_express_style_path_parameter_is_added_with_a_repair(tmp_path: Path) -> None:
+    doc = oas({"/site/:cloudId/chat:glance/:key": {"get": {"operationId": "getGlance", "responses": OK}}})
+    seed = api(tmp_path, doc)
+    tool = seed.tools[0]
+    # `chat:glance` is a segment with a colon in it, not a parameter
+    assert tool.input_schema["properties"] == {"cloudId": {"type": "string"}, "key": {"type": "string"}}
+    assert tool.locations == {"cloudId": "path", "key": "path"}
+    assert [r["problem"] for r in seed.metadata["repairs"]] == [
+        "the path names :cloudId but no parameter declares it",
+        "the path names :key but no parameter declares it",
+    ]
 
 
 # -- MCP tool lists ------------------------------------------------------------------------

@@ -157,18 +157,29 @@ def test_quiet_says_nothing(monkeypatch) -> None:  # type: ignore[no-untyped-def
     assert lines == []
 
 
-def test_the_summary_gives_each_kind_of_record_one_line() -> None:
-    from agentomnia_assets.pipeline import record_lines
+def test_the_summary_gives_each_round_its_records_on_lines_that_fit_a_terminal() -> None:
+    from agentomnia_assets.pipeline import record_lines, rejection_lines
 
     rows = [
+        {"kind": "task", "round": "r1", "status": "ok", "count": 119},
         {"kind": "task", "round": "r0", "status": "ok", "count": 138},
         {"kind": "task", "round": "r0", "status": "rejected", "count": 225},
-        {"kind": "task", "round": "r1", "status": "ok", "count": 119},
         {"kind": "environment", "round": "r0", "status": "ok", "count": 162},
     ]
-    assert record_lines(rows) == [
-        "  task         r0 138 ok, 225 rejected; r1 119 ok",
-        "  environment  r0 162 ok",
+    assert record_lines(rows) == ["  r0  task 138, 225 rejected · environment 162", "  r1  task 119"]
+    many = [{"kind": f"kind_{i}", "round": "r0", "status": "failed", "count": 1000 + i} for i in range(30)]
+    lines = record_lines(many)
+    assert 5 <= len(lines) <= 8 and all(len(line) <= 100 for line in lines)
+    # an entry is never split across lines
+    assert all(line.rstrip(" ·").endswith(" failed") for line in lines)
+    reasons = [
+        {"kind": "task", "reason": "execution", "count": 89},
+        {"kind": "trajectory", "reason": "failed", "count": 60},
+        {"kind": "task", "reason": "grounding", "count": 77},
+        {"kind": "task", "reason": "leakage", "count": 5},
+    ]
+    assert rejection_lines(reasons, 3) == [
+        "  task: execution 89, grounding 77; trajectory: failed 60; 5 more, for 1 other reason (--json)"
     ]
 
 
@@ -188,7 +199,10 @@ def test_the_summary_names_the_slowest_stages_after_a_watched_run_and_lists_them
                               rejections=rejections, where={"lineage": "x"})  # fmt: skip
     monkeypatch.delenv("AGENTOMNIA_QUIET", raising=False)
     watched = summary.render()
-    assert "3 stages; the slowest: sft_checkpoint r0 56s, environments r0 42s, taxonomy 2s" in watched
+    assert "3 stages; the slowest: sft_checkpoint r0 56s, environments r0 42s, taxonomy 2s" in " ".join(
+        watched.split()
+    )
+    assert all(len(line) <= 100 for line in watched.splitlines())
     assert "kept_share" not in watched and "tools_total" not in watched
     kept = summary.model_copy(update={"stages": [*stages, StageReport(asset="toolsets", group="envs", seconds=0.0,
                                                                       round="r0", kept_from="run-abc")]})  # fmt: skip
@@ -198,3 +212,10 @@ def test_the_summary_names_the_slowest_stages_after_a_watched_run_and_lists_them
     quiet = summary.render()
     line = next(x for x in quiet.splitlines() if " environments " in x)
     assert line.endswith("42.0s  environments 138, discarded 2, kept_share 0.986")  # three figures, no more
+
+
+def test_a_rate_is_said_only_once_a_tenth_of_a_second_has_gone_by() -> None:
+    from agentomnia.progress import Progress
+
+    assert Progress("eval", "trials", 1, 170, started=10.0, updated=10.05).line() == "1/170 trials"
+    assert Progress("eval", "trials", 63, 170, started=10.0, updated=10.7).line() == "63/170 trials, 90.0/s"

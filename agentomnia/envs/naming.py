@@ -59,7 +59,7 @@ TRANSITION_VERBS: dict[str, tuple[str, ...]] = {
     "stop": ("stopped",), "escalate": ("escalated",), "acknowledge": ("acknowledged",), "release": ("released",),
     "void": ("void", "voided"), "dispatch": ("dispatched",), "restore": ("restored", "active"), "submit": ("submitted",),
     "publish": ("published",), "ship": ("shipped",), "deliver": ("delivered",), "pay": ("paid",), "refund": ("refunded",),
-    "expire": ("expired",), "block": ("blocked",), "unblock": ("active",), "verify": ("verified",), "accept": ("accepted",),
+    "expire": ("expired",), "block": ("blocked",), "unblock": ("active",), "unarchive": ("active", "unarchived", "open"), "verify": ("verified",), "accept": ("accepted",),
     "decline": ("declined", "rejected"), "hold": ("on_hold", "held"), "check_in": ("checked_in",), "check_out": ("checked_out",),
     "fail": ("failed",), "pause": ("paused",), "resume": ("active", "in_progress"), "lock": ("locked",), "unlock": ("active",),
     "mark": (), "flag": ("flagged",), "dismiss": ("dismissed",), "freeze": ("frozen",), "unfreeze": ("active",),

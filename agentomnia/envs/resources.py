@@ -25,7 +25,7 @@ from agentomnia.seeds.inference import singular
 from agentomnia.seeds.models import SeedTool
 
 _VERSION = re.compile(r"^(v\d+([._]\d+)*|\d{4}-\d{2}-\d{2}|\d+(\.\d+)*|api|rest|latest)$", re.IGNORECASE)
-_PARAM = re.compile(r"^\{([^}]+)\}$")
+_PARAM = re.compile(r"^(?:\{([^}]+)\}|:([A-Za-z_][A-Za-z0-9_]*))$")  # `{petId}`, or Express's `:petId`
 _SUFFIX = re.compile(r"\.(json|xml|yaml|csv)$", re.IGNORECASE)
 ACTION_VERBS = frozenset(
     [
@@ -91,10 +91,11 @@ def _steps(path: str) -> list[tuple[str | None, str | None]]:
             continue
         param = _PARAM.match(seg)
         if param:
+            name = param.group(1) or param.group(2)
             if steps and steps[-1][1] is None and steps[-1][0] is not None:
-                steps[-1] = (steps[-1][0], param.group(1))
+                steps[-1] = (steps[-1][0], name)
             else:
-                steps.append((None, param.group(1)))
+                steps.append((None, name))
         else:
             steps.append((seg, None))
     return steps

@@ -1081,7 +1081,8 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
     - a parent's declared `max_<children>` bounds how many it holds, and its `<child>_count` follows;
     - a tool named by a verb whose participle is a lifecycle value of the parent it links to moves that
       parent there, from a value before it (`approveInvoice` leaves the invoice `approved`,
-      `assignAsset` the asset `assigned`), unless it may do only part of the work ("in full or in part").
+      `assignAsset` the asset `assigned`), unless it may do only part of the work ("in full or in part");
+    - a record that sends its parent somewhere moves it there (`transferAsset`'s `to_location_id`).
 
     Each is what the service would answer with an error or a changed record; none is a rule of a domain
     the seed does not belong to."""
@@ -1133,6 +1134,7 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
                 })  # fmt: skip
         if target is not None and not partial:
             steps.append({"kind": "set", "path": left, "value": {"const": target}})
+    steps += _moves_to(e, refs, names) if tool.op == "create" else []
     if tool.op != "assign":
         steps += _tally_steps(spec, e, refs, "subtract" if tool.op == "delete" else "add")
     if tool.op != "delete":
@@ -1141,6 +1143,26 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
         req.setdefault("text", _requirement_text(e, req)[:1].upper() + _requirement_text(e, req)[1:])
     behaved = _with_compound(tool.model_copy(update={"origin": "generated"}), requires, steps, spec)
     return _seed_behaviour(tool, behaved)
+
+
+def _moves_to(
+    e: EntitySpec, refs: Sequence[AttributeSpec], names: dict[str, EntitySpec]
+) -> list[dict[str, Any]]:
+    """A record that sends its parent somewhere moves it there: a transfer's `to_location_id` becomes
+    its asset's `location_id`, a reassignment's `new_owner_id` its account's `owner_id`."""
+    out: list[dict[str, Any]] = []
+    for dest in refs:
+        role, _, rest = dest.name.partition("_")
+        if role not in ("to", "new", "destination") or not rest:
+            continue
+        for a in refs:
+            parent = names.get(a.ref or "")
+            if a is dest or parent is None or parent.name == e.name:
+                continue
+            moved = parent.attribute(rest)
+            if moved is not None and moved.type == "ref" and moved.ref == dest.ref:
+                out.append({"kind": "set", "path": f"{a.name}->{rest}", "value": {"path": dest.name}})
+    return out
 
 
 def _seed_behaviour(seed: ToolSpec, behaved: ToolSpec) -> ToolSpec:

@@ -224,6 +224,13 @@ ROLE_PREFIXES = frozenset(
         "related",
         "original",
         "replacement",
+        "recorded",
+        "found",
+        "expected",
+        "actual",
+        "home",
+        "preferred",
+        "alternate",
     ]
 )
 # Nouns that are attributes or plumbing, never state components of their own.

@@ -717,11 +717,14 @@ def _operation_tool(
                 r.repair(bplace, "the request body would be the property 'body', which a parameter already uses", f"named it {key!r}")  # fmt: skip
             add(key, schema, "body", body_required)
 
-    for template in re.findall(r"{([^{}/]+)}", path):
+    # `{petId}`, or Express's `/:petId` (a colon inside a segment, `chat:configuration`, names nothing)
+    for braced, express in re.findall(r"{([^{}/]+)}|(?<=/):([A-Za-z_][A-Za-z0-9_]*)(?=/|$)", path):
+        template = braced or express
         if locations.get(template) != "path":
             if template in props:
                 continue  # declared, in another location: left as the spec has it
-            r.repair(place, f"the path names {{{template}}} but no parameter declares it", f"added {template!r} as a required string path parameter")  # fmt: skip
+            named = f"{{{template}}}" if braced else f":{template}"
+            r.repair(place, f"the path names {named} but no parameter declares it", f"added {template!r} as a required string path parameter")  # fmt: skip
             add(template, {"type": "string"}, "path", True)
 
     return SeedTool(

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentomnia.dates import date_forms
-from agentomnia.envs.spec import EnvSpec
+from agentomnia.envs.spec import EnvSpec, compound_of
 from agentomnia.envs.values import written_figure, written_number
 from agentomnia.tasks.models import Task
 
@@ -114,12 +114,13 @@ def consistency_problems(task: Task, spec: EnvSpec) -> list[str]:
             )
     targets = {(o.get("table"), str(o.get("key"))) for o in objectives}  # a seed's key may be a number
     create_tables = {o.get("table") for o in objectives if o.get("op") == "create"}
+    follows = _declared_effects(task, spec, asked=set(by_step))
     for d in task.expected_diff:
         table, key = str(d.get("table")), d.get("key")
         if not isinstance(task.init_config.get(table), Mapping):
             continue
         new = key not in task.init_config[table]
-        if (table, str(key)) not in targets and not (new and table in create_tables):
+        if (table, str(key)) not in targets and not (new and table in create_tables) and table not in follows:
             problems.append(
                 f"the reference changes {table}[{key}], which no objective names (an unrelated record)"
             )
@@ -127,3 +128,18 @@ def consistency_problems(task: Task, spec: EnvSpec) -> list[str]:
         if f'"{field}"' not in task.query:
             problems.append(f"answer field {field!r} is never asked for in the description")
     return problems
+
+
+def _declared_effects(task: Task, spec: EnvSpec, *, asked: set[int]) -> set[str]:
+    """The tables that the reference's asked-for writes (the steps in `asked`) change by their
+    declared behaviour beyond their own record (approving an invoice moves the invoice, a fill takes
+    stock from its lot): a change there follows from what the request asks, not an unrelated edit."""
+    names = {t.name: t for t in spec.tools}
+    tables: set[str] = set()
+    for i, call in enumerate(task.reference_calls):
+        tool = names.get(call.tool) if i in asked else None
+        found = compound_of(tool) if tool is not None and tool.kind == "write" else None
+        if tool is None or found is None:
+            continue
+        tables |= {spec.entity(x).table for x in found.get("touches", ()) if x != tool.entity}
+    return tables

@@ -5,6 +5,7 @@ interface it declares. Built from the project's own corpus of service specs."""
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -62,8 +63,13 @@ def tool(method: str, path: str, name: str = "op") -> SeedTool:
         ("POST", "/albums/{album_id}/share-links", "share_link", "create", ("album", "album_id")),
         ("POST", "/orders/{order_id}/cancel", "order", "transition", None),
         ("POST", "/pet/{petId}/uploadImage", "pet", "update", None),
+        # Express-style parameters are parameters all the same
+        ("DELETE", "/site/:cloudId/conversation/:conversationId/media/:mediaId", "media", "delete",
+         ("conversation", "conversationId")),
+        ("PUT", "/site/:cloudId/conversation/:conversationId/archive", "conversation", "transition",
+         ("site", "cloudId")),
     ],
-)
+)  # fmt: skip
 def test_a_kebab_case_collection_is_not_read_as_a_verb(
     method: str, path: str, entity: str, op: str, parent: tuple[str, str] | None
 ) -> None:
@@ -192,3 +198,50 @@ def test_every_declared_behaviour_can_succeed_from_s0(built: list[BuiltEnv]) -> 
                 assert valid_calls(b.spec, b.s0, t, random.Random(0)), (
                     f"{b.spec.name}: {t.name} has no call s0 admits"
                 )
+
+
+def test_a_transfer_moves_its_asset_to_where_it_sends_it() -> None:
+    spec, _ = mirrored(*ASSETRAIL)
+    transfer = next(t for t in spec.tools if t.name == "transferAsset")
+    found = compound_of(transfer)
+    assert found is not None
+    assert {"kind": "set", "path": "asset_tag->location_id", "value": {"path": "to_location_id"}} in found[
+        "steps"
+    ]
+    s0 = generate_state(spec, seed=0)
+    asset = next(k for k, r in sorted(s0["assets"].items()) if r.get("status") != "disposed")
+    there = next(k for k in sorted(s0["locations"]) if k != s0["assets"][asset].get("location_id"))
+    env = instantiate(spec, s0)
+    args = {"asset_tag": asset, "to_location_id": there}
+    required = transfer.parameters.get("required", [])
+    for name in required:
+        if name not in args:
+            args[name] = "2026-12-07" if "date" in name or name.endswith("_on") else "Consolidating the depot"
+    moved = env.transferAsset(**args)
+    assert moved["ok"], moved
+    assert env.assets[asset]["location_id"] == there
+
+
+def test_a_request_to_approve_is_kept_with_the_invoice_it_moves(
+    built: list[BuiltEnv], sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from agentomnia.envs.build import write_bundle
+    from agentomnia.tasks.dag import synthesize_dag_tasks
+    from agentomnia.tasks.quality import consistency_problems
+
+    ledgerline = built[0]
+    folder = write_bundle(ledgerline, tmp_path_factory.mktemp("ledgerline"))
+    tasks, _ = synthesize_dag_tasks(folder, sandbox, variant="dag-standard", n=16, seed=3)
+    moving = [
+        t for t in tasks
+        if {c.tool for c in t.reference_calls} & {"approveInvoice", "matchInvoice"}
+        and any(d["table"] == "invoices" and d["field"] == "status" for d in t.expected_diff)
+    ]  # fmt: skip
+    assert moving, [t.query for t in tasks]
+    for t in moving:
+        # the invoice's move follows from the request; nothing else is unrelated
+        assert consistency_problems(t, ledgerline.spec) == []
+        # and the request says what the seed's tool does, not that a record is made
+        if "approveInvoice" in {c.tool for c in t.reference_calls}:
+            assert re.search(r"\bapprove\b[^.?]*\binvoice\b", t.query, re.IGNORECASE), t.query
+            assert not re.search(r"new approval with|an approval for", t.query, re.IGNORECASE), t.query

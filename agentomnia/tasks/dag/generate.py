@@ -1455,6 +1455,28 @@ class Generator:
         step = self.call(tool, args, sources, focus, phrase)
         self._describe_step(step, extra, last=True)
 
+    def _acted_on(self, tool: ToolSpec, extra: list[str]) -> tuple[str, str, list[str]] | None:
+        """A seed's create named by what it does to the record it is for (`approveInvoice` makes an
+        approval and leaves the invoice approved): (its verb, that record's detail, the other details),
+        so the request reads "Approve invoice INV-003, with ..." as a person would put it. None for
+        any other tool, or where the record is not among the details."""
+        found = compound_of(tool) if tool.origin == "seed" else None
+        verb = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", tool.name).lower().split("_")[0]
+        if found is None or not verb.isalpha():
+            return None
+        for step in found.get("steps", ()):
+            ref, _, attr = str(step.get("path", "")).partition("->")
+            value = (step.get("value") or {}).get("const")
+            if step.get("kind") != "set" or "->" in attr or not isinstance(value, str):
+                continue
+            if not value.startswith(verb.removesuffix("e")):  # approve -> approved, match -> matched
+                continue
+            labels = {field_label(ref), words(ref.removesuffix("_id")), self._ref_word(ref)}
+            owner = next((p for p in extra if p.partition(": ")[0] in labels), None)
+            if owner is not None:
+                return verb, owner, [p for p in extra if p is not owner]
+        return None
+
     def _describe_step(self, step: Executed, extra: list[str], *, last: bool) -> None:
         tool, entity = step.tool, self.spec.entity(step.tool.entity)
         phrase = step.phrase or demonstrative(entity.name)
@@ -1464,6 +1486,24 @@ class Generator:
             if op == "create":
                 step.focus = (entity.name, str((step.data or {}).get(entity.key)))
                 step.phrase = f"the new {words(entity.name)}"
+                acted = self._acted_on(tool, extra)
+                if acted is not None:
+                    verb, owner, rest = acted
+                    detail = _details(rest)
+                    text = choose(
+                        (
+                            "Please {v} {o}{d}.",
+                            "{V} {o}{d}, please.",
+                            "Could you {v} {o}{d}?",
+                            "I need you to {v} {o}{d}.",
+                        )
+                    )
+                    o, d = _detail(owner), f", with {detail}" if detail else ""
+                    self.out.clauses.append(text.format(v=verb, V=verb.capitalize(), o=o, d=d))
+                    self.out.objectives.append(
+                        {"step": step.index, "table": entity.table, "key": None, "mention": o, "op": op}
+                    )
+                    return
                 full, detail = new_record(words(entity.name), extra)
                 text = choose(
                     (
