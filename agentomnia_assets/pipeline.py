@@ -64,7 +64,7 @@ def headline(metadata: Mapping[str, Any], n: int = 3) -> str:
 class StageProgress:
     """Say each stage as it finishes, and a stage that takes a while also as it starts, from the
     Dagster event log of this process's runs: `  09:12:04  environments  started` ...
-    `  09:13:39  environments  done in 95.2s: environments 138, tools 7272`. A stage done within
+    `  09:13:39  environments   95.2s  environments 138, tools 7272`. A stage done within
     `announce_after_s` gets its done line only, so the two rounds of `make run` fit on two screens;
     a person watching still sees what is running. `--quiet` turns it off.
 
@@ -85,6 +85,7 @@ class StageProgress:
         import threading
 
         self.instance, self.steps, self.say, self.poll_s = instance, steps, say, poll_s
+        self.width = min(30, max((len(s) for s in steps), default=10))  # the stage names' column
         self.show = show if show is not None else (show_stderr if say is say_stderr else say)
         self.every_s = every_s  # at most one `37/139 environments, 2.1/s` line per stage this often
         self.announce_after_s = announce_after_s
@@ -153,7 +154,7 @@ class StageProgress:
             if step != only and (only is not None or now - began < self.announce_after_s):
                 continue
             self._announced.add(step)
-            line = f"  {time.strftime('%H:%M:%S', time.localtime(began))}  {step:<30} started"
+            line = f"  {time.strftime('%H:%M:%S', time.localtime(began))}  {step:<{self.width}} started"
             self.show(line)
             said.append(line)
         return said
@@ -172,7 +173,7 @@ class StageProgress:
                 continue
             self._counted[step] = (now, p.done)
             said += self._announce(only=step)
-            line = f"  {time.strftime('%H:%M:%S')}  {step:<30} {p.line()}"
+            line = f"  {time.strftime('%H:%M:%S')}  {step:<{self.width}} {p.line()}"
             self.show(line)
             said.append(line)
         return said
@@ -195,9 +196,9 @@ class StageProgress:
             values = event.step_materialization_data.materialization.metadata
             shown = headline({k: getattr(v, "value", None) for k, v in values.items()})
             took = ev.event_log_entry.timestamp - self._started.get(step, ev.event_log_entry.timestamp)
-            line = f"  {clock}  {step:<30} done in {took:.1f}s" + (f": {shown}" if shown else "")
+            line = f"  {clock}  {step:<{self.width}} {took:5.1f}s" + (f"  {shown}" if shown else "")
         elif kind == DagsterEventType.STEP_FAILURE:
-            line = f"  {clock}  {step:<30} FAILED"
+            line = f"  {clock}  {step:<{self.width}} FAILED"
         else:
             return []
         self._finished.add(step)

@@ -44,12 +44,12 @@ def test_each_stage_is_said_when_it_is_done_and_a_slow_one_also_when_it_starts()
             )
         assert result.success
     said = [" ".join(line.split()[1:]) for line in lines]  # without the clock
-    done = next(line for line in said if line.startswith("first done in"))
+    done = next(line for line in said if re.match(r"first \d+\.\ds ", line))
     assert "records 12" in done and "share 0.5" in done
     assert "realism/x" not in done and "note" not in done  # only plain figures
     # the quick stages have their done line only; the slow one is said as it starts, then done
     assert "first started" not in said and "second started" not in said
-    third_done = next(line for line in said if line.startswith("third done in"))
+    third_done = next(line for line in said if re.match(r"third \d+\.\ds ", line))
     assert said.index(done) < said.index("third started") < said.index(third_done)
     assert len(said) == len(set(said))  # nothing said twice
 
@@ -78,7 +78,7 @@ def test_a_stage_that_reports_its_items_shows_how_many_are_done_of_how_many_and_
     assert counts, lines
     # a stage's first count comes after the line that says it started, however soon that is
     first_count = next(i for i, line in enumerate(lines) if re.search(r"slow_items\s+\d+/12", line))
-    assert lines[first_count - 1].endswith("slow_items                     started"), lines
+    assert re.search(r"slow_items +started$", lines[first_count - 1]), lines
     done = [int(m[1]) for m in counts]
     assert done == sorted(done) and len(set(done)) == len(done) and all(0 < d <= 12 for d in done)
     assert all(float(m[2]) > 0 for m in counts)
@@ -113,10 +113,13 @@ def test_on_a_terminal_starts_and_counts_stand_on_one_status_line_and_each_stage
     written = _watched(monkeypatch, _Terminal())
     kept = [line.rsplit(_CLEAR, 1)[-1] for line in written.split("\n")]
     kept = [line for line in kept if _OURS.match(line)]  # not Dagster's own log lines
-    assert [" ".join(line.split()[1:3]) for line in kept] == ["slow_items done", "third done"], written
+    assert [re.sub(r"\d+\.\ds", "0.0s", " ".join(line.split()[1:3])) for line in kept] == [
+        "slow_items 0.0s",
+        "third 0.0s",
+    ], written
     shown = [part for part in written.split(_CLEAR) if part and not part.endswith("\n")]
     assert any(re.search(r"slow_items\s+\d+/12 environments", part) for part in shown), written
-    assert any(part.rstrip().endswith("third                          started") for part in shown), written
+    assert any(re.search(r"third +started$", part.rstrip()) for part in shown), written
     assert written.endswith("\n") or written.endswith(_CLEAR)  # nothing left standing after the run
 
 
@@ -141,7 +144,7 @@ def test_a_run_that_was_launched_before_the_reporter_opened_is_not_replayed(monk
         with StageProgress(instance, {"first", "second"}, say=lines.append, poll_s=0.05):
             dg.materialize([first], instance=instance, tags=tags)
     said = [" ".join(line.split()[1:]) for line in lines]
-    assert sum(s.startswith("first done") for s in said) == 1 and not any(
+    assert sum(bool(re.match(r"first \d+\.\ds", s)) for s in said) == 1 and not any(
         s.startswith("second") for s in said
     )
 

@@ -159,6 +159,10 @@ def test_balanced_budgets_are_not_set_by_a_starved_source() -> None:
     # when every source is starved, the smallest still sets the cap
     assert _budgets({"a": 3, "b": 1}, None, 2.0, 0.01)[1] == {"a": 2, "b": 1}
     assert _budgets({"a": 30, "b": 10}, None, 2.0, 0.01)[1] == {"a": 20, "b": 10}
+    # nor does a source with under a tenth of the rows: 5 DAG-Challenge runs do not cap the rest at 10
+    assert _budgets({"dag_standard": 28, "program": 13, "solver": 10, "dag_challenge": 5}, None, 2.0, 0.01)[
+        1
+    ] == {"dag_standard": 20, "program": 13, "solver": 10, "dag_challenge": 5}
 
 
 def test_learning_curves_set_per_source_budgets(guided: list[Trajectory], parcel, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
