@@ -139,6 +139,17 @@ def is_stock_phrase(words: Sequence[str]) -> bool:
     return len(words) >= 2 and words[0] in qualifiers and words[1] in themes
 
 
+# Things people number in real life, where "Unit 33" or "Seat 4" is the name itself, not a stand-in.
+NUMBERED = frozenset((
+    "unit", "suite", "apartment", "apt", "room", "floor", "level", "building", "block", "tower", "wing",
+    "ward", "bed", "seat", "row", "sec", "section", "gate", "bay", "dock", "berth", "slip", "pier",
+    "platform", "track", "lane", "aisle", "shelf", "bin", "locker", "zone", "stand", "booth", "cabin",
+    "court", "table", "stage", "phase", "day", "week", "season", "episode", "chapter", "part", "volume",
+    "lot", "plot", "hangar", "pump", "terminal", "studio", "hall", "round", "heat", "lap", "grade", "year",
+    "version",
+))  # fmt: skip
+
+
 def is_placeholder(value: str, entity: str, attribute: str) -> bool:
     """Does `value` name its own entity or attribute together with a number, or end in filler?"""
     words = [w.lower() for w in _WORD.findall(value)]
@@ -151,7 +162,7 @@ def is_placeholder(value: str, entity: str, attribute: str) -> bool:
     tokens = [t.lower() for t in _TOKEN.findall(value)]
     if not any(t.isdigit() for t in tokens):  # a number of its own: "FY2024" and "3PL" are words
         return False
-    own = _words(entity) | _words(attribute)
+    own = (_words(entity) | _words(attribute)) - NUMBERED  # "Unit 33" and "Day 2" are real names
     if len(words) <= _LABEL_WORDS:  # "Quartz Provider 1", "Shipment 14": a label made of its own name
         return any(w in own or w.rstrip("s") in own for w in words)
     # a sentence that mentions its kind and a number ("Phase 3 Study of a Once-Monthly Migraine

@@ -80,6 +80,10 @@ def test_placeholders_are_found(value: str, entity: str, attribute: str) -> None
         # a number inside a word is part of a name
         ("External 3PL Warehouse", "stock_level", "warehouse"),
         ("FY2024 Annual Review", "review_cycle", "name"),
+        # what people number in real life is named by its number
+        ("Unit 33", "unit", "label"),
+        ("Sec 108, Row AB, Seat 4", "ticket", "seat_label"),
+        ("Day 2 of the tour: Desert camp under the stars.", "itinerary_day", "description"),
     ],
 )
 def test_real_values_are_not_placeholders(value: str, entity: str, attribute: str) -> None:
