@@ -159,8 +159,9 @@ def is_placeholder(value: str, entity: str, attribute: str) -> bool:
         return True
     if len(words) >= 2 and {words[-1], words[-2]} <= FILLER_PAIR_WORDS:
         return True
-    tokens = [t.lower() for t in _TOKEN.findall(value)]
-    if not any(t.isdigit() for t in tokens):  # a number of its own: "FY2024" and "3PL" are words
+    # a number of its own ("FY2024" and "3PL" are words), and no year ("H2 2026 Review" names a half)
+    tokens = [t.lower() for t in _TOKEN.findall(value) if not re.fullmatch(r"(19|20)\d\d", t)]
+    if not any(t.isdigit() for t in tokens):
         return False
     own = (_words(entity) | _words(attribute)) - NUMBERED  # "Unit 33" and "Day 2" are real names
     if len(words) <= _LABEL_WORDS:  # "Quartz Provider 1", "Shipment 14": a label made of its own name

@@ -84,6 +84,7 @@ def test_placeholders_are_found(value: str, entity: str, attribute: str) -> None
         ("Unit 33", "unit", "label"),
         ("Sec 108, Row AB, Seat 4", "ticket", "seat_label"),
         ("Day 2 of the tour: Desert camp under the stars.", "itinerary_day", "description"),
+        ("H2 2026 Review", "review_cycle", "name"),  # a year is no index
     ],
 )
 def test_real_values_are_not_placeholders(value: str, entity: str, attribute: str) -> None:
