@@ -195,6 +195,8 @@ def field_label(name: str, kind: str | None = None) -> str:
         return f"{said} ({UNITS[tail]})"
     if name.lower() in _MEASURES:  # a field named for its unit alone: `ml` -> "volume (ml)"
         return f"{_MEASURES[name.lower()]} ({UNITS[name.lower()]})"
+    if name.lower() in ("at", "ts", "timestamp"):  # a time named by its preposition: "the latest time"
+        return "time"
     return words(name)
 
 

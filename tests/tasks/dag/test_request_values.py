@@ -42,6 +42,12 @@ def test_new_numbers_come_from_the_domains_ranges(
         session.close()
 
 
+def test_a_time_named_by_its_preposition_is_said_as_a_time() -> None:
+    # "the area with the latest time", never "the area with the latest at"
+    assert field_label("at") == "time" and field_label("timestamp") == "time"
+    assert field_label("created_at") == "created at"
+
+
 def test_a_unit_suffix_is_said_as_its_unit() -> None:
     assert field_label("water_temp_c") == "water temp (°C)"
     assert field_label("max_wind_kmh") == "max wind (km/h)"
