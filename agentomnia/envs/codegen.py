@@ -395,6 +395,8 @@ COMPOUND_HELPERS = '''
         table = self._table(selector["entity"])
 
         def same(a, b):
+            if isinstance(b, list) and not isinstance(a, list):  # a list of ids wants any of them
+                return any(same(a, x) for x in b)
             numeric = isinstance(a, (int, float)) and not isinstance(a, bool)
             return a == b or (a is not None and b is not None and not numeric and str(a) == str(b))
 

@@ -393,6 +393,9 @@ def compound_value(
 
 
 def _same(a: Any, b: Any) -> bool:
+    """Whether a record's value is the one a selector wants; a list of ids wants any of them."""
+    if isinstance(b, list) and not isinstance(a, list):
+        return any(_same(a, x) for x in b)
     return a == b or (a is not None and b is not None and not _num(a) and str(a) == str(b))
 
 

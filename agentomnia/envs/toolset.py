@@ -1101,8 +1101,18 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
     names = {x.name: x for x in spec.entities}
     requires: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
-    verb = snake(tool.name).split("_")[0]
-    moves = (*naming.TRANSITION_VERBS.get(verb, ()), f"{verb}ed", f"{verb}d", f"{verb.removesuffix('e')}ed")
+    # the verbs of its name and of its description ("createPaymentRun": "Schedule a payment run ...")
+    verbs = dict.fromkeys([snake(tool.name).split("_")[0], *re.findall(r"^[A-Za-z]+", tool.description)[:1]])
+    moves = tuple(
+        form
+        for verb in (v.lower() for v in verbs)
+        for form in (
+            *naming.TRANSITION_VERBS.get(verb, ()),
+            f"{verb}ed",
+            f"{verb}d",
+            f"{verb.removesuffix('e')}ed",
+        )
+    )
     partial = re.search(r"\b(in part|partial(ly)?)\b", tool.description, re.IGNORECASE) is not None
     for a in refs if tool.op != "delete" else ():
         parent = names.get(a.ref or "")
@@ -1135,6 +1145,10 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
         if target is not None and not partial:
             steps.append({"kind": "set", "path": left, "value": {"const": target}})
     steps += _moves_to(e, refs, names) if tool.op == "create" else []
+    if tool.op == "create" and not partial:
+        listed_reqs, listed_steps = _moves_listed(e, written, names, tool.description, moves)
+        requires += listed_reqs
+        steps += listed_steps
     if tool.op != "assign":
         steps += _tally_steps(spec, e, refs, "subtract" if tool.op == "delete" else "add")
     if tool.op != "delete":
@@ -1143,6 +1157,53 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
         req.setdefault("text", _requirement_text(e, req)[:1].upper() + _requirement_text(e, req)[1:])
     behaved = _with_compound(tool.model_copy(update={"origin": "generated"}), requires, steps, spec)
     return _seed_behaviour(tool, behaved)
+
+
+def _moves_listed(
+    e: EntitySpec, written: set[str], names: dict[str, EntitySpec], description: str, moves: Sequence[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The records a new record lists by id (`invoice_ids`, `finding_ids`) move where the tool's verb
+    or its description sends them, from a value before it: "Schedule a payment run for *approved*
+    invoices" leaves them `scheduled` and takes approved ones only; "the findings move to
+    in_remediation" says it outright."""
+    from agentomnia.seeds.inference import _entity_from_id_param
+
+    requires: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    for a in e.attributes:
+        if a.type != "list" or a.name not in written or not a.name.endswith("_ids"):
+            continue
+        listed = names.get(_entity_from_id_param(a.name[:-1], set(names)) or "")
+        status = _declared_status(listed) if listed is not None and listed.name != e.name else None
+        if listed is None or status is None:
+            continue
+        noun = re.escape(_words(plural(listed.name)))
+        said = re.search(rf"\b{noun}\s+(?:move|go)e?s?\s+to\s+([a-z_]+)", description, re.IGNORECASE)
+        target = (
+            said[1] if said and said[1] in status.enum else next((m for m in moves if m in status.enum), None)
+        )
+        if target is None or status.enum.index(target) == 0:
+            continue
+        named = [
+            v for v in status.enum
+            if v != target and re.search(rf"\b{re.escape(_words(v))}\s+{noun}\b", description, re.IGNORECASE)
+        ]  # fmt: skip
+        before = named or [v for v in status.enum[: status.enum.index(target)] if not _gone(v)]
+        where: dict[str, Any] = {listed.key: {"path": a.name}}
+        past = [v for v in status.enum if v not in before]
+        requires.append({
+            "kind": "none",
+            "select": {"entity": listed.name, "where": {**where, status.name: {"in": past}}},
+            "text": f"Every {_words(listed.name)} it lists must be {_or(before)}",
+        })  # fmt: skip
+        steps.append(
+            {
+                "kind": "each",
+                "select": {"entity": listed.name, "where": where},
+                "fields": {status.name: {"const": target}},
+            }
+        )
+    return requires, steps
 
 
 def _moves_to(

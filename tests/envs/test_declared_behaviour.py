@@ -245,3 +245,48 @@ def test_a_request_to_approve_is_kept_with_the_invoice_it_moves(
         if "approveInvoice" in {c.tool for c in t.reference_calls}:
             assert re.search(r"\bapprove\b[^.?]*\binvoice\b", t.query, re.IGNORECASE), t.query
             assert not re.search(r"new approval with|an approval for", t.query, re.IGNORECASE), t.query
+
+
+def test_a_payment_run_schedules_the_approved_invoices_it_lists_and_no_other() -> None:
+    spec, _ = mirrored(*LEDGERLINE)
+    run = next(t for t in spec.tools if t.name == "createPaymentRun")
+    found = compound_of(run)
+    # "Schedule a payment run for approved invoices": the description's verb and adjective
+    assert found is not None and found["requires"][0]["kind"] == "none"
+    assert found["steps"] == [
+        {
+            "kind": "each",
+            "select": {"entity": "invoice", "where": {"invoice_id": {"path": "invoice_ids"}}},
+            "fields": {"status": {"const": "scheduled"}},
+        }
+    ]
+    s0 = generate_state(spec, seed=0)
+    first, second, third = sorted(s0["invoices"])[:3]
+    for key, status in ((first, "approved"), (second, "approved"), (third, "captured")):
+        s0["invoices"][key]["status"] = status
+    env = instantiate(spec, s0)
+    refused = env.createPaymentRun(pay_on="2026-12-15", invoice_ids=[first, third])
+    assert not refused["ok"] and "approved" in refused["error"]["message"]
+    assert env.invoices[first]["status"] == "approved"
+    made = env.createPaymentRun(pay_on="2026-12-15", invoice_ids=[first, second])
+    assert made["ok"], made
+    assert [env.invoices[k]["status"] for k in (first, second, third)] == [
+        "scheduled",
+        "scheduled",
+        "captured",
+    ]
+
+
+def test_a_description_that_says_where_listed_records_move_is_taken_at_its_word() -> None:
+    seed = corpus_seed("mcp/vuln-tracker.json")
+    ticket = next(t for t in seed.tools if t.name == "create_remediation_ticket")
+    assert "the findings move to in_remediation" in ticket.description
+    taxonomy = load_taxonomy()
+    domain = taxonomy.by_id(30057)
+    spec, space = build_state_space(propose_offline(seed, domain, 1.0, 0.0, [1.0]), [seed], domain)
+    tools = synthesize_toolset(spec, [seed], space.tool_entities, kb_used=space.kb_used).tools
+    made = next(t for t in tools if t.name == "create_remediation_ticket")
+    found = compound_of(made)
+    assert found is not None
+    assert found["steps"][0]["select"]["entity"] == "finding"
+    assert found["steps"][0]["fields"] == {"status": {"const": "in_remediation"}}
