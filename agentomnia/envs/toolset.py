@@ -1082,7 +1082,9 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
     - a tool named by a verb whose participle is a lifecycle value of the parent it links to moves that
       parent there, from a value before it (`approveInvoice` leaves the invoice `approved`,
       `assignAsset` the asset `assigned`), unless it may do only part of the work ("in full or in part");
-    - a record that sends its parent somewhere moves it there (`transferAsset`'s `to_location_id`).
+    - a record that sends its parent somewhere moves it there (`transferAsset`'s `to_location_id`);
+    - the records a new record lists by id move where its verb or description sends them
+      (`_moves_listed`: a payment run schedules the approved invoices it lists).
 
     Each is what the service would answer with an error or a changed record; none is a rule of a domain
     the seed does not belong to."""
