@@ -26,6 +26,7 @@ the whole contract costs a handful of round trips, cheap enough to run on every 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -215,14 +216,19 @@ def _check_schemas(bundle: Bundle, session: Session) -> ConformanceCheck:
     )
 
 
+_PLACEHOLDER = re.compile(r'"<([A-Za-z_][A-Za-z0-9_]*)>"')
+
+
 def _check_state(state: Mapping[str, Any]) -> ConformanceCheck:
+    # a value with no JSON form comes back as its type's name alone (`"<function>"`, see
+    # `statehash._leaf`); a string that merely starts with "<" (an HTML e-mail body) is a value
     text = json.dumps(state, sort_keys=True)
-    placeholders = sorted({part.split('"')[0] for part in text.split('"<')[1:]})
+    placeholders = sorted(set(_PLACEHOLDER.findall(text)))
     if placeholders:
         return ConformanceCheck(
             name="state",
             passed=False,
-            message=f"the state holds values with no JSON form ({', '.join(p.rstrip('>') for p in placeholders)}); "
+            message=f"the state holds values with no JSON form ({', '.join(placeholders)}); "
             "keep dicts, lists, strings, numbers, booleans and dates in attributes",
         )
     return ConformanceCheck(name="state", passed=True)

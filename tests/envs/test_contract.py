@@ -104,3 +104,12 @@ def test_a_record_without_a_contract_section_does_not_pass(parcel_built: BuiltEn
     passed, problems = record_verdict(record)
     assert not passed and "no contract result" in problems[0]
     assert bundle_verdict(Path("/nonexistent/bundle"))[0] is False
+
+
+def test_an_html_value_is_a_value_and_a_type_name_alone_is_not() -> None:
+    from agentomnia.sandbox.conformance import _check_state
+
+    html = "<h1>Your ticket #*|TICKET_ID|* has been resolved</h1><p>Hi *|FIRST_NAME|*,</p>"
+    assert _check_state({"templates": {"TPL-001": {"html": html, "subject": "<urgent> renewal"}}}).passed
+    failed = _check_state({"templates": {"TPL-001": {"html": html, "hook": "<function>"}}})
+    assert not failed.passed and "(function)" in failed.message
