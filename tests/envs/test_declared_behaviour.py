@@ -290,3 +290,20 @@ def test_a_description_that_says_where_listed_records_move_is_taken_at_its_word(
     assert found is not None
     assert found["steps"][0]["select"]["entity"] == "finding"
     assert found["steps"][0]["fields"] == {"status": {"const": "in_remediation"}}
+
+
+def test_a_transfer_is_asked_for_as_a_transfer(
+    built: list[BuiltEnv], sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from agentomnia.envs.build import write_bundle
+    from agentomnia.tasks.dag import synthesize_dag_tasks
+
+    folder = write_bundle(built[1], tmp_path_factory.mktemp("assetrail"))
+    tasks, _ = synthesize_dag_tasks(folder, sandbox, variant="dag-standard", n=8, seed=5)
+    moved = [t for t in tasks if "transferAsset" in {c.tool for c in t.reference_calls}]
+    assert moved, [t.query for t in tasks]
+    for t in moved:
+        assert re.search(
+            r"\btransfer (asset|the)\b[^.?]*\bto (location LOC-\d+|the location)", t.query, re.IGNORECASE
+        ), t.query
+        assert "Register a new transfer" not in t.query

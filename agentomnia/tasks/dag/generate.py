@@ -1457,24 +1457,31 @@ class Generator:
 
     def _acted_on(self, tool: ToolSpec, extra: list[str]) -> tuple[str, str, list[str]] | None:
         """A seed's create named by what it does to the record it is for (`approveInvoice` makes an
-        approval and leaves the invoice approved): (its verb, that record's detail, the other details),
-        so the request reads "Approve invoice INV-003, with ..." as a person would put it. None for
-        any other tool, or where the record is not among the details."""
+        approval and leaves the invoice approved, `transferAsset` moves the asset): (its verb and that
+        record, as said, the other details), so the request reads "Approve invoice INV-003, with ..."
+        or "Transfer asset FA-729242 to location LOC-007" as a person would put it. None for any other
+        tool, or where the record is not among the details."""
         found = compound_of(tool) if tool.origin == "seed" else None
         verb = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", tool.name).lower().split("_")[0]
         if found is None or not verb.isalpha():
             return None
+
+        def part(param: str) -> str | None:
+            labels = {field_label(param), words(param.removesuffix("_id")), self._ref_word(param)}
+            return next((p for p in extra if p.partition(": ")[0] in labels), None)
+
         for step in found.get("steps", ()):
             ref, _, attr = str(step.get("path", "")).partition("->")
-            value = (step.get("value") or {}).get("const")
-            if step.get("kind") != "set" or "->" in attr or not isinstance(value, str):
+            value = step.get("value") or {}
+            if step.get("kind") != "set" or "->" in attr or (owner := part(ref)) is None:
                 continue
-            if not value.startswith(verb.removesuffix("e")):  # approve -> approved, match -> matched
-                continue
-            labels = {field_label(ref), words(ref.removesuffix("_id")), self._ref_word(ref)}
-            owner = next((p for p in extra if p.partition(": ")[0] in labels), None)
-            if owner is not None:
-                return verb, owner, [p for p in extra if p is not owner]
+            said = owner.partition(": ")[2] or owner  # the record itself: "invoice INV-003"
+            if isinstance(value.get("const"), str) and value["const"].startswith(verb.removesuffix("e")):
+                return f"{verb} {said}", owner, [p for p in extra if p is not owner]  # approve -> approved
+            where = part(str(value.get("path", "")))
+            if where is not None:  # a transfer: its record goes where the tool sends it
+                moved = f"{verb} {said} to {where.partition(': ')[2] or where}"
+                return moved, owner, [p for p in extra if p not in (owner, where)]
         return None
 
     def _describe_step(self, step: Executed, extra: list[str], *, last: bool) -> None:
@@ -1488,20 +1495,16 @@ class Generator:
                 step.phrase = f"the new {words(entity.name)}"
                 acted = self._acted_on(tool, extra)
                 if acted is not None:
-                    verb, owner, rest = acted
+                    asked, owner, rest = acted
                     detail = _details(rest)
                     text = choose(
-                        (
-                            "Please {v} {o}{d}.",
-                            "{V} {o}{d}, please.",
-                            "Could you {v} {o}{d}?",
-                            "I need you to {v} {o}{d}.",
-                        )
+                        ("Please {a}{d}.", "{A}{d}, please.", "Could you {a}{d}?", "I need you to {a}{d}.")
                     )
-                    o, d = _detail(owner), f", with {detail}" if detail else ""
-                    self.out.clauses.append(text.format(v=verb, V=verb.capitalize(), o=o, d=d))
+                    d = f", with {detail}" if detail else ""
+                    self.out.clauses.append(text.format(a=asked, A=asked[:1].upper() + asked[1:], d=d))
+                    mention = owner.partition(": ")[2] or owner
                     self.out.objectives.append(
-                        {"step": step.index, "table": entity.table, "key": None, "mention": o, "op": op}
+                        {"step": step.index, "table": entity.table, "key": None, "mention": mention, "op": op}
                     )
                     return
                 full, detail = new_record(words(entity.name), extra)
