@@ -1495,13 +1495,13 @@ class Generator:
                 step.phrase = f"the new {words(entity.name)}"
                 acted = self._acted_on(tool, extra)
                 if acted is not None:
-                    asked, owner, rest = acted
+                    wanted, owner, rest = acted
                     detail = _details(rest)
                     text = choose(
                         ("Please {a}{d}.", "{A}{d}, please.", "Could you {a}{d}?", "I need you to {a}{d}.")
                     )
-                    d = f", with {detail}" if detail else ""
-                    self.out.clauses.append(text.format(a=asked, A=asked[:1].upper() + asked[1:], d=d))
+                    tail = f", with {detail}" if detail else ""
+                    self.out.clauses.append(text.format(a=wanted, A=wanted[:1].upper() + wanted[1:], d=tail))
                     mention = owner.partition(": ")[2] or owner
                     self.out.objectives.append(
                         {"step": step.index, "table": entity.table, "key": None, "mention": mention, "op": op}
