@@ -204,7 +204,7 @@ def _precondition_ok(spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec, re
     return True
 
 
-def _referenced(spec: EnvSpec, state: Mapping[str, Any], entity: str) -> set[str]:
+def referenced_keys(spec: EnvSpec, state: Mapping[str, Any], entity: str) -> set[str]:
     """The keys (as `str`) of an entity's records that some reference points at."""
     return {
         str(rec.get(a.name))
@@ -230,11 +230,15 @@ def target_view(
     None when the call names no record that exists."""
     e = spec.entity(tool.entity)
     b = tool.binding
+    held = held_record(spec, state, tool, args)
     if tool.op == "create":
-        record: dict[str, Any] = _blank(e, str(state.get(CLOCK) or CLOCK_START))
+        record: dict[str, Any] = dict(held[1]) if held else _blank(e, str(state.get(CLOCK) or CLOCK_START))
     else:
         key = b.get("key")
-        found = lookup(state.get(e.table), args.get(key)) if key else None
+        if b.get("parent"):
+            found = held[1] if held else None
+        else:
+            found = lookup(state.get(e.table), args.get(key)) if key else None
         if not isinstance(found, dict):
             return None
         record = dict(found)
@@ -246,6 +250,27 @@ def target_view(
     if tool.op == "transition" and not before_move:
         record[b["attr"]] = b["value"]
     return record
+
+
+def held_record(
+    spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec, args: Mapping[str, Any]
+) -> tuple[str, dict[str, Any]] | None:
+    """(key, record) of the record a parent holds that the call reaches through the parent's id
+    (binding `parent`), as the generated code finds it: the newest live one; None when there is
+    none or the tool reaches its record otherwise."""
+    parent = tool.binding.get("parent")
+    if not parent or args.get(parent["param"]) is None:
+        return None
+    e = spec.entity(tool.entity)
+    status = e.status_attribute
+    table = state.get(e.table) or {}
+    for key in sorted(table, reverse=True):
+        record = table[key]
+        if str(record.get(parent["attr"])) == str(args[parent["param"]]) and (
+            status is None or record.get(status.name) not in parent["ended"]
+        ):
+            return str(key), record
+    return None
 
 
 def _blank(e: Any, now: str) -> dict[str, Any]:
@@ -476,7 +501,7 @@ def breaking_calls(
     props = tool.parameters.get("properties", {})
     key_param = tool.binding.get("key")
     # a delete refuses a record something still refers to before any rule (`in_use`): not a test of the rule
-    in_use = _referenced(spec, state, e.name) if tool.op == "delete" else set()
+    in_use = referenced_keys(spec, state, e.name) if tool.op == "delete" else set()
     for args in valid_calls(spec, state, tool, rng, tries=2, meet=False):
         if key_param and key_param in args:
             for rec in _records(state, spec, e.name):
@@ -566,7 +591,7 @@ def valid_calls(
     else:
         records = rng.sample(records, len(records))
     if tool.op == "delete":
-        used = _referenced(spec, state, e.name)
+        used = referenced_keys(spec, state, e.name)
         records = [r for r in records if str(r[e.key]) not in used] + [
             r for r in records if str(r[e.key]) in used
         ]
@@ -597,9 +622,20 @@ def valid_calls(
             records.sort(key=lambda r: not _precondition_ok(spec, state, tool, r))
         if tool.op == "transition":  # a record the move does not fit fails whatever it meets
             records.sort(key=lambda r: not fits(r))
+    parent = b.get("parent")
+    if parent and tool.op != "create":  # the parent's live record, reached through the parent's id
+        status = e.status_attribute
+        records = [
+            r for r in records
+            if r.get(parent["attr"]) is not None and (status is None or r.get(status.name) not in parent["ended"])
+        ]  # fmt: skip
     for attempt in range(tries):
         args: dict[str, Any] = {}
         key_param: str = b.get("key") or ""
+        if parent and tool.op != "create":
+            if not records:
+                return
+            args[parent["param"]] = records[attempt % len(records)][parent["attr"]]
         if tool.op == "lookup":
             rec = records[attempt % len(records)] if records else None
             if rec is None:

@@ -502,6 +502,25 @@ COMPOUND_HELPERS = '''
         return None
 '''
 
+# Helper of tools that reach their record through its parent's id (`PUT /accounts/{n}/autopay`):
+# emitted only into classes that have one.
+PARENT_HELPERS = '''
+    def _held(self, entity, attr, value, ended):
+        """(key, a copy of the record) of the parent's own live record: the newest whose `attr` is
+        `value` and whose lifecycle has not ended; (None, None) when it holds none."""
+        status = next((n for n, k, o, _, _ in self._ATTRS[entity] if n == "status" and k == "enum"), None)
+        table = self._table(entity)
+        for key in sorted(table, reverse=True):
+            record = table[key]
+            if str(record.get(attr)) == str(value) and (status is None or record.get(status) not in ended):
+                return key, copy.deepcopy(record)
+        return None, None
+'''
+
+
+def _held_by_parent(spec: EnvSpec) -> bool:
+    return any(t.binding.get("parent") for t in spec.tools)
+
 
 def _compound_literal(spec: EnvSpec) -> dict[str, Any]:
     out = {}
@@ -687,6 +706,15 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
     key_param = local(b["key"]) if b.get("key") else None
     fields: dict[str, str] = {local(p): a for p, a in b.get("fields", {}).items()}
     lines: list[str] = []
+    parent = b.get("parent")  # the record is the parent's own, found by the parent's id
+    if parent and tool.op != "create":
+        held = f"self._held({ent}, {parent['attr']!r}, {local(parent['param'])}, {tuple(parent['ended'])!r})"
+        lines.append(f"held_key, _ = {held}")
+        lines.append("if held_key is None:")
+        lines.append(
+            f"    return self._fail('not_found', f'{parent['parent'].replace('_', ' ')} {{{local(parent['param'])}!r}} has no {e.name.replace('_', ' ')}')"
+        )
+        key_param = "held_key"
 
     def fetch() -> None:
         lines.append(f"record, problem = self._fetch({ent}, {key_param})")
@@ -752,14 +780,24 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
             f"return self._ok({{'items': [copy.deepcopy(r) for r in matches[: {limit} or 20]], 'count': len(matches)}})"
         )
     elif op == "create":
-        lines.append(f"record = self._blank({ent})")
+        if parent:  # the parent's own record is written over where it holds one
+            held = (
+                f"self._held({ent}, {parent['attr']!r}, {local(parent['param'])}, {tuple(parent['ended'])!r})"
+            )
+            lines.append(f"held_key, record = {held}")
+            lines.append("if record is None:")
+            lines.append(f"    record = self._blank({ent})")
+        else:
+            lines.append(f"record = self._blank({ent})")
         apply_fields("record")
         if fields:
             pairs = ", ".join(f"({attr!r}, {param})" for param, attr in fields.items())
             lines.append(f"self._follow_dates({ent}, record, [a for a, v in ({pairs},) if v is not None])")
         else:
             lines.append(f"self._follow_dates({ent}, record, [])")
-        lines.append(f"key = self._new_key({ent})")
+        lines.append(
+            f"key = {'held_key if held_key is not None else ' if parent else ''}self._new_key({ent})"
+        )
         if b.get("key_field"):
             chosen = local(b["key_field"])
             lines.append(f"if {chosen} is not None:")
@@ -963,6 +1001,7 @@ def generate_source(spec: EnvSpec) -> str:
         *([f"    _COMPOUND = {_table(compound, 4)}"] if compound else []),
         HELPERS.format(tables=tables).rstrip(),
         COMPOUND_HELPERS.rstrip() if compound else "",
+        *([PARENT_HELPERS.rstrip()] if _held_by_parent(spec) else []),
         "",
         "    # -- tools ----------------------------------------------------------------------------",
     ]

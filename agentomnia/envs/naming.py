@@ -275,3 +275,16 @@ def same_unit(a: str, b: str) -> bool:
     if (measured(a)[1] is None) != (measured(b)[1] is None):
         return False  # `target` beside `target_km`: the bare one's unit is not said
     return unit_factor(a, b) == 1.0
+
+
+# lifecycle values of a record gone for good: it takes nothing new (a voided envelope, a closed account)
+GONE = (
+    "closed", "cancelled", "canceled", "archived", "expired", "void", "voided", "deleted", "terminated",
+    "retired", "withdrawn", "revoked", "discontinued", "disposed", "scrapped", "decommissioned", "dissolved",
+    "deceased", "rejected", "declined", "obsolete", "superseded", "ended",
+)  # fmt: skip
+
+
+def gone_for_good(value: str) -> bool:
+    """A lifecycle value (or one of its words) after which a record takes no part in anything new."""
+    return value in GONE or any(w in GONE for w in value.split("_"))

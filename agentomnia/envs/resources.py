@@ -40,6 +40,8 @@ ACTION_VERBS = frozenset(
 
 
 _SEARCH_WORDS = frozenset({"search", "query", "find", "lookup", "filter"})
+# plural nouns that name one record of settings, not a collection
+_SETTINGS_NOUNS = frozenset({"settings", "preferences", "controls", "details", "credentials", "options"})
 
 
 class Resource(BaseModel):
@@ -52,6 +54,9 @@ class Resource(BaseModel):
     key_param: str | None = None  # the parameter holding the entity's id
     parent: tuple[str, str] | None = None  # (parent entity, the parameter holding its id)
     action: str | None = None  # a trailing verb segment (uploadImage, cancel)
+    # `PUT /accounts/{n}/autopay`, `DELETE /assets/{tag}/assignment`: the one record a parent holds
+    # at a path without an id of its own, written or removed through the parent's id
+    singleton: bool = False
 
 
 def _words(segment: str) -> list[str]:
@@ -167,4 +172,12 @@ def http_resource(tool: SeedTool) -> Resource | None:
         op = "delete" if key else None
     else:
         op = None
-    return Resource(entity=entity, op=op, key_param=key, parent=parent, action=action)
+    # the parent's own record at the path's end, named in the singular or as a set of settings
+    # (`/profiles/{id}/parental-controls`), never a sub-collection (`PUT /playlists/{id}/tracks`)
+    words = _words(_SUFFIX.sub("", literal or ""))
+    singleton = (
+        op is None and action is None and parent is not None and last == len(steps) - 1 and key is None
+        and method in ("PUT", "PATCH", "DELETE") and bool(words)
+        and (singular(words[-1]) == words[-1] or words[-1] in _SETTINGS_NOUNS)
+    )  # fmt: skip
+    return Resource(entity=entity, op=op, key_param=key, parent=parent, action=action, singleton=singleton)

@@ -298,6 +298,18 @@ def action_targets(tool: ToolSpec, statuses: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+def held_flag(spec: EnvSpec, tool: ToolSpec) -> AttributeSpec | None:
+    """The parent's flag that says whether it holds the record a tool reaches through the parent's id
+    (binding `parent`): an account's `autopay_enabled`, a profile's `has_parental_control`."""
+    parent = tool.binding.get("parent")
+    if not parent:
+        return None
+    name = tool.entity
+    flags = {f"{name}_enabled", f"{name}_active", f"{name}_on", f"has_{name}", f"{name}_set"}
+    owner = spec.entity(parent["parent"])
+    return next((a for a in owner.attributes if a.type == "bool" and a.name in flags), None)
+
+
 def compound_of(tool: ToolSpec) -> dict[str, Any] | None:
     """A tool's cross-entity behaviour, or None for a tool that acts on one record alone."""
     found = tool.binding.get("compound")

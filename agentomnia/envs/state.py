@@ -48,7 +48,7 @@ from agentomnia.envs.semantic import (
     term_in_time,
     within_hours,
 )
-from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec
+from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, held_flag
 from agentomnia.envs.values import (
     BASE_DAY,
     CITIES,
@@ -311,6 +311,7 @@ def generate_state(
     # was already paid against it
     paid_within(spec, state, random.Random(f"{spec.id}:{seed}:paid-again"))
     _free_deletable(spec, state)
+    _one_held_each(spec, state)
     repair_rules(spec, state)
     _drop_rule_breakers(spec, state)
     _tie_same_facts(spec, state)
@@ -1545,6 +1546,62 @@ def _not_yet(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None
                 for a in ends:
                     if phase(a.name) == 3 and not a.name.startswith(said):
                         record[a.name] = None
+
+
+def _one_held_each(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """A record a parent holds at a path of its own (an account's autopay, a profile's parental
+    controls: a tool's binding `parent`) is one live record per parent. Of several, the newest stays;
+    the others move to a parent that holds none, else have ended where the lifecycle has a value for
+    that (a cancelled autopay), else (nothing referring to them) go. A parent gone for good (a closed
+    account) holds no live one."""
+    from agentomnia.envs.calls import referenced_keys
+
+    held = {
+        (t.entity, t.binding["parent"]["attr"]): t.binding["parent"]
+        for t in spec.tools
+        if t.binding.get("parent")
+    }
+    for (name, attr), parent in sorted(held.items()):
+        entity = spec.entity(name)
+        table = state.get(entity.table, {})
+        status = entity.status_attribute
+        ended = [v for v in parent["ended"] if status is not None and v != status.enum[0]]
+        live: dict[str, list[str]] = {}
+        for key in sorted(table):
+            value = table[key].get(attr)
+            if value is not None and (status is None or table[key].get(status.name) not in parent["ended"]):
+                live.setdefault(str(value), []).append(key)
+        owner = spec.entity(parent["parent"])
+        parents = state.get(owner.table, {})
+        over = owner.status_attribute
+        gone = {
+            k for k, r in parents.items() if over is not None and naming.gone_for_good(str(r.get(over.name)))
+        }
+        free = [k for k in sorted(parents) if k not in live and k not in gone]
+        used = referenced_keys(spec, state, name)
+        for value, keys in live.items():
+            for key in keys[:-1] if value not in gone or not ended else keys:  # a closed account pays nothing
+                record = table[key]
+                if free and (ref := entity.attribute(attr)) is not None:
+                    record[attr] = _ref_value(spec, ref, parents[free.pop(0)])
+                elif ended and status is not None:
+                    record[status.name] = ended[0]
+                elif key not in used:
+                    del table[key]
+    for tool in spec.tools:  # and the parent says whether it holds one (`autopay_enabled`)
+        flag = held_flag(spec, tool)
+        if flag is None:
+            continue
+        parent = tool.binding["parent"]
+        entity = spec.entity(tool.entity)
+        status = entity.status_attribute
+        holding = {
+            str(r.get(parent["attr"]))
+            for r in state.get(entity.table, {}).values()
+            if status is None or r.get(status.name) not in parent["ended"]
+        }
+        for key, record in state.get(spec.entity(parent["parent"]).table, {}).items():
+            record[flag.name] = key in holding
 
 
 def _free_deletable(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:

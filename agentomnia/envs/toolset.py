@@ -30,9 +30,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.envs import naming
-from agentomnia.envs.naming import plural, snake
+from agentomnia.envs.naming import gone_for_good, plural, snake
 from agentomnia.envs.proposals import ProposedOperation
-from agentomnia.envs.resources import http_resource
+from agentomnia.envs.resources import Resource, http_resource
 from agentomnia.envs.spec import (
     JSON_TYPES,
     OP_KIND,
@@ -43,6 +43,7 @@ from agentomnia.envs.spec import (
     ToolOp,
     ToolSpec,
     compound_of,
+    held_flag,
     is_compound,
 )
 from agentomnia.envs.state_space import FILTER_PARAMS, schema_type
@@ -414,11 +415,23 @@ def from_seed_tool(
             op_or_none = "list"  # an aggregate takes a group_by the seed does not declare
         if op_or_none == "assign" and other_refs:
             parent_param = None
+    held = _held_record(t, res, e)
+    if held is not None:  # the parent's own record: written over, or ended (or removed)
+        ended = held["ended"]
+        status = e.status_attribute
+        if (t.method or "").upper() != "DELETE":
+            op_or_none = "create"
+        elif status is not None and any(v != status.enum[0] for v in ended):
+            op_or_none, target = "transition", next(v for v in ended if v != status.enum[0])
+        else:
+            op_or_none = "delete"
     inferred = op_or_none is not None and not notes
+    if held is not None:
+        notes.append(f"the {_human(spec.entity(held['parent']))}'s own {_human(e)}, found by {held['param']}")
     op: ToolOp = op_or_none or ("list" if is_read else "create")
     if op_or_none is None:
         notes.append(f"behaviour not readable from the operation: generic {op} on {e.name}")
-    if op in ("get", "update", "transition", "assign", "delete") and key_param is None:
+    if op in ("get", "update", "transition", "assign", "delete") and key_param is None and held is None:
         op = "list" if OP_KIND[op] == "read" else "create"
         inferred = False
         notes.append(f"takes no id of the {_human(e)}: generic {op}")
@@ -426,6 +439,8 @@ def from_seed_tool(
         op = "update"
         notes.append("no lifecycle value for this verb: treated as an update")
     binding: dict[str, Any] = {"fields": {}, "filters": {}}
+    if held is not None:
+        binding["parent"] = held
     if key_param is not None and op != "create" and op != "list":
         binding["key"] = key_param
     elif key_param is not None and op == "list":
@@ -433,8 +448,8 @@ def from_seed_tool(
     unbound: list[str] = []
     read = OP_KIND[op] == "read"
     for p in props:
-        if p == key_param:
-            continue
+        if p == key_param or (held is not None and op != "create" and p == held["param"]):
+            continue  # the parent's id finds the record: it is not a field the call writes
         attr = e.attribute(snake(p))
         if p == parent_param and attr is None:
             attr = next((a for a in e.attributes if a.type == "ref" and snake(p) in (a.name,)), None) or next(
@@ -483,6 +498,26 @@ def from_seed_tool(
         tool=t.name,
         reason="; ".join([f"{op} on {e.name}", *notes]),
     )
+
+
+HELD_DONE = ("returned", "completed", "done", "finished", "released", "unassigned")
+
+
+def _held_record(t: SeedTool, res: Resource | None, e: EntitySpec) -> dict[str, Any] | None:
+    """How a seed's tool finds the one record a parent holds at a path without an id of its own
+    (`PUT /accounts/{n}/autopay`): the parent's id parameter, the record's reference to the parent,
+    and the lifecycle values where such a record has ended (a cancelled autopay is not the account's
+    autopay any more). None for any other tool, or where the record does not refer to its parent."""
+    if res is None or not res.singleton or res.parent is None or e.name == res.parent[0]:
+        return None
+    ref = next((a for a in e.attributes if a.type == "ref" and a.ref == res.parent[0]), None)
+    if ref is None:
+        return None
+    status = e.status_attribute
+    # ended (cancelled), or done with for good where that is how it stops (a returned assignment), never
+    # a value a record reaches by succeeding (an approved one)
+    ended = [v for v in (status.enum if status else ()) if _ended(str(v)) or v in HELD_DONE]
+    return {"parent": res.parent[0], "param": res.parent[1], "attr": ref.name, "ended": ended}
 
 
 def _fits(schema: Any, attr: AttributeSpec) -> bool:
@@ -1052,17 +1087,6 @@ def guarded(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
 
 # The lifecycle values after which a record is gone for good: it takes no new records under it. Narrower
 # than `ENDED`: an invoice on hold still takes follow-ups, a suspended line a restore.
-GONE = (
-    "closed", "cancelled", "canceled", "archived", "expired", "void", "voided", "deleted", "terminated",
-    "retired", "withdrawn", "revoked", "discontinued", "disposed", "scrapped", "decommissioned", "dissolved",
-    "deceased", "rejected", "declined", "obsolete", "superseded", "ended",
-)  # fmt: skip
-
-
-def _gone(value: str) -> bool:
-    return value in GONE or any(w in GONE for w in value.split("_"))
-
-
 def _declared_status(e: EntitySpec) -> AttributeSpec | None:
     """An entity's lifecycle, where the seed declares it (a status the platform made up says nothing
     about what the service refuses)."""
@@ -1088,6 +1112,11 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
 
     Each is what the service would answer with an error or a changed record; none is a rule of a domain
     the seed does not belong to."""
+    flagged = _held_steps(spec, tool)
+    if tool.origin == "seed" and compound_of(tool) is None and tool.op == "transition" and flagged:
+        return _seed_behaviour(
+            tool, _with_compound(tool.model_copy(update={"origin": "generated"}), [], flagged, spec)
+        )
     if (
         tool.origin != "seed"
         or compound_of(tool) is not None
@@ -1134,11 +1163,11 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
         if named:
             requires.append({"kind": "in", "left": left, "op": "in", "right": named})
         elif target is not None and not partial and status.enum.index(target) > 0:
-            before = [v for v in status.enum[: status.enum.index(target)] if not _gone(v)]
+            before = [v for v in status.enum[: status.enum.index(target)] if not gone_for_good(v)]
             if before:
                 requires.append({"kind": "in", "left": left, "op": "in", "right": before})
         else:
-            gone = [v for v in status.enum if _gone(v)]
+            gone = [v for v in status.enum if gone_for_good(v)]
             if gone and len(gone) < len(status.enum):
                 requires.append({
                     "kind": "in", "left": left, "op": "not in", "right": gone,
@@ -1153,12 +1182,47 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
         steps += listed_steps
     if tool.op != "assign":
         steps += _tally_steps(spec, e, refs, "subtract" if tool.op == "delete" else "add")
+    steps += flagged
     if tool.op != "delete":
         requires += _agreement(spec, e, refs)
     for req in requires:
         req.setdefault("text", _requirement_text(e, req)[:1].upper() + _requirement_text(e, req)[1:])
     behaved = _with_compound(tool.model_copy(update={"origin": "generated"}), requires, steps, spec)
     return _seed_behaviour(tool, behaved)
+
+
+def _held_steps(spec: EnvSpec, tool: ToolSpec) -> list[dict[str, Any]]:
+    """What writing or ending the record a parent holds (binding `parent`) does to the parent: its
+    flag follows (`autopay_enabled`), and a parent whose lifecycle value names the held record
+    (an asset `assigned` while its assignment lasts) goes back to where it was before when the record
+    ends: returning an asset puts it back in stock."""
+    parent = tool.binding.get("parent")
+    if not parent:
+        return []
+    steps: list[dict[str, Any]] = []
+    flag = held_flag(spec, tool)
+    if flag is not None:
+        steps.append(
+            {"kind": "set", "path": f"{parent['attr']}->{flag.name}", "value": {"const": tool.op == "create"}}
+        )
+    status = _declared_status(spec.entity(parent["parent"]))
+    if tool.op == "create" or status is None:
+        return steps
+    stem = re.sub(r"(ment|ation|ion)$", "", tool.entity)
+    held = next(
+        (v for v in status.enum if v in (f"{stem}ed", f"{stem}d", f"{stem.removesuffix('e')}ed")), None
+    )
+    if held is None:
+        return steps
+    before = [v for v in status.enum[: status.enum.index(held)] if not gone_for_good(v)]
+    if before:
+        left = f"{parent['attr']}->{status.name}"
+        steps.append({
+            "kind": "set", "path": left, "value": {"const": before[0]},
+            "when": {"kind": "in", "left": left, "op": "in", "right": [held],
+                     "text": f"The {_words(parent['parent'])} is {_words(held)}"},
+        })  # fmt: skip
+    return steps
 
 
 def _moves_listed(
@@ -1190,7 +1254,7 @@ def _moves_listed(
             v for v in status.enum
             if v != target and re.search(rf"\b{re.escape(_words(v))}\s+{noun}\b", description, re.IGNORECASE)
         ]  # fmt: skip
-        before = named or [v for v in status.enum[: status.enum.index(target)] if not _gone(v)]
+        before = named or [v for v in status.enum[: status.enum.index(target)] if not gone_for_good(v)]
         where: dict[str, Any] = {listed.key: {"path": a.name}}
         past = [v for v in status.enum if v not in before]
         requires.append({

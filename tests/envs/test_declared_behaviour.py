@@ -27,6 +27,7 @@ from agentomnia.taxonomy import load_taxonomy
 LEDGERLINE = ("openapi/ledgerline-accounts-payable.yaml", 30057)
 KEYSTONE = ("openapi/keystone-cost-control.yaml", None)
 ASSETRAIL = ("openapi/assetrail-fixed-assets.json", None)
+METRO = ("openapi/metro-utility-payments.yaml", None)
 
 
 def corpus_seed(name: str) -> Seed:
@@ -166,7 +167,7 @@ def test_a_tool_that_may_do_part_of_the_work_moves_nothing() -> None:
 def built(sandbox: Sandbox) -> list[BuiltEnv]:
     out = []
     taxonomy = load_taxonomy()
-    for name, domain_id in (LEDGERLINE, ASSETRAIL):
+    for name, domain_id in (LEDGERLINE, ASSETRAIL, METRO):
         seed = corpus_seed(name)
         domain = taxonomy.by_id(domain_id or 30057)
         made = build_environment(propose_offline(seed, domain, 1.0, 0.0, [1.0]), [seed], domain, sandbox)
@@ -307,3 +308,99 @@ def test_a_transfer_is_asked_for_as_a_transfer(
             r"\btransfer (asset|the)\b[^.?]*\bto (location LOC-\d+|the location)", t.query, re.IGNORECASE
         ), t.query
         assert "Register a new transfer" not in t.query
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "singleton"),
+    [
+        ("PUT", "/accounts/{account_number}/autopay", True),
+        ("DELETE", "/accounts/{account_number}/autopay", True),
+        ("DELETE", "/assets/{asset_tag}/assignment", True),
+        ("PUT", "/profiles/{profile_id}/parental-controls", True),  # one record of settings
+        ("PUT", "/playlists/{playlist_id}/tracks", False),  # a sub-collection replaced
+        ("DELETE", "/playlists/{playlist_id}/tracks", False),
+        ("POST", "/accounts/{account_number}/autopay", False),  # a create is a create
+        ("PUT", "/accounts/{account_number}", False),  # the parent itself
+    ],
+)  # fmt: skip
+def test_a_record_a_parent_holds_at_a_path_of_its_own_is_read_as_one(
+    method: str, path: str, singleton: bool
+) -> None:
+    found = http_resource(tool(method, path))
+    assert found is not None and found.singleton is singleton
+
+
+def test_turning_autopay_off_and_on_keeps_one_autopay_per_account() -> None:
+    """`DELETE /accounts/{n}/autopay` ends the account's autopay (it had made a new one); `PUT` writes
+    over the one the account holds, or makes it; the account's `autopay_enabled` follows both."""
+    spec, _ = mirrored(*METRO)
+    cancel, put = spec.tool("cancelAutopay"), spec.tool("setAutopay")
+    assert (cancel.op, cancel.binding["value"], put.op) == ("transition", "cancelled", "create")
+    s0 = generate_state(spec, seed=0)
+    live: dict[str, list[str]] = {}
+    for key, autopay in s0["autopays"].items():
+        if autopay["status"] == "active":
+            live.setdefault(autopay["account_number"], []).append(key)
+    assert all(len(keys) == 1 for keys in live.values()), live
+    for number, account in s0["accounts"].items():
+        assert account["autopay_enabled"] == (number in live)
+        assert account["status"] != "closed" or number not in live  # a closed account pays nothing
+    account = next(n for n in sorted(live) if s0["accounts"][n]["status"] != "closed")
+    env = instantiate(spec, copy.deepcopy(s0))
+    ended = env.cancelAutopay(account_number=account)
+    assert ended["ok"] and ended["data"]["autopay_id"] == live[account][0], ended
+    assert env.autopays[live[account][0]]["status"] == "cancelled"
+    assert env.accounts[account]["autopay_enabled"] is False
+    again = env.cancelAutopay(account_number=account)
+    assert not again["ok"] and again["error"]["code"] == "not_found"
+    count = len(env.autopays)
+    method = {"kind": "card", "token": "tok_visa_4242"}
+    made = env.setAutopay(account_number=account, method=method, pay_on="due_date")
+    assert made["ok"] and made["data"]["status"] == "active", made
+    assert len(env.autopays) == count + 1 and env.accounts[account]["autopay_enabled"] is True
+    changed = env.setAutopay(account_number=account, method=method, pay_on="fixed_day", fixed_day=5)
+    assert changed["ok"] and changed["data"]["autopay_id"] == made["data"]["autopay_id"]
+    assert len(env.autopays) == count + 1 and env.autopays[made["data"]["autopay_id"]]["fixed_day"] == 5
+
+
+def test_returning_an_asset_ends_its_assignment_and_puts_it_back_in_stock() -> None:
+    spec, _ = mirrored(*ASSETRAIL)
+    returned = spec.tool("returnAsset")
+    assert (returned.op, returned.binding["value"]) == ("transition", "returned")
+    s0 = generate_state(spec, seed=0)
+    assignment = next(
+        r for _, r in sorted(s0["assignments"].items())
+        if r["status"] == "active" and s0["assets"][r["asset_tag"]]["status"] == "assigned"
+    )  # fmt: skip
+    tag = assignment["asset_tag"]
+    env = instantiate(spec, copy.deepcopy(s0))
+    before = len(env.assignments)
+    done = env.returnAsset(asset_tag=tag, condition="worn")
+    assert done["ok"], done
+    assert len(env.assignments) == before  # no assignment is made by a return
+    assert (done["data"]["status"], done["data"]["condition"]) == ("returned", "worn")
+    assert env.assets[tag]["status"] == "in_stock"
+
+
+def test_ending_what_a_parent_holds_is_asked_for_of_the_parent(
+    built: list[BuiltEnv], sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A request says what the seed's tool does, to the record it names: "Turn off automatic payment for
+    account 8260826998", "Record the return of asset FA-599867"; never "the autopay of account ..." as a
+    record to mark cancelled. What the request then asks about the account is said as that account."""
+    from agentomnia.envs.build import write_bundle
+    from agentomnia.tasks.dag import synthesize_dag_tasks
+
+    for b, tool_name, said in (
+        (built[2], "cancelAutopay", r"Turn off automatic payment for account \d{10}\b"),
+        (built[1], "returnAsset", r"Record the return of asset FA-\d+\b"),
+    ):
+        folder = write_bundle(b, tmp_path_factory.mktemp(tool_name))
+        tasks, _ = synthesize_dag_tasks(folder, sandbox, variant="dag-standard", n=40, seed=3)
+        ending = [t for t in tasks if tool_name in {c.tool for c in t.reference_calls}]
+        assert ending, [t.query for t in tasks]
+        for t in ending:
+            assert re.search(said, t.query), t.query
+            assert "that autopay's account" not in t.query and "that assignment's asset" not in t.query, t.query
+            moved = {(d["table"], d["field"]) for d in t.expected_diff}
+            assert ("autopays", "status") in moved or ("assignments", "status") in moved, t.expected_diff

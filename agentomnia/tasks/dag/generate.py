@@ -23,7 +23,7 @@ import networkx as nx
 
 from agentomnia.dates import date_forms
 from agentomnia.envs.calls import _precondition_ok as precondition_ok
-from agentomnia.envs.calls import fit_compared_values, reference_admits, requirement_problem
+from agentomnia.envs.calls import fit_compared_values, held_record, reference_admits, requirement_problem
 from agentomnia.envs.naming import article
 from agentomnia.envs.semantic import (
     World,
@@ -981,6 +981,10 @@ class Generator:
             return None
         concrete = ".".join(["data", *parts])
         phrase = that if attr == host.key else possessive(that, words(self._ref_word(attr)))
+        held = prev.tool.binding.get("parent")
+        of = f"the {words(host.name)} of "
+        if held and attr == held["attr"] and (prev.phrase or "").startswith(of):
+            phrase = str(prev.phrase).removeprefix(of)  # the account the autopay was of
         return value, concrete, self._named(entity, value) or phrase
 
     def _owner(self, prev: Executed, attr: str) -> str | None:
@@ -1083,6 +1087,8 @@ class Generator:
         extra: list[str] = []
         owners: dict[str, str] = {}  # a reference argument's record, as the request calls it
         key_param = b.get("key") if b.get("key") in props else None
+        # a record its parent holds at a path of its own (an account's autopay), reached by the parent's id
+        held = b.get("parent") if tool.op != "create" else None
         if incoming is not None:
             param, value, source, in_phrase, in_entity = incoming
             if param not in props:
@@ -1090,6 +1096,13 @@ class Generator:
             args[param], sources[param] = value, source
             if param == key_param or (tool.op == "lookup" and param == b.get("key")):
                 focus, phrase = (entity.name, value), in_phrase
+            elif held is not None and param == held["param"]:
+                found = held_record(self.spec, self.live_state(), tool, args)
+                if found is None or not self._admits(tool, found[1]):
+                    raise Reject(
+                        "grounding", f"{tool.name}: {in_phrase} holds no {words(entity.name)} it can act on"
+                    )
+                focus, phrase = (entity.name, found[0]), f"the {words(entity.name)} of {in_phrase}"
             else:
                 extra.append(
                     in_phrase if tool.op == "assign" else f"{words(self._ref_word(param))}: {in_phrase}"
@@ -1103,6 +1116,20 @@ class Generator:
             raise Reject(
                 "grounding", f"{tool.name} is a mode-selector tool; DAG chains use single-purpose tools"
             )
+        if held is not None and held["param"] not in args:
+            key, _ = self.pick_record(entity, tool=tool, viable=viable)
+            owner = self._table(entity)[key].get(held["attr"])
+            args[held["param"]] = owner
+            found = held_record(self.spec, self.live_state(), tool, args)
+            said_owner = describe_record(
+                self.spec, self.initial, held["parent"], str(owner), allow_ids=self.allow_ids
+            )
+            if found is None or found[0] != key or said_owner is None:
+                raise Reject(
+                    "grounding", f"{tool.name}: no {held['parent']} can be said to hold {entity.name} {key}"
+                )
+            sources[held["param"]] = f"s0:{entity.table}.{key}.{held['attr']}"
+            focus, phrase = (entity.name, key), f"the {words(entity.name)} of {said_owner}"
         if key_param and key_param not in args:
             if tool.op == "lookup" and not self.allow_ids:
                 key, phrase = self.pick_record(entity, label_unique=True, viable=viable)
@@ -1585,6 +1612,13 @@ class Generator:
                         d=detail, p=phrase, P=upper, its=its, Its_should=should[:1].upper() + should[1:]
                     )
                 )
+            elif (held := self._held_operation(tool, phrase)) is not None:
+                # a seed's tool that ends the record a parent holds is asked for as itself, of the
+                # parent: "Turn off automatic payment for account 8260826998", "Record the return of
+                # asset FA-599867"
+                clause = held[:1].upper() + held[1:] + "."
+                self.out.clauses.append(clause[:-1] + f", and make sure {its}." if its else clause)
+                phrase = phrase.removeprefix(f"the {words(tool.entity)} of ")  # what the request names
             elif op == "transition":
                 value = words(str(tool.binding["value"]))
                 text = choose(
@@ -1627,6 +1661,15 @@ class Generator:
         if not last:
             return  # an identifying read: its phrase lives on in the next step's words
         self._report(step, phrase)
+
+    def _held_operation(self, tool: ToolSpec, phrase: str) -> str | None:
+        """A seed's tool that reaches the record a parent holds through the parent's id (binding
+        `parent`), asked for by its description with the parent put in; None for any other tool."""
+        held = tool.binding.get("parent")
+        prefix = f"the {words(tool.entity)} of "
+        if tool.origin != "seed" or not held or not phrase.startswith(prefix):
+            return None
+        return operation_clause(tool, self.spec.entity(held["parent"]), phrase[len(prefix) :])
 
     def _key(self, *candidates: str) -> str:
         """The first answer field name among `candidates` (words joined by `_`) that is free and
