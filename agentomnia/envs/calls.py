@@ -273,6 +273,20 @@ def held_record(
     return None
 
 
+def admitted_commands(
+    spec: EnvSpec, state: Mapping[str, Any], tool: ToolSpec, args: Mapping[str, Any]
+) -> list[str]:
+    """The values of a tool's command parameter (`action: hold | release`) whose move the record's
+    lifecycle admits with these arguments, in the command's order; empty for a tool with none."""
+    command = (compound_of(tool) or {}).get("command")
+    if command is None:
+        return []
+    param = command["param"]
+    return [
+        v for v in command["targets"] if requirement_problem(spec, state, tool, {**args, param: v}) is None
+    ]
+
+
 def _blank(e: Any, now: str) -> dict[str, Any]:
     """A new record as the generated class starts one: defaults, the first enum value, the clock
     for required dates, empty values otherwise."""
@@ -698,6 +712,10 @@ def valid_calls(
         if meet:
             _meet_requirements(spec, state, tool, args, rng)
             _keep_record_rules(spec, state, tool, args)
+            command = (compound_of(tool) or {}).get("command")
+            fits = admitted_commands(spec, state, tool, args) if command else []
+            if command and fits and args.get(command["param"]) not in fits:
+                args[command["param"]] = fits[attempt % len(fits)]
         if tool.op == "manage" and args.get("action") == "create":
             args.pop(key_param, None)
         if tool.op in ("update", "manage") and key_param in args:

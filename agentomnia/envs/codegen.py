@@ -424,7 +424,10 @@ COMPOUND_HELPERS = '''
         return None
 
     def _unmet(self, entity, record, req):
-        """Why one condition does not hold for a record (None when it holds)."""
+        """Why one condition does not hold for a record (None when it holds, or when it holds only
+        `when` another does: releasing an invoice needs it on hold, holding it does not)."""
+        if req.get("when") and self._unmet(entity, record, req["when"]):
+            return None
         if req["kind"] == "none":
             found = self._select(entity, record, req["select"])
             return f"{req['text']} ({len(found)} match: {[k for k, _ in found][:5]})" if found else None

@@ -11,6 +11,7 @@ record, so a spec is the contract between the proposer and the checks.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -282,19 +283,50 @@ def action_targets(tool: ToolSpec, statuses: tuple[str, ...]) -> dict[str, str]:
     and not the status itself: a seed's `accept` offer is `accepted`, `counter` is `countered`."""
     action = tool.parameters.get("properties", {}).get("action")
     actions = action.get("enum") if isinstance(action, dict) else None
+    return command_targets(actions if isinstance(actions, list) else [], statuses)
+
+
+# verbs that take a record back out of the state another verb of the same command put it in
+UNDO_VERBS = (
+    "release",
+    "resume",
+    "unhold",
+    "lift",
+    "unblock",
+    "unfreeze",
+    "unsuspend",
+    "unpause",
+    "reinstate",
+)
+
+
+def command_targets(verbs: Sequence[Any], statuses: Sequence[str]) -> dict[str, str]:
+    """The lifecycle value each verb of a command moves a record to, where the verb is not the value
+    itself: `approve` -> approved, `deny` -> denied, `hold` -> on_hold, `return_for_changes` ->
+    returned; a verb that undoes the only other move (`release` beside `hold`) goes back to the open
+    value before it."""
     out: dict[str, str] = {}
-    for verb in actions if isinstance(actions, list) else ():
+    for verb in verbs:
         if not isinstance(verb, str) or verb in statuses:
             continue
-        forms = (
-            *naming.TRANSITION_VERBS.get(verb, ()),
-            f"{verb}ed",
-            f"{verb}d",
-            f"{verb.removesuffix('e')}ed",
-        )
-        target = next((f for f in forms if f in statuses), None)
-        if target is not None:
-            out[verb] = target
+        for word in dict.fromkeys((verb, verb.split("_")[0])):
+            forms = (
+                *naming.TRANSITION_VERBS.get(word, ()),
+                f"{word}ed",
+                f"{word}d",
+                f"{word.removesuffix('e')}ed",
+            )
+            target = next((f for f in forms if f in statuses), None)
+            if target is not None:
+                out[verb] = target
+                break
+    moved = {t for v, t in out.items() if v not in UNDO_VERBS}
+    for verb in verbs:
+        if verb in UNDO_VERBS and verb not in out and len(moved) == 1:
+            held = statuses.index(next(iter(moved)))
+            back = [v for v in statuses[:held] if not naming.gone_for_good(v)]
+            if back:
+                out[verb] = back[-1]
     return out
 
 
@@ -442,7 +474,10 @@ _COMPARE = {
 def requirement_failure(
     spec: EnvSpec, state: dict[str, Any], entity: str, record: dict[str, Any], req: dict[str, Any], now: str
 ) -> str | None:
-    """Why a requirement does not hold for the target record, or None when it holds."""
+    """Why a requirement does not hold for the target record, or None when it holds (or applies only
+    `when` another condition holds, and that one does not)."""
+    if req.get("when") and requirement_failure(spec, state, entity, record, req["when"], now) is not None:
+        return None
     if req["kind"] == "none":
         found = select(spec, state, entity, record, req["select"], now)
         if found:

@@ -36,12 +36,14 @@ from agentomnia.envs.resources import Resource, http_resource
 from agentomnia.envs.spec import (
     JSON_TYPES,
     OP_KIND,
+    UNDO_VERBS,
     AttributeSpec,
     EntitySpec,
     EnvSpec,
     ParamConstraint,
     ToolOp,
     ToolSpec,
+    command_targets,
     compound_of,
     held_flag,
     is_compound,
@@ -1113,6 +1115,19 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
     Each is what the service would answer with an error or a changed record; none is a rule of a domain
     the seed does not belong to."""
     flagged = _held_steps(spec, tool)
+    e = spec.entity(tool.entity)
+    if tool.origin == "seed" and compound_of(tool) is None and tool.op in ("update", "transition"):
+        status = _declared_status(e)
+        moves = (
+            _command_moves(tool, e, e, status.name)
+            if status is not None and tool.binding.get("key")
+            else None
+        )
+        if moves is not None:  # `decide_time_off(decision=deny)` leaves the request denied
+            requires, steps, command = moves
+            binding = {k: v for k, v in tool.binding.items() if k not in ("attr", "value")}
+            plain = tool.model_copy(update={"op": "update", "binding": binding})
+            return _commanded(plain, requires, steps + flagged, command, spec)
     if tool.origin == "seed" and compound_of(tool) is None and tool.op == "transition" and flagged:
         return _seed_behaviour(
             tool, _with_compound(tool.model_copy(update={"origin": "generated"}), [], flagged, spec)
@@ -1123,7 +1138,6 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
         or tool.op not in ("create", "assign", "delete")
     ):
         return tool
-    e = spec.entity(tool.entity)
     written = set(tool.binding.get("fields", {}).values())
     if tool.op == "assign":
         refs = [a for a in e.attributes if a.name == tool.binding.get("attr")]
@@ -1145,6 +1159,7 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
         )
     )
     partial = re.search(r"\b(in part|partial(ly)?)\b", tool.description, re.IGNORECASE) is not None
+    command: dict[str, Any] | None = None
     for a in refs if tool.op != "delete" else ():
         parent = names.get(a.ref or "")
         if parent is None or parent.name == e.name:
@@ -1152,6 +1167,12 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
         requires += _capacity(spec, e, a, parent)
         status = _declared_status(parent)
         if status is None:
+            continue
+        chosen = _command_moves(tool, e, parent, f"{a.name}->{status.name}") if command is None else None
+        if chosen is not None:  # `approveTimesheet(decision=reject)` leaves the timesheet rejected
+            requires += chosen[0]
+            steps += chosen[1]
+            command = chosen[2]
             continue
         noun = "|".join(re.escape(_words(n)) for n in {parent.name, a.name.removesuffix("_id")})
         named = [
@@ -1185,10 +1206,96 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
     steps += flagged
     if tool.op != "delete":
         requires += _agreement(spec, e, refs)
+    if command is not None:
+        return _commanded(tool, requires, steps, command, spec)
     for req in requires:
         req.setdefault("text", _requirement_text(e, req)[:1].upper() + _requirement_text(e, req)[1:])
     behaved = _with_compound(tool.model_copy(update={"origin": "generated"}), requires, steps, spec)
     return _seed_behaviour(tool, behaved)
+
+
+# parameters whose value says which of a tool's moves to make (`decision: approve | deny`)
+COMMAND_PARAMS = ("action", "decision", "verdict", "outcome", "resolution")
+# command values that say yes to the move a tool is named for
+YES_VERBS = ("approve", "accept", "pass", "confirm", "allow", "grant", "yes")
+
+
+def _command_moves(
+    tool: ToolSpec, e: EntitySpec, owner: EntitySpec, left: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]] | None:
+    """A command parameter the tool stores (`decision`, `action`) whose values move `owner`'s declared
+    lifecycle at `left` (the record's own status, or its parent's through a reference): (requirements,
+    one step per value that moves it, the command). `decision=approve` leaves it approved, `deny`
+    denied; `hold` puts an invoice on hold and `release` takes it back. It must be where those moves
+    start (or, for a command that undoes one, where that one ends). None where no such parameter is."""
+    status = owner.status_attribute
+    if status is None:
+        return None
+    for param, attr in tool.binding.get("fields", {}).items():
+        a = e.attribute(attr)
+        if snake(param) not in COMMAND_PARAMS or a is None or a.type != "enum":
+            continue
+        targets = command_targets(a.enum, status.enum)
+        # a yes (`approve`) to a tool named for its move (`verify_prescription`) makes that move
+        own = command_targets([snake(tool.name).split("_")[0]], status.enum)
+        yes = next((v for v in a.enum if v in YES_VERBS and v not in targets), None)
+        if yes is not None and own:
+            targets[yes] = next(iter(own.values()))
+        forward = [t for v, t in targets.items() if v not in UNDO_VERBS]
+        if not forward:
+            continue
+        first = min(status.enum.index(t) for t in forward)
+        before = [v for v in status.enum[:first] if not gone_for_good(v) and v not in forward]
+        ahead = [v for v in targets if v not in UNDO_VERBS]
+        back = [v for v in targets if v in UNDO_VERBS]
+
+        # a move starts where its lifecycle does; an undo (`release`) where the move it undoes ends
+        requires = (
+            [{"kind": "in", "left": left, "op": "in", "right": before, "when": _said(attr, ahead)}]
+            if before
+            else []
+        )
+        if back:
+            requires.append(
+                {"kind": "in", "left": left, "op": "in", "right": forward, "when": _said(attr, back)}
+            )
+        steps = [
+            {"kind": "set", "path": left, "value": {"const": t}, "when": _said(attr, [v])}
+            for v, t in targets.items()
+        ]
+        return requires, steps, {"param": param, "attr": attr, "targets": targets}
+    return None
+
+
+def _said(attr: str, values: list[str]) -> dict[str, Any]:
+    """The condition that a command attribute holds one of `values`."""
+    return {
+        "kind": "in",
+        "left": attr,
+        "op": "in",
+        "right": values,
+        "text": f"The {_words(attr)} is {_or(values)}",
+    }
+
+
+def _commanded(
+    tool: ToolSpec,
+    requires: list[dict[str, Any]],
+    steps: list[dict[str, Any]],
+    command: dict[str, Any],
+    spec: EnvSpec,
+) -> ToolSpec:
+    """The seed's tool running the moves its command parameter chooses (`_command_moves`), the command
+    kept with its behaviour so a request can ask for the move it makes."""
+    e = spec.entity(tool.entity)
+    for req in requires:
+        req.setdefault("text", _requirement_text(e, req)[:1].upper() + _requirement_text(e, req)[1:])
+    behaved = _with_compound(tool.model_copy(update={"origin": "generated"}), requires, steps, spec)
+    made = _seed_behaviour(tool, behaved)
+    found = compound_of(made)
+    if found is None:
+        return made
+    return made.model_copy(update={"binding": {**made.binding, "compound": {**found, "command": command}}})
 
 
 def _held_steps(spec: EnvSpec, tool: ToolSpec) -> list[dict[str, Any]]:

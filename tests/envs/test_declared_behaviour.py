@@ -401,6 +401,60 @@ def test_ending_what_a_parent_holds_is_asked_for_of_the_parent(
         assert ending, [t.query for t in tasks]
         for t in ending:
             assert re.search(said, t.query), t.query
-            assert "that autopay's account" not in t.query and "that assignment's asset" not in t.query, t.query
+            assert "that autopay's account" not in t.query, t.query  # the account, said as the request said it
             moved = {(d["table"], d["field"]) for d in t.expected_diff}
             assert ("autopays", "status") in moved or ("assignments", "status") in moved, t.expected_diff
+
+
+def test_a_command_verb_moves_a_lifecycle_to_its_participle() -> None:
+    from agentomnia.envs.spec import command_targets
+
+    invoice = ["captured", "matched", "on_hold", "approved", "scheduled", "paid", "cancelled"]
+    # an undo goes back to the open value before the move it undoes
+    assert command_targets(["hold", "release"], invoice) == {"hold": "on_hold", "release": "matched"}
+    assert command_targets(["approve", "deny"], ["pending", "approved", "denied"]) == {
+        "approve": "approved",
+        "deny": "denied",
+    }
+    report = ["draft", "submitted", "approved", "rejected", "returned"]
+    assert command_targets(["return_for_changes"], report) == {"return_for_changes": "returned"}
+    assert command_targets(["shuffle"], report) == {}
+
+
+def test_holding_and_releasing_an_invoice_moves_it_as_the_action_says() -> None:
+    """`setInvoiceHold(action=hold|release)` had put every invoice on hold, a release too."""
+    spec, _ = mirrored(*LEDGERLINE)
+    hold = spec.tool("setInvoiceHold")
+    found = compound_of(hold)
+    assert hold.op == "update" and found is not None
+    assert found["command"]["targets"] == {"hold": "on_hold", "release": "matched"}
+    s0 = generate_state(spec, seed=0)
+    first, second = sorted(s0["invoices"])[:2]
+    s0["invoices"][first]["status"], s0["invoices"][second]["status"] = "captured", "on_hold"
+    env = instantiate(spec, s0)
+    refused = env.setInvoiceHold(invoice_id=first, action="release")
+    assert not refused["ok"] and refused["error"]["code"] == "precondition_failed", refused
+    assert env.invoices[first]["status"] == "captured"
+    held = env.setInvoiceHold(invoice_id=first, action="hold", reason="missing_receipt")
+    assert held["ok"] and env.invoices[first]["status"] == "on_hold", held
+    again = env.setInvoiceHold(invoice_id=second, action="hold")
+    assert not again["ok"]  # already on hold
+    released = env.setInvoiceHold(invoice_id=second, action="release")
+    assert released["ok"] and env.invoices[second]["status"] == "matched", released
+
+
+def test_a_command_is_asked_for_as_the_move_it_makes(
+    built: list[BuiltEnv], sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from agentomnia.envs.build import write_bundle
+    from agentomnia.tasks.dag import synthesize_dag_tasks
+
+    folder = write_bundle(built[0], tmp_path_factory.mktemp("ledgerline-hold"))
+    tasks, _ = synthesize_dag_tasks(folder, sandbox, variant="dag-standard", n=40, seed=3)
+    holding = [t for t in tasks if "setInvoiceHold" in {c.tool for c in t.reference_calls}]
+    assert holding, [t.query for t in tasks]
+    for t in holding:
+        assert re.search(r"\b(Put [^.]*\bon hold|Release)\b", t.query), t.query
+        assert "its action" not in t.query and "action to" not in t.query, t.query
+        moved = [d for d in t.expected_diff if d["table"] == "invoices" and d["field"] == "status"]
+        assert moved and moved[0]["after"] in ("on_hold", "matched"), t.expected_diff

@@ -23,7 +23,13 @@ import networkx as nx
 
 from agentomnia.dates import date_forms
 from agentomnia.envs.calls import _precondition_ok as precondition_ok
-from agentomnia.envs.calls import fit_compared_values, held_record, reference_admits, requirement_problem
+from agentomnia.envs.calls import (
+    admitted_commands,
+    fit_compared_values,
+    held_record,
+    reference_admits,
+    requirement_problem,
+)
 from agentomnia.envs.naming import article
 from agentomnia.envs.semantic import (
     World,
@@ -199,6 +205,13 @@ def operation_clause(tool: ToolSpec, entity: EntitySpec, phrase: str) -> str | N
     sentence = lead_clause(tool.description)
     if verb in _EDIT_VERBS or not sentence or "refused" in sentence.lower():
         return None
+    return record_put_in(sentence, entity, phrase)
+
+
+def record_put_in(sentence: str, entity: EntitySpec, phrase: str) -> str:
+    """A sentence about "an invoice" about the record `phrase` instead ("Put an invoice on hold" ->
+    "Put invoice INV-003 on hold"); where it names no such record, the record is added ("... for
+    invoice INV-003")."""
     noun = words(entity.name)
     found = None
     # the entity's name, else its head word: an `inventory_lot`'s description says "a lot"
@@ -222,6 +235,22 @@ def operation_clause(tool: ToolSpec, entity: EntitySpec, phrase: str) -> str | N
         # has the highest duration", never "End whichever of ... has the highest duration early"
         return sentence[: found.start()] + particle.group(1).strip() + " " + phrase + rest[particle.end() :]
     return sentence[: found.start()] + phrase + rest
+
+
+def command_clause(tool: ToolSpec, entity: EntitySpec, phrase: str, value: str) -> str:
+    """How a person asks for the move a command value makes (`decide_time_off(decision=deny)`): the
+    description's alternative for that verb with the record put in ("Put an invoice on hold or release
+    it" -> "Release invoice INV-003"), else the verb itself ("Deny time-off request REQ-002";
+    `return_for_changes` -> "Return expense report EXP-004 for changes")."""
+    verb, _, rest = value.partition("_")
+    for alternative in re.split(r"\s+or\s+", lead_clause(tool.description)):
+        found = re.search(rf"\b{re.escape(verb)}\b", alternative, re.IGNORECASE)
+        if found is None or len(alternative.split()) < 2:
+            continue
+        if re.search(r"\bit\b", alternative):
+            return re.sub(r"\bit\b", phrase, alternative, count=1)
+        return record_put_in(alternative, entity, phrase)
+    return " ".join([verb, phrase, *rest.split("_")]).strip()
 
 
 _PARTICLE = re.compile(
@@ -1213,6 +1242,7 @@ class Generator:
                 field = b.get("fields", {}).get(p, p)
                 stated_at[p] = len(extra)
                 extra.append(stated(field, said(entity, field, value), kind_of(entity, field)))
+        self._commanded(tool, args, sources, stated_at, extra)
         self._in_lifecycle_order(tool, args, stated_at, extra, record())
         if tool.op == "range":
             dates = sorted(
@@ -1259,6 +1289,34 @@ class Generator:
         if tool.kind == "write" and compound_of(tool) is not None:
             self._fit_compared(tool, args, sources, extra)
         return args, sources, focus, phrase, extra
+
+    def _commanded(
+        self,
+        tool: ToolSpec,
+        args: dict[str, Any],
+        sources: dict[str, str],
+        stated_at: Mapping[str, int],
+        extra: list[str],
+    ) -> None:
+        """A command the record's lifecycle admits (`release` only an invoice on hold, `approve` only a
+        pending request): a request never asks for a move that cannot be made."""
+        command = (compound_of(tool) or {}).get("command") if tool.kind == "write" else None
+        if command is None or command["param"] not in args:
+            return
+        param = command["param"]
+        fits = admitted_commands(self.spec, self.live_state(), tool, args)
+        if not fits:
+            raise Reject("grounding", f"{tool.name}: the record's lifecycle admits no {param} it offers")
+        if args[param] in fits:
+            return
+        args[param], sources[param] = self.rng.choice(sorted(fits)), "query"
+        if param in stated_at:
+            attr = self.spec.entity(tool.entity).attribute(tool.binding.get("fields", {}).get(param, param))
+            if attr is not None:
+                entity = self.spec.entity(tool.entity)
+                extra[stated_at[param]] = stated(
+                    attr.name, said(entity, attr.name, args[param]), kind_of(entity, attr.name)
+                )
 
     def _in_lifecycle_order(
         self,
@@ -1482,7 +1540,9 @@ class Generator:
         step = self.call(tool, args, sources, focus, phrase)
         self._describe_step(step, extra, last=True)
 
-    def _acted_on(self, tool: ToolSpec, extra: list[str]) -> tuple[str, str, list[str]] | None:
+    def _acted_on(
+        self, tool: ToolSpec, extra: list[str], args: Mapping[str, Any]
+    ) -> tuple[str, str, list[str]] | None:
         """A seed's create named by what it does to the record it is for (`approveInvoice` makes an
         approval and leaves the invoice approved, `transferAsset` moves the asset): (its verb and that
         record, as said, the other details), so the request reads "Approve invoice INV-003, with ..."
@@ -1497,6 +1557,16 @@ class Generator:
             labels = {field_label(param), words(param.removesuffix("_id")), self._ref_word(param)}
             return next((p for p in extra if p.partition(": ")[0] in labels), None)
 
+        command = found.get("command")
+        if command is not None and isinstance(args.get(command["param"]), str) and found.get("steps"):
+            # `approveTimesheet(decision=reject)` rejects the timesheet: "Reject timesheet TS-004"
+            ref, _, _ = str(found["steps"][0]["path"]).partition("->")
+            owner, choice = part(ref), part(command["param"])
+            target = self.spec.entity(tool.entity).attribute(ref)
+            if owner is not None and target is not None and target.ref:
+                said = owner.partition(": ")[2] or owner
+                clause = command_clause(tool, self.spec.entity(target.ref), said, args[command["param"]])
+                return clause, owner, [p for p in extra if p not in (owner, choice)]
         for step in found.get("steps", ()):
             ref, _, attr = str(step.get("path", "")).partition("->")
             value = step.get("value") or {}
@@ -1520,7 +1590,7 @@ class Generator:
             if op == "create":
                 step.focus = (entity.name, str((step.data or {}).get(entity.key)))
                 step.phrase = f"the new {words(entity.name)}"
-                acted = self._acted_on(tool, extra)
+                acted = self._acted_on(tool, extra, step.args)
                 if acted is not None:
                     wanted, owner, rest = acted
                     detail = _details(rest)
@@ -1565,10 +1635,13 @@ class Generator:
                 return
             if step.focus is None:
                 raise Reject("grounding", f"{tool.name} acts on no identified record")
+            command = (compound_of(tool) or {}).get("command") if tool.origin == "seed" else None
             asked = [
                 (field_label(tool.binding["fields"][p]), tool.binding["fields"][p], v)
                 for p, v in step.args.items()
-                if step.sources.get(p) == "query" and p in tool.binding.get("fields", {})
+                if step.sources.get(p) == "query"
+                and p in tool.binding.get("fields", {})
+                and (command is None or p != command["param"])  # the move it asks for says it
             ]
             set_fields = [
                 labelled(attr, said(entity, attr, v)) for _, attr, v in asked
@@ -1589,6 +1662,8 @@ class Generator:
             its = listing([_its(f, v, flags, person=person) for f, v in set_fields])
             upper = phrase[:1].upper() + phrase[1:]
             operation = operation_clause(tool, entity, phrase) if op == "update" else None
+            if command is not None and op == "update" and isinstance(step.args.get(command["param"]), str):
+                operation = command_clause(tool, entity, phrase, step.args[command["param"]])
             if operation is not None:
                 # a domain operation (end playback, pay a citation) is asked for as itself, not as an
                 # edit of the fields it happens to take
