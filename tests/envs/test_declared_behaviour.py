@@ -401,7 +401,8 @@ def test_ending_what_a_parent_holds_is_asked_for_of_the_parent(
         assert ending, [t.query for t in tasks]
         for t in ending:
             assert re.search(said, t.query), t.query
-            assert "that autopay's account" not in t.query, t.query  # the account, said as the request said it
+            # the account, said as the request said it
+            assert "that autopay's account" not in t.query, t.query
             moved = {(d["table"], d["field"]) for d in t.expected_diff}
             assert ("autopays", "status") in moved or ("assignments", "status") in moved, t.expected_diff
 
