@@ -713,9 +713,9 @@ def valid_calls(
             _meet_requirements(spec, state, tool, args, rng)
             _keep_record_rules(spec, state, tool, args)
             command = (compound_of(tool) or {}).get("command")
-            fits = admitted_commands(spec, state, tool, args) if command else []
-            if command and fits and args.get(command["param"]) not in fits:
-                args[command["param"]] = fits[attempt % len(fits)]
+            admitted = admitted_commands(spec, state, tool, args) if command else []
+            if command and admitted and args.get(command["param"]) not in admitted:
+                args[command["param"]] = admitted[attempt % len(admitted)]
         if tool.op == "manage" and args.get("action") == "create":
             args.pop(key_param, None)
         if tool.op in ("update", "manage") and key_param in args:

@@ -1118,16 +1118,15 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
     e = spec.entity(tool.entity)
     if tool.origin == "seed" and compound_of(tool) is None and tool.op in ("update", "transition"):
         status = _declared_status(e)
-        moves = (
+        own = (
             _command_moves(tool, e, e, status.name)
             if status is not None and tool.binding.get("key")
             else None
         )
-        if moves is not None:  # `decide_time_off(decision=deny)` leaves the request denied
-            requires, steps, command = moves
+        if own is not None:  # `decide_time_off(decision=deny)` leaves the request denied
             binding = {k: v for k, v in tool.binding.items() if k not in ("attr", "value")}
             plain = tool.model_copy(update={"op": "update", "binding": binding})
-            return _commanded(plain, requires, steps + flagged, command, spec)
+            return _commanded(plain, own[0], own[1] + flagged, own[2], spec)
     if tool.origin == "seed" and compound_of(tool) is None and tool.op == "transition" and flagged:
         return _seed_behaviour(
             tool, _with_compound(tool.model_copy(update={"origin": "generated"}), [], flagged, spec)
