@@ -342,6 +342,25 @@ def held_flag(spec: EnvSpec, tool: ToolSpec) -> AttributeSpec | None:
     return next((a for a in owner.attributes if a.type == "bool" and a.name in flags), None)
 
 
+def held_lifecycle(spec: EnvSpec, tool: ToolSpec) -> tuple[str, str, str] | None:
+    """(the parent's status attribute, the value that names the record it holds, the open value
+    before it) for a tool that reaches that record through the parent's id: an asset is `assigned`
+    while its assignment lasts and `in_stock` before and after. None where the parent's declared
+    lifecycle names no such value."""
+    parent = tool.binding.get("parent")
+    status = spec.entity(parent["parent"]).status_attribute if parent else None
+    if status is None or (status.source != "seed" and status.declared is None):
+        return None
+    stem = re.sub(r"(ment|ation|ion)$", "", tool.entity)
+    held = next(
+        (v for v in status.enum if v in (f"{stem}ed", f"{stem}d", f"{stem.removesuffix('e')}ed")), None
+    )
+    before = (
+        [v for v in status.enum[: status.enum.index(held)] if not naming.gone_for_good(v)] if held else []
+    )
+    return (status.name, str(held), before[0]) if held and before else None
+
+
 def compound_of(tool: ToolSpec) -> dict[str, Any] | None:
     """A tool's cross-entity behaviour, or None for a tool that acts on one record alone."""
     found = tool.binding.get("compound")

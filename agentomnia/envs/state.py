@@ -48,7 +48,7 @@ from agentomnia.envs.semantic import (
     term_in_time,
     within_hours,
 )
-from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, held_flag
+from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, held_flag, held_lifecycle
 from agentomnia.envs.values import (
     BASE_DAY,
     CITIES,
@@ -1588,11 +1588,10 @@ def _one_held_each(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -
                     record[status.name] = ended[0]
                 elif key not in used:
                     del table[key]
-    for tool in spec.tools:  # and the parent says whether it holds one (`autopay_enabled`)
-        flag = held_flag(spec, tool)
-        if flag is None:
+    for tool in spec.tools:  # and the parent says whether it holds one (`autopay_enabled`, `assigned`)
+        parent = tool.binding.get("parent")
+        if not parent:
             continue
-        parent = tool.binding["parent"]
         entity = spec.entity(tool.entity)
         status = entity.status_attribute
         holding = {
@@ -1600,8 +1599,16 @@ def _one_held_each(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -
             for r in state.get(entity.table, {}).values()
             if status is None or r.get(status.name) not in parent["ended"]
         }
+        flag, lifecycle = held_flag(spec, tool), held_lifecycle(spec, tool)
         for key, record in state.get(spec.entity(parent["parent"]).table, {}).items():
-            record[flag.name] = key in holding
+            if flag is not None:
+                record[flag.name] = key in holding
+            if lifecycle is not None:  # an asset in stock with a live assignment is assigned, and back
+                lifecycle_attr, named, open_before = lifecycle
+                if record.get(lifecycle_attr) == open_before and key in holding:
+                    record[lifecycle_attr] = named
+                elif record.get(lifecycle_attr) == named and key not in holding:
+                    record[lifecycle_attr] = open_before
 
 
 def _free_deletable(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:

@@ -46,6 +46,7 @@ from agentomnia.envs.spec import (
     command_targets,
     compound_of,
     held_flag,
+    held_lifecycle,
     is_compound,
 )
 from agentomnia.envs.state_space import FILTER_PARAMS, schema_type
@@ -1311,23 +1312,16 @@ def _held_steps(spec: EnvSpec, tool: ToolSpec) -> list[dict[str, Any]]:
         steps.append(
             {"kind": "set", "path": f"{parent['attr']}->{flag.name}", "value": {"const": tool.op == "create"}}
         )
-    status = _declared_status(spec.entity(parent["parent"]))
-    if tool.op == "create" or status is None:
+    lifecycle = held_lifecycle(spec, tool)
+    if tool.op == "create" or lifecycle is None:
         return steps
-    stem = re.sub(r"(ment|ation|ion)$", "", tool.entity)
-    held = next(
-        (v for v in status.enum if v in (f"{stem}ed", f"{stem}d", f"{stem.removesuffix('e')}ed")), None
-    )
-    if held is None:
-        return steps
-    before = [v for v in status.enum[: status.enum.index(held)] if not gone_for_good(v)]
-    if before:
-        left = f"{parent['attr']}->{status.name}"
-        steps.append({
-            "kind": "set", "path": left, "value": {"const": before[0]},
-            "when": {"kind": "in", "left": left, "op": "in", "right": [held],
-                     "text": f"The {_words(parent['parent'])} is {_words(held)}"},
-        })  # fmt: skip
+    attr, held, before = lifecycle
+    left = f"{parent['attr']}->{attr}"
+    steps.append({
+        "kind": "set", "path": left, "value": {"const": before},
+        "when": {"kind": "in", "left": left, "op": "in", "right": [held],
+                 "text": f"The {_words(parent['parent'])} is {_words(held)}"},
+    })  # fmt: skip
     return steps
 
 
