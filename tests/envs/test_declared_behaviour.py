@@ -293,17 +293,24 @@ def test_a_description_that_says_where_listed_records_move_is_taken_at_its_word(
     assert found["steps"][0]["fields"] == {"status": {"const": "in_remediation"}}
 
 
-def test_a_transfer_is_asked_for_as_a_transfer(
-    built: list[BuiltEnv], sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def tasks_calling(
+    built: BuiltEnv, tool_name: str, sandbox: Sandbox, tmp: pytest.TempPathFactory, *, n: int, seed: int
+) -> list[Any]:
+    """DAG tasks synthesized on a built environment whose reference calls `tool_name` (at least one)."""
     from agentomnia.envs.build import write_bundle
     from agentomnia.tasks.dag import synthesize_dag_tasks
 
-    folder = write_bundle(built[1], tmp_path_factory.mktemp("assetrail"))
-    tasks, _ = synthesize_dag_tasks(folder, sandbox, variant="dag-standard", n=8, seed=5)
-    moved = [t for t in tasks if "transferAsset" in {c.tool for c in t.reference_calls}]
-    assert moved, [t.query for t in tasks]
-    for t in moved:
+    folder = write_bundle(built, tmp.mktemp(tool_name))
+    tasks, _ = synthesize_dag_tasks(folder, sandbox, variant="dag-standard", n=n, seed=seed)
+    calling = [t for t in tasks if tool_name in {c.tool for c in t.reference_calls}]
+    assert calling, [t.query for t in tasks]
+    return calling
+
+
+def test_a_transfer_is_asked_for_as_a_transfer(
+    built: list[BuiltEnv], sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    for t in tasks_calling(built[1], "transferAsset", sandbox, tmp_path_factory, n=8, seed=5):
         assert re.search(
             r"\btransfer (asset|the)\b[^.?]*\bto (location LOC-\d+|[^.?]*\blocation\b)",
             t.query,
@@ -394,18 +401,11 @@ def test_ending_what_a_parent_holds_is_asked_for_of_the_parent(
     """A request says what the seed's tool does, to the record it names: "Turn off automatic payment for
     account 8260826998", "Record the return of asset FA-599867"; never "the autopay of account ..." as a
     record to mark cancelled. What the request then asks about the account is said as that account."""
-    from agentomnia.envs.build import write_bundle
-    from agentomnia.tasks.dag import synthesize_dag_tasks
-
     for b, tool_name, said in (
         (built[2], "cancelAutopay", r"Turn off automatic payment for account \d{10}\b"),
         (built[1], "returnAsset", r"Record the return of asset FA-\d+\b"),
     ):
-        folder = write_bundle(b, tmp_path_factory.mktemp(tool_name))
-        tasks, _ = synthesize_dag_tasks(folder, sandbox, variant="dag-standard", n=40, seed=3)
-        ending = [t for t in tasks if tool_name in {c.tool for c in t.reference_calls}]
-        assert ending, [t.query for t in tasks]
-        for t in ending:
+        for t in tasks_calling(b, tool_name, sandbox, tmp_path_factory, n=40, seed=3):
             assert re.search(said, t.query), t.query
             # the account, said as the request said it
             assert "that autopay's account" not in t.query, t.query
@@ -453,14 +453,7 @@ def test_holding_and_releasing_an_invoice_moves_it_as_the_action_says() -> None:
 def test_a_command_is_asked_for_as_the_move_it_makes(
     built: list[BuiltEnv], sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    from agentomnia.envs.build import write_bundle
-    from agentomnia.tasks.dag import synthesize_dag_tasks
-
-    folder = write_bundle(built[0], tmp_path_factory.mktemp("ledgerline-hold"))
-    tasks, _ = synthesize_dag_tasks(folder, sandbox, variant="dag-standard", n=40, seed=3)
-    holding = [t for t in tasks if "setInvoiceHold" in {c.tool for c in t.reference_calls}]
-    assert holding, [t.query for t in tasks]
-    for t in holding:
+    for t in tasks_calling(built[0], "setInvoiceHold", sandbox, tmp_path_factory, n=40, seed=3):
         assert re.search(r"\b(Put [^.]*\bon hold|Release)\b", t.query), t.query
         assert "its action" not in t.query and "action to" not in t.query, t.query
         moved = [d for d in t.expected_diff if d["table"] == "invoices" and d["field"] == "status"]
