@@ -1040,6 +1040,13 @@ class Generator:
                 ):
                     return step.phrase  # the one record of its kind the request made: "the new rate quote"
                 return self._handle(step)
+            held = step.tool.binding.get("parent")
+            of = f"the {words(step.tool.entity)} of "
+            if (  # the account whose autopay the request turned off: "account 7470715143"
+                held and held["parent"] == entity.name and str(step.args.get(held["param"])) == str(key)
+                and (step.phrase or "").startswith(of)
+            ):  # fmt: skip
+                return str(step.phrase).removeprefix(of)
         return None
 
     @staticmethod

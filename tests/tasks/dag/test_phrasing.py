@@ -91,7 +91,7 @@ def test_a_chain_that_comes_back_to_a_named_record_calls_it_by_its_handle() -> N
     gen.out = Generated(clauses=["Look at plan PLA-001 (Ad-Free Plus)."])
     plan = Executed(
         0,
-        SimpleNamespace(op="get", entity="plan"),
+        SimpleNamespace(op="get", entity="plan", binding={}),
         {},
         {},
         {},
@@ -248,7 +248,7 @@ def _picking_generator(named: bool):  # type: ignore[no-untyped-def]
         gen.out.calls.append(
             Executed(
                 0,
-                SimpleNamespace(op="get", entity="pressure_zone"),
+                SimpleNamespace(op="get", entity="pressure_zone", binding={}),
                 {},
                 {},
                 {},
@@ -342,7 +342,7 @@ def test_a_chain_that_comes_back_to_the_new_record_calls_it_the_new_one() -> Non
 
     quote = EntitySpec(name="rate_quote", table="rate_quotes", key="rate_quote_id", attributes=(),
                        description="A quote.", id_prefix="RAT")  # fmt: skip
-    made = SimpleNamespace(op="create", entity="rate_quote")
+    made = SimpleNamespace(op="create", entity="rate_quote", binding={})
     gen = Generator.__new__(Generator)
     gen.out = Generated(clauses=["Create a rate quote with amount 120."])
     gen._marks = {}
