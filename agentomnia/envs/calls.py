@@ -27,6 +27,7 @@ from agentomnia.envs.spec import (
     compound_of,
     compound_value,
     follow,
+    held_live,
     requirement_failure,
     select,
 )
@@ -262,13 +263,10 @@ def held_record(
     if not parent or args.get(parent["param"]) is None:
         return None
     e = spec.entity(tool.entity)
-    status = e.status_attribute
     table = state.get(e.table) or {}
     for key in sorted(table, reverse=True):
         record = table[key]
-        if str(record.get(parent["attr"])) == str(args[parent["param"]]) and (
-            status is None or record.get(status.name) not in parent["ended"]
-        ):
+        if str(record.get(parent["attr"])) == str(args[parent["param"]]) and held_live(e, record, parent):
             return str(key), record
     return None
 
@@ -638,11 +636,7 @@ def valid_calls(
             records.sort(key=lambda r: not fits(r))
     parent = b.get("parent")
     if parent and tool.op != "create":  # the parent's live record, reached through the parent's id
-        status = e.status_attribute
-        records = [
-            r for r in records
-            if r.get(parent["attr"]) is not None and (status is None or r.get(status.name) not in parent["ended"])
-        ]  # fmt: skip
+        records = [r for r in records if held_live(e, r, parent)]
     for attempt in range(tries):
         args: dict[str, Any] = {}
         key_param: str = b.get("key") or ""

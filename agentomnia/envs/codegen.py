@@ -508,10 +508,9 @@ COMPOUND_HELPERS = '''
 # Helper of tools that reach their record through its parent's id (`PUT /accounts/{n}/autopay`):
 # emitted only into classes that have one.
 PARENT_HELPERS = '''
-    def _held(self, entity, attr, value, ended):
+    def _held(self, entity, attr, value, status, ended):
         """(key, a copy of the record) of the parent's own live record: the newest whose `attr` is
-        `value` and whose lifecycle has not ended; (None, None) when it holds none."""
-        status = next((n for n, k, o, _, _ in self._ATTRS[entity] if n == "status" and k == "enum"), None)
+        `value` and whose lifecycle (`status`) has not ended; (None, None) when it holds none."""
         table = self._table(entity)
         for key in sorted(table, reverse=True):
             record = table[key]
@@ -519,6 +518,12 @@ PARENT_HELPERS = '''
                 return key, copy.deepcopy(record)
         return None, None
 '''
+
+
+def _held_call(e: Any, parent: dict[str, Any]) -> str:
+    """The generated lookup of the record a parent holds (`PARENT_HELPERS._held`)."""
+    status = e.status_attribute.name if e.status_attribute is not None else None
+    return f"self._held({e.name!r}, {parent['attr']!r}, {local(parent['param'])}, {status!r}, {tuple(parent['ended'])!r})"
 
 
 def _held_by_parent(spec: EnvSpec) -> bool:
@@ -711,8 +716,7 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
     lines: list[str] = []
     parent = b.get("parent")  # the record is the parent's own, found by the parent's id
     if parent and tool.op != "create":
-        held = f"self._held({ent}, {parent['attr']!r}, {local(parent['param'])}, {tuple(parent['ended'])!r})"
-        lines.append(f"held_key, _ = {held}")
+        lines.append(f"held_key, _ = {_held_call(e, parent)}")
         lines.append("if held_key is None:")
         lines.append(
             f"    return self._fail('not_found', f'{parent['parent'].replace('_', ' ')} {{{local(parent['param'])}!r}} has no {e.name.replace('_', ' ')}')"
@@ -784,10 +788,7 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
         )
     elif op == "create":
         if parent:  # the parent's own record is written over where it holds one
-            held = (
-                f"self._held({ent}, {parent['attr']!r}, {local(parent['param'])}, {tuple(parent['ended'])!r})"
-            )
-            lines.append(f"held_key, record = {held}")
+            lines.append(f"held_key, record = {_held_call(e, parent)}")
             lines.append("if record is None:")
             lines.append(f"    record = self._blank({ent})")
         else:

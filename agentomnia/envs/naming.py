@@ -277,7 +277,8 @@ def same_unit(a: str, b: str) -> bool:
     return unit_factor(a, b) == 1.0
 
 
-# lifecycle values of a record gone for good: it takes nothing new (a voided envelope, a closed account)
+# The lifecycle values after which a record is gone for good: it takes nothing new (a voided envelope, a
+# closed account). Narrower than the toolset's `ENDED`: an invoice on hold still takes follow-ups.
 GONE = (
     "closed", "cancelled", "canceled", "archived", "expired", "void", "voided", "deleted", "terminated",
     "retired", "withdrawn", "revoked", "discontinued", "disposed", "scrapped", "decommissioned", "dissolved",

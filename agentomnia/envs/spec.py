@@ -11,7 +11,7 @@ record, so a spec is the contract between the proposer and the checks.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -340,6 +340,15 @@ def held_flag(spec: EnvSpec, tool: ToolSpec) -> AttributeSpec | None:
     flags = {f"{name}_enabled", f"{name}_active", f"{name}_on", f"has_{name}", f"{name}_set"}
     owner = spec.entity(parent["parent"])
     return next((a for a in owner.attributes if a.type == "bool" and a.name in flags), None)
+
+
+def held_live(e: EntitySpec, record: Mapping[str, Any], parent: Mapping[str, Any]) -> bool:
+    """Whether a record its parent holds (a tool's binding `parent`) still counts as the parent's: it
+    names a parent and its lifecycle has not ended (a cancelled autopay is the account's no more)."""
+    status = e.status_attribute
+    return record.get(parent["attr"]) is not None and (
+        status is None or record.get(status.name) not in parent["ended"]
+    )
 
 
 def held_lifecycle(spec: EnvSpec, tool: ToolSpec) -> tuple[str, str, str] | None:

@@ -48,7 +48,7 @@ from agentomnia.envs.semantic import (
     term_in_time,
     within_hours,
 )
-from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, held_flag, held_lifecycle
+from agentomnia.envs.spec import AttributeSpec, EntitySpec, EnvSpec, held_flag, held_lifecycle, held_live
 from agentomnia.envs.values import (
     BASE_DAY,
     CITIES,
@@ -318,6 +318,7 @@ def generate_state(
     from agentomnia.envs.calls import stage_requirements
 
     stage_requirements(spec, state)
+    _held_agree(spec, state)
     retell(world, state, lambda e, name, text: _takes(spec, state, e, name, text))
     problems = state_violations(spec, state)
     if problems:
@@ -1553,7 +1554,7 @@ def _one_held_each(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -
     controls: a tool's binding `parent`) is one live record per parent. Of several, the newest stays;
     the others move to a parent that holds none, else have ended where the lifecycle has a value for
     that (a cancelled autopay), else (nothing referring to them) go. A parent gone for good (a closed
-    account) holds no live one."""
+    account) holds no live one. What the parent says of it follows later (`_held_agree`)."""
     from agentomnia.envs.calls import referenced_keys
 
     held = {
@@ -1564,13 +1565,11 @@ def _one_held_each(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -
     for (name, attr), parent in sorted(held.items()):
         entity = spec.entity(name)
         table = state.get(entity.table, {})
-        status = entity.status_attribute
-        ended = [v for v in parent["ended"] if status is not None and v != status.enum[0]]
+        status, end = entity.status_attribute, parent.get("end")
         live: dict[str, list[str]] = {}
         for key in sorted(table):
-            value = table[key].get(attr)
-            if value is not None and (status is None or table[key].get(status.name) not in parent["ended"]):
-                live.setdefault(str(value), []).append(key)
+            if held_live(entity, table[key], parent):
+                live.setdefault(str(table[key][attr]), []).append(key)
         owner = spec.entity(parent["parent"])
         parents = state.get(owner.table, {})
         over = owner.status_attribute
@@ -1580,35 +1579,50 @@ def _one_held_each(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -
         free = [k for k in sorted(parents) if k not in live and k not in gone]
         used = referenced_keys(spec, state, name)
         for value, keys in live.items():
-            for key in keys[:-1] if value not in gone or not ended else keys:  # a closed account pays nothing
+            for key in (
+                keys[:-1] if value not in gone or end is None else keys
+            ):  # a closed account pays nothing
                 record = table[key]
                 if free and (ref := entity.attribute(attr)) is not None:
                     record[attr] = _ref_value(spec, ref, parents[free.pop(0)])
-                elif ended and status is not None:
-                    record[status.name] = ended[0]
+                elif end is not None and status is not None:
+                    record[status.name] = end
                 elif key not in used:
                     del table[key]
-    for tool in spec.tools:  # and the parent says whether it holds one (`autopay_enabled`, `assigned`)
+
+
+def _held_agree(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """A parent says whether it holds its record (`autopay_enabled`), and a lifecycle value named after
+    that record (`assigned`) is its while, and only while, the record lasts. Run after the requirements
+    are staged, whose lifecycle values stay: an asset staged in stock to be assigned has its assignment
+    ended (returned), not its status moved."""
+    for tool in spec.tools:
         parent = tool.binding.get("parent")
         if not parent:
             continue
         entity = spec.entity(tool.entity)
-        status = entity.status_attribute
-        holding = {
-            str(r.get(parent["attr"]))
-            for r in state.get(entity.table, {}).values()
-            if status is None or r.get(status.name) not in parent["ended"]
-        }
+        table = state.get(entity.table, {})
         flag, lifecycle = held_flag(spec, tool), held_lifecycle(spec, tool)
+        status, end = entity.status_attribute, parent.get("end")
         for key, record in state.get(spec.entity(parent["parent"]).table, {}).items():
-            if flag is not None:
-                record[flag.name] = key in holding
-            if lifecycle is not None:  # an asset in stock with a live assignment is assigned, and back
+            live = [
+                r for r in table.values() if held_live(entity, r, parent) and str(r[parent["attr"]]) == key
+            ]
+            if lifecycle is not None:  # an asset in stock holds no live assignment; an assigned one does
                 lifecycle_attr, named, open_before = lifecycle
-                if record.get(lifecycle_attr) == open_before and key in holding:
-                    record[lifecycle_attr] = named
-                elif record.get(lifecycle_attr) == named and key not in holding:
+                if (
+                    record.get(lifecycle_attr) == open_before
+                    and live
+                    and end is not None
+                    and status is not None
+                ):
+                    for held in live:
+                        held[status.name] = end
+                    live = []
+                elif record.get(lifecycle_attr) == named and not live:
                     record[lifecycle_attr] = open_before
+            if flag is not None:
+                record[flag.name] = bool(live)
 
 
 def _free_deletable(spec: EnvSpec, state: dict[str, dict[str, dict[str, Any]]]) -> None:

@@ -420,12 +420,10 @@ def from_seed_tool(
             parent_param = None
     held = _held_record(t, res, e)
     if held is not None:  # the parent's own record: written over, or ended (or removed)
-        ended = held["ended"]
-        status = e.status_attribute
         if (t.method or "").upper() != "DELETE":
             op_or_none = "create"
-        elif status is not None and any(v != status.enum[0] for v in ended):
-            op_or_none, target = "transition", next(v for v in ended if v != status.enum[0])
+        elif held["end"] is not None:
+            op_or_none, target = "transition", held["end"]
         else:
             op_or_none = "delete"
     inferred = op_or_none is not None and not notes
@@ -520,7 +518,9 @@ def _held_record(t: SeedTool, res: Resource | None, e: EntitySpec) -> dict[str, 
     # ended (cancelled), or done with for good where that is how it stops (a returned assignment), never
     # a value a record reaches by succeeding (an approved one)
     ended = [v for v in (status.enum if status else ()) if _ended(str(v)) or v in HELD_DONE]
-    return {"parent": res.parent[0], "param": res.parent[1], "attr": ref.name, "ended": ended}
+    # the value a removal leaves it in: an ending one it does not start in (none: it is removed)
+    end = next((v for v in ended if status is not None and v != status.enum[0]), None)
+    return {"parent": res.parent[0], "param": res.parent[1], "attr": ref.name, "ended": ended, "end": end}
 
 
 def _fits(schema: Any, attr: AttributeSpec) -> bool:
@@ -1088,8 +1088,6 @@ def guarded(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
     return tool
 
 
-# The lifecycle values after which a record is gone for good: it takes no new records under it. Narrower
-# than `ENDED`: an invoice on hold still takes follow-ups, a suspended line a restore.
 def _declared_status(e: EntitySpec) -> AttributeSpec | None:
     """An entity's lifecycle, where the seed declares it (a status the platform made up says nothing
     about what the service refuses)."""
@@ -1127,11 +1125,9 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
         if own is not None:  # `decide_time_off(decision=deny)` leaves the request denied
             binding = {k: v for k, v in tool.binding.items() if k not in ("attr", "value")}
             plain = tool.model_copy(update={"op": "update", "binding": binding})
-            return _commanded(plain, own[0], own[1] + flagged, own[2], spec)
+            return _behaved(plain, own[0], own[1] + flagged, spec, command=own[2])
     if tool.origin == "seed" and compound_of(tool) is None and tool.op == "transition" and flagged:
-        return _seed_behaviour(
-            tool, _with_compound(tool.model_copy(update={"origin": "generated"}), [], flagged, spec)
-        )
+        return _behaved(tool, [], flagged, spec)
     if (
         tool.origin != "seed"
         or compound_of(tool) is not None
@@ -1206,12 +1202,7 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
     steps += flagged
     if tool.op != "delete":
         requires += _agreement(spec, e, refs)
-    if command is not None:
-        return _commanded(tool, requires, steps, command, spec)
-    for req in requires:
-        req.setdefault("text", _requirement_text(e, req)[:1].upper() + _requirement_text(e, req)[1:])
-    behaved = _with_compound(tool.model_copy(update={"origin": "generated"}), requires, steps, spec)
-    return _seed_behaviour(tool, behaved)
+    return _behaved(tool, requires, steps, spec, command=command)
 
 
 # parameters whose value says which of a tool's moves to make (`decision: approve | deny`)
@@ -1278,22 +1269,23 @@ def _said(attr: str, values: list[str]) -> dict[str, Any]:
     }
 
 
-def _commanded(
+def _behaved(
     tool: ToolSpec,
     requires: list[dict[str, Any]],
     steps: list[dict[str, Any]],
-    command: dict[str, Any],
     spec: EnvSpec,
+    *,
+    command: dict[str, Any] | None = None,
 ) -> ToolSpec:
-    """The seed's tool running the moves its command parameter chooses (`_command_moves`), the command
-    kept with its behaviour so a request can ask for the move it makes."""
+    """The seed's tool, as declared, running these requirements and steps; a command parameter that
+    chooses the moves (`_command_moves`) is kept with them, so a request can ask for the move it makes."""
     e = spec.entity(tool.entity)
     for req in requires:
         req.setdefault("text", _requirement_text(e, req)[:1].upper() + _requirement_text(e, req)[1:])
     behaved = _with_compound(tool.model_copy(update={"origin": "generated"}), requires, steps, spec)
     made = _seed_behaviour(tool, behaved)
     found = compound_of(made)
-    if found is None:
+    if found is None or command is None:
         return made
     return made.model_copy(update={"binding": {**made.binding, "compound": {**found, "command": command}}})
 

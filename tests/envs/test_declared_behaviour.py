@@ -312,7 +312,7 @@ def test_a_transfer_is_asked_for_as_a_transfer(
 ) -> None:
     for t in tasks_calling(built[1], "transferAsset", sandbox, tmp_path_factory, n=8, seed=5):
         assert re.search(
-            r"\btransfer (asset|the)\b[^.?]*\bto (location LOC-\d+|[^.?]*\blocation\b)",
+            r"\btransfer (asset|the|that)\b[^.?]*\bto (location LOC-\d+|[^.?]*\blocation\b)",
             t.query,
             re.IGNORECASE,
         ), t.query

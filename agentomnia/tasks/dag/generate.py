@@ -237,6 +237,20 @@ def record_put_in(sentence: str, entity: EntitySpec, phrase: str) -> str:
     return sentence[: found.start()] + phrase + rest
 
 
+def held_phrase(entity: str, owner: str) -> str:
+    """How a request names the record a parent holds, by the parent: "the autopay of account 8260826998"."""
+    return f"the {words(entity)} of {owner}"
+
+
+def held_owner(tool: ToolSpec, phrase: str | None) -> str | None:
+    """The parent as a request named it in `held_phrase` ("account 8260826998"), for a tool that
+    reaches the record a parent holds (binding `parent`); None for any other tool or phrase."""
+    of = held_phrase(tool.entity, "")
+    if not tool.binding.get("parent") or not phrase or not phrase.startswith(of):
+        return None
+    return phrase[len(of) :]
+
+
 def command_clause(tool: ToolSpec, entity: EntitySpec, phrase: str, value: str) -> str:
     """How a person asks for the move a command value makes (`decide_time_off(decision=deny)`): the
     description's alternative for that verb with the record put in ("Put an invoice on hold or release
@@ -1010,10 +1024,9 @@ class Generator:
             return None
         concrete = ".".join(["data", *parts])
         phrase = that if attr == host.key else possessive(that, words(self._ref_word(attr)))
-        held = prev.tool.binding.get("parent")
-        of = f"the {words(host.name)} of "
-        if held and attr == held["attr"] and (prev.phrase or "").startswith(of):
-            phrase = str(prev.phrase).removeprefix(of)  # the account the autopay was of
+        held_by = held_owner(prev.tool, prev.phrase)
+        if held_by is not None and attr == prev.tool.binding["parent"]["attr"]:
+            phrase = held_by  # the account the autopay was of
         return value, concrete, self._named(entity, value) or phrase
 
     def _owner(self, prev: Executed, attr: str) -> str | None:
@@ -1040,13 +1053,12 @@ class Generator:
                 ):
                     return step.phrase  # the one record of its kind the request made: "the new rate quote"
                 return self._handle(step)
-            held = step.tool.binding.get("parent")
-            of = f"the {words(step.tool.entity)} of "
+            held, owner = step.tool.binding.get("parent") or {}, held_owner(step.tool, step.phrase)
             if (  # the account whose autopay the request turned off: "account 7470715143"
-                held and held["parent"] == entity.name and str(step.args.get(held["param"])) == str(key)
-                and (step.phrase or "").startswith(of)
+                owner is not None and held.get("parent") == entity.name
+                and str(step.args.get(held["param"])) == str(key)
             ):  # fmt: skip
-                return str(step.phrase).removeprefix(of)
+                return owner
         return None
 
     @staticmethod
@@ -1138,7 +1150,7 @@ class Generator:
                     raise Reject(
                         "grounding", f"{tool.name}: {in_phrase} holds no {words(entity.name)} it can act on"
                     )
-                focus, phrase = (entity.name, found[0]), f"the {words(entity.name)} of {in_phrase}"
+                focus, phrase = (entity.name, found[0]), held_phrase(entity.name, in_phrase)
             else:
                 extra.append(
                     in_phrase if tool.op == "assign" else f"{words(self._ref_word(param))}: {in_phrase}"
@@ -1165,7 +1177,7 @@ class Generator:
                     "grounding", f"{tool.name}: no {held['parent']} can be said to hold {entity.name} {key}"
                 )
             sources[held["param"]] = f"s0:{entity.table}.{key}.{held['attr']}"
-            focus, phrase = (entity.name, key), f"the {words(entity.name)} of {said_owner}"
+            focus, phrase = (entity.name, key), held_phrase(entity.name, said_owner)
         if key_param and key_param not in args:
             if tool.op == "lookup" and not self.allow_ids:
                 key, phrase = self.pick_record(entity, label_unique=True, viable=viable)
@@ -1700,7 +1712,7 @@ class Generator:
                 # asset FA-599867"
                 clause = held[:1].upper() + held[1:] + "."
                 self.out.clauses.append(clause[:-1] + f", and make sure {its}." if its else clause)
-                phrase = phrase.removeprefix(f"the {words(tool.entity)} of ")  # what the request names
+                phrase = held_owner(tool, phrase) or phrase  # what the request names
             elif op == "transition":
                 value = words(str(tool.binding["value"]))
                 text = choose(
@@ -1747,11 +1759,10 @@ class Generator:
     def _held_operation(self, tool: ToolSpec, phrase: str) -> str | None:
         """A seed's tool that reaches the record a parent holds through the parent's id (binding
         `parent`), asked for by its description with the parent put in; None for any other tool."""
-        held = tool.binding.get("parent")
-        prefix = f"the {words(tool.entity)} of "
-        if tool.origin != "seed" or not held or not phrase.startswith(prefix):
+        owner = held_owner(tool, phrase)
+        if tool.origin != "seed" or owner is None:
             return None
-        return operation_clause(tool, self.spec.entity(held["parent"]), phrase[len(prefix) :])
+        return operation_clause(tool, self.spec.entity(tool.binding["parent"]["parent"]), owner)
 
     def _key(self, *candidates: str) -> str:
         """The first answer field name among `candidates` (words joined by `_`) that is free and
