@@ -416,7 +416,7 @@ COMPOUND_HELPERS = '''
             if kind == "ref" and record.get(name) is not None:
                 problem = self._value_problem(kind, options, nullable, record.get(name))
                 if problem:
-                    return self._fail("invalid_value", f"{{entity}}.{{name}} {{problem}}")
+                    return self._fail("invalid_value", f"{entity}.{name} {problem}")
         for req in self._COMPOUND[tool]["requires"]:
             why = self._unmet(entity, record, req)
             if why:

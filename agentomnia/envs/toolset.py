@@ -1055,7 +1055,12 @@ def guarded(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
     if compound_of(tool) is not None:
         return tool
     if tool.origin == "seed":
-        return _seed_behaviour(tool, guarded(spec, tool.model_copy(update={"origin": "generated"})))
+        e = spec.entity(tool.entity)
+        status = e.status_attribute
+        commanded = _commanded_move(spec, tool, status, _frozen_under(spec, e)) if status else None
+        return commanded or _seed_behaviour(
+            tool, guarded(spec, tool.model_copy(update={"origin": "generated"}))
+        )
     e = spec.entity(tool.entity)
     if tool.op == "create":
         refs = [
@@ -1115,17 +1120,9 @@ def declared_behaviour(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
     the seed does not belong to."""
     flagged = _held_steps(spec, tool)
     e = spec.entity(tool.entity)
-    if tool.origin == "seed" and compound_of(tool) is None and tool.op in ("update", "transition"):
-        status = _declared_status(e)
-        own = (
-            _command_moves(tool, e, e, status.name)
-            if status is not None and tool.binding.get("key")
-            else None
-        )
-        if own is not None:  # `decide_time_off(decision=deny)` leaves the request denied
-            binding = {k: v for k, v in tool.binding.items() if k not in ("attr", "value")}
-            plain = tool.model_copy(update={"op": "update", "binding": binding})
-            return _behaved(plain, own[0], own[1] + flagged, spec, command=own[2])
+    commanded = _commanded_move(spec, tool, _declared_status(e), [], flagged)
+    if commanded is not None:
+        return commanded
     if tool.origin == "seed" and compound_of(tool) is None and tool.op == "transition" and flagged:
         return _behaved(tool, [], flagged, spec)
     if (
@@ -1211,6 +1208,28 @@ COMMAND_PARAMS = ("action", "decision", "verdict", "outcome", "resolution")
 YES_VERBS = ("approve", "accept", "pass", "confirm", "allow", "grant", "yes")
 
 
+def _commanded_move(
+    spec: EnvSpec,
+    tool: ToolSpec,
+    status: AttributeSpec | None,
+    rules: list[dict[str, Any]],
+    steps: Sequence[dict[str, Any]] = (),
+) -> ToolSpec | None:
+    """A seed's update or transition of one record whose command parameter picks the move
+    (`decide_time_off(decision=deny)` leaves the request denied, `decide_expense_report(decision=
+    return_for_changes)` the report returned), run as an update with those moves, after `rules`;
+    None where the tool has no such parameter for `status`."""
+    if tool.origin != "seed" or compound_of(tool) is not None or tool.op not in ("update", "transition"):
+        return None
+    e = spec.entity(tool.entity)
+    own = _command_moves(tool, e, e, status.name) if status is not None and tool.binding.get("key") else None
+    if own is None:
+        return None
+    binding = {k: v for k, v in tool.binding.items() if k not in ("attr", "value")}
+    plain = tool.model_copy(update={"op": "update", "binding": binding})
+    return _behaved(plain, [*rules, *own[0]], [*own[1], *steps], spec, command=own[2])
+
+
 def _command_moves(
     tool: ToolSpec, e: EntitySpec, owner: EntitySpec, left: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]] | None:
@@ -1237,6 +1256,12 @@ def _command_moves(
             continue
         first = min(status.enum.index(t) for t in forward)
         before = [v for v in status.enum[:first] if not gone_for_good(v) and v not in forward]
+        # "Approve, reject or return a *submitted* report": the moves start there alone
+        noun = "|".join(re.escape(_words(n)) for n in {owner.name, owner.name.split("_")[-1]})
+        before = [
+            v for v in before
+            if re.search(rf"\b{re.escape(_words(v))}\s+(?:{noun})\b", tool.description, re.IGNORECASE)
+        ] or before  # fmt: skip
         ahead = [v for v in targets if v not in UNDO_VERBS]
         back = [v for v in targets if v in UNDO_VERBS]
 

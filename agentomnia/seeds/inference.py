@@ -309,9 +309,16 @@ def tool_kind(tool: SeedTool) -> Literal["read", "write"]:
 
 
 def _name_nouns(tool_name: str) -> list[str]:
+    """The nouns of a tool's name: its words but the verb it opens with, read verbs and stop words.
+    A write verb later in the name is a noun there (`decide_expense_report` acts on a report,
+    `create_return_request` on a return, `report_maintenance_issue` on an issue)."""
     tokens = [t.lower() for t in re.split(r"[-_./ ]|(?<=[a-z])(?=[A-Z])", tool_name) if t]
     stop = {"by", "for", "all", "my", "of", "in", "on", "to", "from", "with", "and"}
-    return [singular(t) for t in tokens if t not in WRITE_VERBS and t not in READ_VERBS and t not in stop]
+    return [
+        singular(t)
+        for i, t in enumerate(tokens)
+        if not (i == 0 and t in WRITE_VERBS) and t not in READ_VERBS and t not in stop
+    ]
 
 
 def tool_entity(tool: SeedTool, known: set[str] | None = None) -> str | None:
@@ -329,13 +336,21 @@ def tool_entity(tool: SeedTool, known: set[str] | None = None) -> str | None:
             return resource.entity
     known = known or set()
     nouns = _name_nouns(tool.name)
-    spans = ["_".join(nouns[i:j]) for i in range(len(nouns)) for j in range(len(nouns), i, -1)]
-    named = [span for span in sorted(spans, key=lambda x: -x.count("_")) if span in known]
     id_entities = [
         e for p in tool.input_schema.get("properties") or {} if (e := _entity_from_id_param(p, known))
     ]
+
+    # the longest known span; of equals, the one whose id the tool takes first, then the last (the
+    # head noun: `delete_expense_line(line_id)` removes a line, `set_transaction_category(transaction_id,
+    # category_id)` changes a transaction)
+    def rank(span: tuple[int, int]) -> tuple[int, int, int]:
+        name = "_".join(nouns[span[0] : span[1]])
+        return span[0] - span[1], id_entities.index(name) if name in id_entities else 99, -span[1]
+
+    spans = sorted(((i, j) for i in range(len(nouns)) for j in range(i + 1, len(nouns) + 1)), key=rank)
+    named = [span for i, j in spans if (span := "_".join(nouns[i:j])) in known]
     verb = re.split(r"[-_./ ]|(?<=[a-z])(?=[A-Z])", tool.name)[0].lower()
-    if named and verb in ASSIGN_VERBS and len(id_entities) >= 2:
+    if named and verb in ASSIGN_VERBS and len(id_entities) >= 2 and named[0] != id_entities[0]:
         # assign_adjuster(claim_id, adjuster_id) changes the claim: the named thing is what gets pointed at
         other = next((e for e in id_entities if e != named[0]), None)
         if other is not None:

@@ -470,3 +470,44 @@ def _zero_spec():  # type: ignore[no-untyped-def]
     from tests.fixtures.domains import PARCEL
 
     return build_state_space(PARCEL.candidate(), [PARCEL.seed()], PARCEL.domain())[0]
+
+
+def test_a_seed_tool_in_a_known_domain_makes_the_move_its_command_names() -> None:
+    """`decide_expense_report(report_id, decision)` in the travel-expense domain had created an expense
+    (the write verb `report` was not read as a noun, and no `expense_id` was given); `get_expense_report`
+    listed expenses and `delete_expense_line` made one. Each now acts on what it names, and the decision
+    moves the report as it says, from the submitted state its description names."""
+    from agentomnia.seeds.ingest import corpus_dir, ingest
+
+    seed = ingest([corpus_dir() / "mcp/expense-claims.json"]).accepted[0]
+    domain = load_taxonomy().by_id(10018)  # Travel Expense Tracking
+    spec, space = build_state_space(propose_offline(seed, domain, 1.0, 0.0, [1.0]), [seed], domain)
+    assert space.kb_used
+    spec = with_tools(spec, synthesize_toolset(spec, [seed], space.tool_entities, kb_used=True).tools)
+    ops = {t.name: (t.op, t.entity) for t in spec.tools if t.origin == "seed"}
+    assert ops["get_expense_report"] == ("get", "expense_report")
+    assert ops["submit_expense_report"] == ("transition", "expense_report")
+    assert ops["delete_expense_line"][0] == "delete"
+    decide = spec.tool("decide_expense_report")
+    found = compound_of(decide)
+    assert decide.op == "update" and found is not None
+    assert found["command"]["targets"] == {
+        "approve": "approved", "reject": "rejected", "return_for_changes": "returned",
+    }  # fmt: skip
+    s0 = generate_state(spec, seed=0)
+    reports = s0["expense_reports"]
+    draft = first_key(reports, status="draft")
+    submitted = first_key(reports, status="submitted")
+    approver = sorted(s0["employees"])[0]
+    env = instantiate(spec, copy.deepcopy(s0))
+    refused = env.decide_expense_report(report_id=draft, approver_id=approver, decision="approve")
+    assert not refused["ok"] and refused["error"]["code"] == "precondition_failed", refused
+    assert "submitted" in refused["error"]["message"]
+    unknown = env.decide_expense_report(report_id=submitted, approver_id="EMP-999", decision="approve")
+    assert (
+        unknown["error"]["message"] == "expense_report.approver_id points to no existing employee ('EMP-999')"
+    )
+    done = env.decide_expense_report(report_id=submitted, approver_id=approver, decision="return_for_changes")
+    assert done["ok"], done
+    assert env.expense_reports[submitted]["status"] == "returned"
+    assert len(env.expenses) == len(s0["expenses"])  # nothing made on the side

@@ -31,6 +31,22 @@ def test_tool_reading_names_the_entity_and_the_kind() -> None:
     )
     assert tool_entity(assign, {"claim", "adjuster"}) == "claim"  # assigning an adjuster changes the claim
     assert tool_entity(SeedTool(name="create_work_order"), {"order", "work_order"}) == "work_order"
+
+    def ids(*names: str) -> dict[str, object]:
+        return {"type": "object", "properties": {n: {"type": "string"} for n in names}}
+
+    # a write verb after the first word is a noun: deciding an expense report is not about an expense
+    decide = SeedTool(name="decide_expense_report", input_schema=ids("report_id", "decision"))
+    assert tool_entity(decide, {"expense", "expense_report"}) == "expense_report"
+    # of two known nouns, the one whose id the tool takes first, else the head noun (the last)
+    delete_line = SeedTool(name="delete_expense_line", input_schema=ids("line_id"))
+    assert tool_entity(delete_line, {"expense", "line"}) == "line"
+    categorise = SeedTool(name="set_transaction_category", input_schema=ids("transaction_id", "category_id"))
+    assert tool_entity(categorise, {"transaction", "category"}) == "transaction"
+    assert tool_entity(SeedTool(name="complete_store_task"), {"store", "task"}) == "task"
+    # assigning a task (its id first) changes the task, not whom it goes to
+    assign_task = SeedTool(name="assign_store_task", input_schema=ids("task_id", "employee_id"))
+    assert tool_entity(assign_task, {"store", "task", "employee"}) == "task"
     assert tool_kind(SeedTool(name="cancel_booking")) == "write"
     assert tool_kind(SeedTool(name="getBooking", method="GET")) == "read"
 
