@@ -477,6 +477,8 @@ def build_state_space(
         status = next(
             (a for a in table.values() if a.type == "enum" and a.name in ("status", "state", "stage")), None
         )
+        if status is None and getattr(table.get(target), "type", None) == "bool":
+            continue  # the seed keeps that state as a yes/no field of its own (a lock's `locked`)
         if status is None:
             start = "inactive" if target == "active" else "active"  # a scene is activated from inactive
             table["status"] = AttributeSpec(

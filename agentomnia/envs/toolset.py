@@ -1222,7 +1222,9 @@ def _commanded_move(
     if tool.origin != "seed" or compound_of(tool) is not None or tool.op not in ("update", "transition"):
         return None
     e = spec.entity(tool.entity)
-    own = _command_moves(tool, e, e, status.name) if status is not None and tool.binding.get("key") else None
+    if not tool.binding.get("key"):
+        return None
+    own = (_command_moves(tool, e, e, status.name) if status is not None else None) or _flag_moves(tool, e)
     if own is None:
         return None
     binding = {k: v for k, v in tool.binding.items() if k not in ("attr", "value")}
@@ -1280,6 +1282,41 @@ def _command_moves(
             for v, t in targets.items()
         ]
         return requires, steps, {"param": param, "attr": attr, "targets": targets}
+    return None
+
+
+# a command value that clears what another sets, where the word does not say it with `un`
+_CLEARS = {"disable": "enable", "deactivate": "activate", "close": "open", "hide": "show"}
+
+
+def _flag_moves(
+    tool: ToolSpec, e: EntitySpec
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]] | None:
+    """A command parameter whose values set or clear a yes/no field of the record (requirements, one
+    step per value, the command): `lock_door(action=lock|unlock)` leaves the lock's `locked` true or
+    false; `mute`/`unmute` a `muted` flag, `enable`/`disable` an `enabled` one. None where no such
+    parameter is."""
+    flags = [a.name for a in e.attributes if a.type == "bool"]
+    for param, attr in tool.binding.get("fields", {}).items():
+        a = e.attribute(attr)
+        if snake(param) not in COMMAND_PARAMS or a is None or a.type != "enum" or not flags:
+            continue
+        sets = command_targets(a.enum, flags)
+        clears: dict[str, str] = {}
+        for v in a.enum:
+            undone = _CLEARS.get(str(v)) or (str(v)[2:] if str(v).startswith("un") else None)
+            flag = command_targets([undone], flags).get(undone) if undone and v not in sets else None
+            if flag is not None:
+                clears[str(v)] = flag
+        if not sets:
+            continue
+        steps = [
+            {"kind": "set", "path": flag, "value": {"const": on}, "when": _said(attr, [v])}
+            for on, moves in ((True, sets), (False, clears))
+            for v, flag in moves.items()
+        ]
+        said = {**sets, **{v: f"not {flag}" for v, flag in clears.items()}}
+        return [], steps, {"param": param, "attr": attr, "targets": said}
     return None
 
 

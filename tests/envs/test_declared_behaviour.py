@@ -458,3 +458,23 @@ def test_a_command_is_asked_for_as_the_move_it_makes(
         assert "its action" not in t.query and "action to" not in t.query, t.query
         moved = [d for d in t.expected_diff if d["table"] == "invoices" and d["field"] == "status"]
         assert moved and moved[0]["after"] in ("on_hold", "matched"), t.expected_diff
+
+
+def test_a_lock_locks_and_unlocks_as_the_action_says() -> None:
+    """`lock_door(action=lock|unlock)` had locked the door either way, through a made-up status
+    ('active' or 'locked') beside the `locked` flag the seed declares."""
+    spec, _ = mirrored("mcp/smart-home-hub.json")
+    device = spec.entity("device")
+    assert device.attribute("status") is None  # the seed's own `locked` is the lock's state
+    door = spec.tool("lock_door")
+    found = compound_of(door)
+    assert door.op == "update" and found is not None
+    assert set(found["command"]["targets"]) == {"lock", "unlock"}
+    s0 = generate_state(spec, seed=0)
+    key = sorted(s0["devices"])[0]
+    s0["devices"][key]["locked"] = True
+    env = instantiate(spec, s0)
+    opened = env.lock_door(device_id=key, action="unlock", pin_code="4821")
+    assert opened["ok"] and env.devices[key]["locked"] is False, opened
+    shut = env.lock_door(device_id=key, action="lock")
+    assert shut["ok"] and env.devices[key]["locked"] is True, shut

@@ -232,3 +232,35 @@ def test_inference_places_prd_seeds_in_the_targeted_domains(report: DiagnosisRep
     assert failed == [] and len(candidates) == len(seeds) == 16
     share = sum(c.coordinate.l1_key in d.target_l1 for c in candidates) / len(candidates)
     assert share >= 0.6, f"only {share:.0%} of PRD seeds land in the targeted L1 domains"
+
+
+def test_solver_tasks_fill_what_domains_left_short_and_never_pull_the_round_to_their_l1() -> None:
+    """A default r1 had asked 66 tasks of each of Logistics' two solver families (failure share 0.11, one
+    domain of 29) and made 18 of the round's 144 tasks there. A family now fills its L1's shortfall in
+    whole domains, at 4 tasks a domain, split over the L1's families; one task where there is none."""
+    from agentomnia.directives import SynthesisDirectives
+    from agentomnia.taxonomy import load_taxonomy
+    from agentomnia_assets.tasks import FAMILIES, family_quotas
+
+    tax = load_taxonomy()
+    home = {name: tax.by_id(f.taxonomy_id) for name, f in FAMILIES.items()}
+    logistics = home["route_planning"].l1_key
+    others = [d for d in tax.domains if d.l1_key not in {h.l1_key for h in home.values()}][:28]
+    target_l2 = (home["route_planning"].id, *(d.id for d in others))
+    weights = {logistics: 4 / 32, **{d.l1_key: 1 / 32 for d in others}}
+    directives = SynthesisDirectives(
+        round="r1",
+        prd_ids=("p",),
+        target_l1=tuple(weights),
+        target_l2=target_l2,
+        weights=weights,
+        seeds_per_domain=1,
+    )
+    quotas = family_quotas(directives, 25)
+    # Logistics is short 29 * 4/32 - 1 = 2.6 domains of one seed, 10.5 tasks, over its two families
+    assert quotas == {"route_planning": 5, "assignment": 5}
+    at_share = {**weights, logistics: 1 / 29}
+    assert family_quotas(directives.model_copy(update={"weights": at_share}), 25) == {
+        "route_planning": 1, "assignment": 1,
+    }  # fmt: skip
+    assert family_quotas(None, 25) == dict.fromkeys(FAMILIES, 25)

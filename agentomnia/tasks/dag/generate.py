@@ -257,9 +257,13 @@ def command_clause(tool: ToolSpec, entity: EntitySpec, phrase: str, value: str) 
     it" -> "Release invoice INV-003"), else the verb itself ("Deny time-off request REQ-002";
     `return_for_changes` -> "Return expense report EXP-004 for changes")."""
     verb, _, rest = value.partition("_")
+    command = (compound_of(tool) or {}).get("command") or {}
+    others = {str(v).partition("_")[0].lower() for v in command.get("targets", ())} - {verb.lower()}
     for alternative in re.split(r"\s+or\s+", lead_clause(tool.description)):
         found = re.search(rf"\b{re.escape(verb)}\b", alternative, re.IGNORECASE)
         if found is None or len(alternative.split()) < 2:
+            continue
+        if alternative.split()[0].lower() in others:  # "unlock a smart lock" is how to ask to unlock
             continue
         if re.search(r"\bit\b", alternative):
             return re.sub(r"\bit\b", phrase, alternative, count=1)

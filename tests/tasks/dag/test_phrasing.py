@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from agentomnia.envs.naming import article
 from agentomnia.envs.spec import AttributeSpec, EntitySpec
@@ -700,3 +701,27 @@ print(errors)
     for _ in range(3):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
         assert out.strip() == "[]", out
+
+
+def test_a_command_is_asked_for_by_its_own_alternative_never_by_a_noun_that_shares_its_word() -> None:
+    """`lock_door(action=lock)`, "Lock or unlock a smart lock.": the lock in "a smart lock" is the
+    record, so locking is not asked as "unlock a smart lock for device DEV-3"."""
+    from types import SimpleNamespace
+
+    from agentomnia.tasks.dag.generate import command_clause
+
+    def tool(name: str, description: str, *values: str) -> Any:
+        command = {"param": "action", "targets": dict.fromkeys(values, "")}
+        return SimpleNamespace(name=name, description=description,
+                               binding={"compound": {"steps": [{}], "command": command}})  # fmt: skip
+
+    door = tool(
+        "lock_door", "Lock or unlock a smart lock. Unlocking requires the owner's PIN.", "lock", "unlock"
+    )
+    device = SimpleNamespace(name="device")
+    assert command_clause(door, device, "device DEV-3", "lock") == "lock device DEV-3"
+    assert command_clause(door, device, "device DEV-3", "unlock").startswith("unlock ")
+    hold = tool("setInvoiceHold", "Put an invoice on hold or release it.", "hold", "release")
+    invoice = SimpleNamespace(name="invoice")
+    assert command_clause(hold, invoice, "invoice INV-3", "hold") == "Put invoice INV-3 on hold"
+    assert command_clause(hold, invoice, "invoice INV-3", "release") == "release invoice INV-3"
