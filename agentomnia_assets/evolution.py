@@ -124,7 +124,8 @@ class PRDConfig(dg.Config):
     # 24 covered 26 failing L1s well enough (planned KL ratio about 0.35); once the trained
     # checkpoints are evaluated too, every benchmark L1 fails (30), and the PRDs weighed 28 of them:
     # 24 domains left 4 without data and the round ended further from the failures (KL 0.231) than
-    # the data before it (0.151). `every_l1` raises the budget to one domain per L1 the PRDs weigh.
+    # the data before it (0.151). `every_l1` gives an L1 the budget left without a domain one (31
+    # domains for 29 failing L1s in a default r1, the two heaviest with 4 and 3).
     max_domains: int = 24
     every_l1: bool = True
     seeds_per_domain: int = 1

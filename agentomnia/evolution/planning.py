@@ -134,13 +134,15 @@ def directives_for(
 ) -> SynthesisDirectives:
     """Merge the PRDs whose status is in `statuses` into one round's directives.
 
-    The round's seed budget is `max_domains` L2 domains of `seeds_per_domain` seeds each. With
-    `every_l1`, each L1 the PRDs weigh first takes one domain (raising the budget where it has fewer
-    than that many) and the rest goes by weight, so no failing L1 is left without data: a round
-    confined to L1s holding a share s of the failures is at least -ln(s) from them. The
+    The round's seed budget is `max_domains` L2 domains of `seeds_per_domain` seeds each. The
     domains go to the L1s in proportion to the failures behind them (`apportion`, largest
     remainder), so the round's seeds over L1 match the failure distribution as closely as whole
-    domains allow; an L1 takes at most as many domains as it has, the rest go elsewhere. Within an
+    domains allow; an L1 takes at most as many domains as it has, the rest go elsewhere. With
+    `every_l1`, an L1 the PRDs weigh that the budget left without a domain takes one (raising the
+    budget), so no failing L1 is left without data: a round confined to L1s holding a share s of the
+    failures is at least -ln(s) from them. (Giving every L1 one domain first and only the rest by
+    weight had left a default r1's heaviest L1s, with 4 and 3 of 35 failed items, one domain each
+    beside 27 L1s with one failed item.) Within an
     L1 the domains its PRDs name come first, then its other domains (see `_l2_candidates`); each
     domain appears once. `weights` are the targeted L1s' shares of those failures. Priority orders
     the PRDs and breaks ties; it does not weigh the L1s, since the round should look like what failed.
@@ -155,12 +157,9 @@ def directives_for(
     order = sorted(weight, key=lambda k: -weight[k])  # stable: ties keep PRD priority order
     candidates = _l2_candidates(active, order, tax)
     caps = {k: len(candidates[k]) for k in order}
-    if every_l1:  # one domain each, then the rest of the budget by weight
-        extra = apportion({k: weight[k] for k in order}, max(0, max_domains - len(order)),
-                          caps={k: max(0, caps[k] - 1) for k in order})  # fmt: skip
-        slots = {k: min(1, caps[k]) + extra[k] for k in order}
-    else:
-        slots = apportion({k: weight[k] for k in order}, max_domains, caps=caps)
+    slots = apportion({k: weight[k] for k in order}, max_domains, caps=caps)
+    if every_l1:  # the budget by weight, and one domain for each L1 the budget left without
+        slots = {k: max(min(1, caps[k]), n) for k, n in slots.items()}
     kept = [k for k in order if slots[k] > 0]
     kept_weight = sum(weight[k] for k in kept)
     return SynthesisDirectives(
