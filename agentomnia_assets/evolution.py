@@ -124,8 +124,9 @@ class PRDConfig(dg.Config):
     # 24 covered 26 failing L1s well enough (planned KL ratio about 0.35); once the trained
     # checkpoints are evaluated too, every benchmark L1 fails (30), and the PRDs weighed 28 of them:
     # 24 domains left 4 without data and the round ended further from the failures (KL 0.231) than
-    # the data before it (0.151). `every_l1` gives an L1 the budget left without a domain one (31
-    # domains for 29 failing L1s in a default r1, the two heaviest with 4 and 3).
+    # the data before it (0.151). `every_l1` raises the budget until the lightest failing L1's quota
+    # is one domain, and gives one to an L1 still without (33 domains for 29 failing L1s in a default
+    # r1, its two heaviest 3 each).
     max_domains: int = 24
     every_l1: bool = True
     seeds_per_domain: int = 1

@@ -138,11 +138,12 @@ def directives_for(
     domains go to the L1s in proportion to the failures behind them (`apportion`, largest
     remainder), so the round's seeds over L1 match the failure distribution as closely as whole
     domains allow; an L1 takes at most as many domains as it has, the rest go elsewhere. With
-    `every_l1`, an L1 the PRDs weigh that the budget left without a domain takes one (raising the
-    budget), so no failing L1 is left without data: a round confined to L1s holding a share s of the
-    failures is at least -ln(s) from them. (Giving every L1 one domain first and only the rest by
-    weight had left a default r1's heaviest L1s, with 4 and 3 of 35 failed items, one domain each
-    beside 27 L1s with one failed item.) Within an
+    `every_l1`, the budget grows until the lightest L1's quota is one domain (to at most two domains
+    per L1), and an L1 the PRDs weigh that is still left without a domain takes one, so no failing L1
+    is left without data: a round confined to L1s holding a share s of the failures is at least
+    -ln(s) from them. (Giving every L1 one domain first and only the rest by weight had left a
+    default r1's heaviest L1s, with 4 and 3 of 35 failed items, one domain each beside 27 L1s with
+    one failed item.) Within an
     L1 the domains its PRDs name come first, then its other domains (see `_l2_candidates`); each
     domain appears once. `weights` are the targeted L1s' shares of those failures. Priority orders
     the PRDs and breaks ties; it does not weigh the L1s, since the round should look like what failed.
@@ -157,8 +158,12 @@ def directives_for(
     order = sorted(weight, key=lambda k: -weight[k])  # stable: ties keep PRD priority order
     candidates = _l2_candidates(active, order, tax)
     caps = {k: len(candidates[k]) for k in order}
-    slots = apportion({k: weight[k] for k in order}, max_domains, caps=caps)
-    if every_l1:  # the budget by weight, and one domain for each L1 the budget left without
+    budget = max_domains
+    if every_l1:  # enough domains for the lightest L1's quota to be one (at most two per L1)
+        lightest = min(weight.values())
+        budget = max(budget, min(2 * len(order), math.ceil(sum(weight.values()) / lightest - 1e-9)))
+    slots = apportion({k: weight[k] for k in order}, budget, caps=caps)
+    if every_l1:  # and one domain for each L1 the budget still left without
         slots = {k: max(min(1, caps[k]), n) for k, n in slots.items()}
     kept = [k for k in order if slots[k] > 0]
     kept_weight = sum(weight[k] for k in kept)

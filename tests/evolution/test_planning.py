@@ -119,13 +119,15 @@ def test_the_round_s_seeds_over_l1_match_the_failures(toc_knowledge: Mapping[int
     assert [tax.by_id(i).l1_key for i in small.target_l2].count("toc/Lifestyle") == 3
     assert small.target_l1 == ("toc/Lifestyle", "toc/Travel")
     assert small.weights == pytest.approx({"toc/Lifestyle": 6 / 9, "toc/Travel": 3 / 9}, abs=1e-6)
-    # `every_l1`: the budget goes by weight, and an L1 it left without a domain takes one (a budget of
-    # 2 becomes 3; of 4, 3-1-0 becomes 3-1-1, the failures' 6:3:1 as near as five domains come, where
-    # one domain each first and the one left by weight made 2-1-1)
-    each = directives_for(prds, "r2", max_domains=2, every_l1=True)
-    assert each.target_l1 == ("toc/Lifestyle", "toc/Travel", "toe/Data Analysis") and len(each.target_l2) == 3
-    four = directives_for(prds, "r2", max_domains=4, every_l1=True)
-    assert [[tax.by_id(i).l1_key for i in four.target_l2].count(k) for k in four.target_l1] == [3, 1, 1]
+    # `every_l1`: the budget grows until the lightest L1's quota is one domain (6:3:1 asks for 10, at
+    # most two per L1: 6), and an L1 still left without takes one: 4-2-1, where one domain each first
+    # and the rest by weight had made 2-1-1 of a budget of 4
+    for budget in (2, 4):
+        each = directives_for(prds, "r2", max_domains=budget, every_l1=True)
+        assert each.target_l1 == ("toc/Lifestyle", "toc/Travel", "toe/Data Analysis")
+        assert [[tax.by_id(i).l1_key for i in each.target_l2].count(k) for k in each.target_l1] == [4, 2, 1]
+    larger = directives_for(prds, "r2", max_domains=10, every_l1=True, seeds_per_domain=1)
+    assert larger.target_l2 == d.target_l2  # a budget that already reaches the lightest L1 is kept
     # Data Analysis has 3 domains: asked for 5 of 8 seeds it takes 3, and the other 2 go elsewhere
     heavy = [
         _prd(
