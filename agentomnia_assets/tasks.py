@@ -35,9 +35,13 @@ from resources import LineageResource, LLMResource, SandboxResource, StorageReso
 
 
 def environment_dirs(store: Storage, round_key: str, limit: int = 0) -> list[Path]:
-    rows = store.round(round_key).environments()
+    """The round's verified environments, by id; at most `limit` of them (0: all), except in a
+    PRD-guided round, whose environments were planned, one per domain, to match its failures: a
+    default r1 capped at 30 of 33 had left two failing L1s without a task."""
+    artifacts = store.round(round_key)
+    rows = artifacts.environments()
     dirs = [Path(r["path"]) for r in sorted(rows, key=lambda r: r["env_id"])]
-    return dirs[:limit] if limit else dirs
+    return dirs[:limit] if limit and artifacts.directives() is None else dirs
 
 
 def wording_metadata(tasks: Sequence[Task]) -> dict[str, Any]:

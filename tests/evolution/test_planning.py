@@ -267,3 +267,23 @@ def test_solver_tasks_fill_what_domains_left_short_and_never_pull_the_round_to_t
         "route_planning": 1, "assignment": 1,
     }  # fmt: skip
     assert family_quotas(None, 25) == dict.fromkeys(FAMILIES, 25)
+
+
+def test_a_prd_round_s_planned_environments_all_make_tasks(tmp_path: Path) -> None:
+    """The task stages' cap on environments samples a base round; a PRD round's environments were
+    planned one per domain for its failures (a default r1 capped at 30 of 33 had left two failing L1s
+    without a task)."""
+    from agentomnia.catalog import ENVIRONMENTS, PRDS
+    from agentomnia.directives import SynthesisDirectives
+    from agentomnia.storage import Storage, write_parquet
+    from agentomnia_assets.tasks import environment_dirs
+
+    store = Storage(tmp_path)
+    for key in ("r0", "r1"):
+        rows = [{"env_id": f"{i:02d}", "path": str(tmp_path / key / f"{i:02d}")} for i in range(5)]
+        write_parquet(store.round(key).path(ENVIRONMENTS), rows)
+    plan = SynthesisDirectives(round="r1", prd_ids=("p",), target_l1=("tob/Logistics",))
+    store.round("r1").path(PRDS, "directives").write_text(plan.model_dump_json())
+    assert [p.name for p in environment_dirs(store, "r0", 3)] == ["00", "01", "02"]
+    assert len(environment_dirs(store, "r1", 3)) == 5
+    assert len(environment_dirs(store, "r0", 0)) == 5
