@@ -1056,8 +1056,7 @@ def guarded(spec: EnvSpec, tool: ToolSpec) -> ToolSpec:
         return tool
     if tool.origin == "seed":
         e = spec.entity(tool.entity)
-        status = e.status_attribute
-        commanded = _commanded_move(spec, tool, status, _frozen_under(spec, e)) if status else None
+        commanded = _commanded_move(spec, tool, e.status_attribute, _frozen_under(spec, e))
         return commanded or _seed_behaviour(
             tool, guarded(spec, tool.model_copy(update={"origin": "generated"}))
         )

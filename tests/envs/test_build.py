@@ -290,11 +290,12 @@ def test_a_seed_pipeline_the_domain_does_not_know_is_the_lifecycle_its_tools_mov
         ("openapi/folio-document-control.yaml", "checkOutDocument", None),
         ("mcp/stayfinder-hotels.json", "create_reservation", "create"),
         ("mcp/store-operations.json", "create_shift", "create"),
-        # a seed's manage tool offers its own verbs: an offer `accept`ed is `accepted`, a device that
-        # is locked is unlocked; a scene is activated from inactive (its derived status was active or
-        # active)
+        # a seed's manage tool offers its own verbs: an offer `accept`ed is `accepted`; a lock is
+        # locked and unlocked in the `locked` flag the seed declares (a status made up beside it had
+        # given a generated manage tool); a scene is activated from inactive (its derived status was
+        # active or active)
         ("mcp/secondhand-marketplace.json", "manage_offer", "manage"),
-        ("mcp/smart-home-hub.json", "manage_smart_device", "manage"),
+        ("mcp/smart-home-hub.json", "lock_door", "update"),
         ("mcp/smart-home-hub.json", "activate_scene", "transition"),
         # tasks made before their projects belong to one once projects exist
         ("mcp/task-board.json", "assign_task", None),

@@ -511,3 +511,27 @@ def test_a_seed_tool_in_a_known_domain_makes_the_move_its_command_names() -> Non
     assert done["ok"], done
     assert env.expense_reports[submitted]["status"] == "returned"
     assert len(env.expenses) == len(s0["expenses"])  # nothing made on the side
+
+
+def test_a_seed_command_sets_the_yes_no_field_of_a_known_domain_s_record() -> None:
+    """In the smart-devices domain, `lock_door(action=unlock)` had only stored the word 'unlock' on the
+    device; it clears the device's `locked`, and `lock` sets it."""
+    from agentomnia.seeds.ingest import corpus_dir, ingest
+
+    seed = ingest([corpus_dir() / "mcp/smart-home-hub.json"]).accepted[0]
+    domain = load_taxonomy().by_id(10098)  # Smart Devices
+    spec, space = build_state_space(propose_offline(seed, domain, 1.0, 0.0, [1.0]), [seed], domain)
+    assert space.kb_used
+    spec = with_tools(spec, synthesize_toolset(spec, [seed], space.tool_entities, kb_used=True).tools)
+    door = spec.tool("lock_door")
+    found = compound_of(door)
+    assert found is not None and set(found["command"]["targets"]) == {"lock", "unlock"}
+    s0 = generate_state(spec, seed=0)
+    table = spec.entity(door.entity).table
+    key = sorted(s0[table])[0]
+    s0[table][key]["locked"] = True
+    env = instantiate(spec, s0)
+    opened = env.lock_door(device_id=key, action="unlock", pin_code="4821")
+    assert opened["ok"] and getattr(env, table)[key]["locked"] is False, opened
+    shut = env.lock_door(device_id=key, action="lock")
+    assert shut["ok"] and getattr(env, table)[key]["locked"] is True, shut
