@@ -260,7 +260,7 @@ def command_clause(tool: ToolSpec, entity: EntitySpec, phrase: str, value: str) 
     command = (compound_of(tool) or {}).get("command") or {}
     others = {str(v).partition("_")[0].lower() for v in command.get("targets", ())} - {verb.lower()}
     # "Approve, reject or return a submitted report": three alternatives, not "Approve, reject"
-    for alternative in re.split(r"\s*,\s*|\s+or\s+", lead_clause(tool.description)):
+    for alternative in re.split(r"\s*,\s*(?:or\s+)?|\s+or\s+", lead_clause(tool.description)):
         found = re.search(rf"\b{re.escape(verb)}\b", alternative, re.IGNORECASE)
         if found is None or len(alternative.split()) < 2:
             continue
@@ -986,7 +986,11 @@ class Generator:
                     chosen = f"the only such {words(host.name)}"
                 elif that == f"all {plural(host.name)}":  # a table of one: "our only program"
                     chosen = f"our only {words(host.name)}"
-                elif that.startswith("the ") and that.endswith(f" {words(plural(host.name))}"):
+                elif (
+                    that.startswith("the ")
+                    and that.endswith(f" {words(plural(host.name))}")
+                    and not re.search(r"\bof\b|'", that)  # words that say what kind, no owner
+                ):
                     # "the only booked shipment", not "the only one of the booked shipments"
                     kind = that.removeprefix("the ").removesuffix(words(plural(host.name)))
                     chosen = f"the only {kind}{words(host.name)}"

@@ -725,6 +725,8 @@ def test_a_command_is_asked_for_by_its_own_alternative_never_by_a_noun_that_shar
     invoice = SimpleNamespace(name="invoice")
     assert command_clause(hold, invoice, "invoice INV-3", "hold") == "Put invoice INV-3 on hold"
     assert command_clause(hold, invoice, "invoice INV-3", "release") == "release invoice INV-3"
+    serial = tool("setInvoiceHold", "Put an invoice on hold, or release it.", "hold", "release")
+    assert command_clause(serial, invoice, "invoice INV-3", "release") == "release invoice INV-3"
     # a list of verbs is a list of alternatives (it had read "approve, reject for expense report EXP-2")
     decide = tool(
         "decide_expense_report", "Approve, reject or return a submitted report.", "approve", "reject"
