@@ -112,7 +112,7 @@ LEARNING = _artifact(
 REWARD_AUDIT = _artifact(
     "reward_audit",
     "high-reward rollouts whose evidence does not support the reward, classified",
-    report="report.json", markdown="audit.md", permissive="permissive.parquet",
+    report="report.json", markdown="audit.md", permissive="permissive.parquet", rejected="rejected.parquet",
 )  # fmt: skip
 DIAGNOSIS = Artifact("failure_diagnosis", "the diagnosis report", {"report": "report.json"})
 PRDS = _artifact(

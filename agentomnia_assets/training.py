@@ -23,6 +23,7 @@ from agentomnia.catalog import (
 )
 from agentomnia.lineage import Edge, LineageRow
 from agentomnia.records import content_hash
+from agentomnia.rejection import rejection_lineage, save_rejections
 from agentomnia.rewards import (
     AnalysisSettings,
     AuditFlag,
@@ -35,11 +36,13 @@ from agentomnia.rewards import (
     audit_markdown,
     audit_rollouts,
     judge_calibration,
+    permissive_rejection,
     permissive_rubric_findings,
 )
 from agentomnia.rewards.judges import outcome_groups, transcript_judge
-from agentomnia.storage import write_parquet
+from agentomnia.storage import read_parquet, write_parquet
 from agentomnia.tasks.models import Task
+from agentomnia.trajectories.rl import round_split
 from agentomnia.trajectories.rollout import replay
 from agentomnia_assets._common import llm_usage, png, round_asset
 from agentomnia_assets.partitions import parent_round
@@ -226,14 +229,19 @@ def sft_checkpoint(
 
 @round_asset(
     "training",
-    deps=[sft_checkpoint, dg.AssetKey(RL_DATASET), dg.AssetKey(ROLLOUT_ANALYSIS.name)],
+    deps=[
+        sft_checkpoint,
+        dg.AssetKey(RL_DATASET),
+        dg.AssetKey(ROLLOUT_ANALYSIS.name),
+        dg.AssetKey(REWARD_AUDIT.name),
+    ],
     description=(
         "RL checkpoint: GRPO over the sandbox environments with no KL term and asymmetric clipping (0.2/0.28), "
         "dynamic filtering of broken and truncated rollouts, and the rollback curriculum (golden-prefix replay for "
         "all-fail groups, adaptive prefix lengths, hybrid SFT+GRPO objective). Rewards as the paper routes them: "
         "rule- and rubric-based by task metadata, the judge as safeguard when a rule cannot execute, and the "
         "auxiliary rewards the round's rollout analysis adopted; logs each reward component's mean, the "
-        "safeguard's activations and the auxiliary weights."
+        "safeguard's activations and the auxiliary weights; tasks the reward audit found permissive are left out."
     ),
 )
 def rl_checkpoint(
@@ -261,6 +269,15 @@ def rl_checkpoint(
             metadata={"steps": 0, "rows": 0, "trained": False, "reason": "the RL dataset has no rows"}
         )
     rows = list(datasets.load_from_disk(str(data)))
+    permissive = audit_rejected_tasks(artifacts)
+    kept = [r for r in rows if _row_task_id(r) not in permissive]
+    left_out = len(rows) - len(kept)
+    if left_out:
+        context.log.info(f"{left_out} RL rows left out: the reward audit found their rubrics permissive")
+    rows = kept
+    if not rows:
+        return dg.MaterializeResult(metadata={"steps": 0, "rows": 0, "trained": False, "left_out_permissive": left_out,
+                                              "reason": "every RL row's rubric was found permissive"})  # fmt: skip
     init = artifacts.checkpoint_dir(SFT)
     out = artifacts.checkpoint_dir(RL)
     model = llm.get()
@@ -305,7 +322,9 @@ def rl_checkpoint(
             "reward_streaming": bool(extra.get("reward_streaming", False)),
             "reward_latency": dg.MetadataValue.json(extra.get("reward_latency") or {}),
             "safeguard_judge": f"llm:{model.model}" if model is not None else "offline:transcript",
+            **judge_routing(model),
             "rows": len(rows),
+            "left_out_permissive": left_out,
             "trained": True,
             "mean_reward_by_step": str(extra.get("rewards", []))[:200],
             "prefix_turns_by_step": str(extra.get("prefix_turns", []))[:200],
@@ -333,7 +352,8 @@ class RewardModelConfig(dg.Config):
     description=(
         "Reward-model calibration: the judge that would score rubric items without code checks (LLM mode: the "
         "configured model; offline: a transcript judge that reads only the calls and the answer) is scored "
-        "against code-checked rubric items on the round's rollout groups (gold labels: the checks run on the end "
+        "against code-checked rubric items on the round's rollout groups of tasks held out from SFT (gold labels: "
+        "the checks run on the end "
         "state, which the judge never sees): rubric reliability (Eq. 4, basic vs advanced items), C_Rank (Kendall "
         "tau-b), C_Dir (Eq. 5, AdvFNR/AdvFPR), C_Mag (Eq. 6, advantage MSE over Var(A_gold)), C_Con (Eq. 7), "
         "C_RM = sum of w_j C_j, with a minimum per dimension."
@@ -358,7 +378,10 @@ def reward_model_report(
     def final_state(task: Task, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         return replay(task, bundles[task.env_id], box, calls)[1]
 
-    groups = outcome_groups(tasks, runs, final_state)
+    # held out: the judge is measured on the tasks the SFT split does not train on (RL candidates)
+    sft_ids = set(round_split(artifacts)[0])
+    held_out = {i: t for i, t in tasks.items() if i not in sft_ids}
+    groups = outcome_groups(held_out, runs, final_state)
     if config.max_groups:
         groups = groups[: config.max_groups]
     judge_name = f"llm:{model.model}" if model is not None else "offline:transcript"
@@ -397,7 +420,9 @@ def reward_model_report(
         metadata={
             **llm_usage(context, store, model),
             "judge": judge_name,
+            **judge_routing(model),
             "groups": len(groups),
+            "held_out_from_sft": True,
             "outcomes": sum(len(o) for _, o in groups),
             **{d: round(s, 4) if s is not None else "n/a" for d, s in report.scores.items()},
             "C_RM": round(report.c_rm, 4) if report.c_rm is not None else "n/a",
@@ -509,6 +534,24 @@ def rollout_analysis(
     )
 
 
+def judge_routing(model: Any) -> dict[str, Any]:
+    """Where a judge over several endpoints sent its requests (requests per endpoint, moved for load)."""
+    stats = getattr(model, "stats", None)
+    return {"judge_routing": dg.MetadataValue.json(stats())} if callable(stats) else {}
+
+
+def audit_rejected_tasks(artifacts: Any) -> set[str]:
+    """Ids of the round's tasks the reward audit rejected for a permissive rubric (empty: no audit yet)."""
+    path = artifacts.location(REWARD_AUDIT, "permissive")
+    return {str(r["task_id"]) for r in read_parquet(path)} if path.is_file() else set()
+
+
+def _row_task_id(row: Mapping[str, Any]) -> str:
+    task = row.get("task")
+    data = json.loads(task) if isinstance(task, str) else task or {}
+    return str(data.get("id", ""))
+
+
 def adopted_weights(store: Any, round_key: str) -> AuxiliaryWeights | None:
     """The auxiliary weights the round's rollout analysis adopted (None: no analysis yet)."""
     path = store.round(round_key).location(ROLLOUT_ANALYSIS, "weights")
@@ -525,7 +568,9 @@ def adopted_weights(store: Any, round_key: str) -> AuxiliaryWeights | None:
         "error or permissive rubric; permissive rubrics go back to task synthesis as a rejection reason."
     ),
 )
-def reward_audit(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+def reward_audit(
+    context: dg.AssetExecutionContext, storage: StorageResource, lineage: LineageResource
+) -> dg.MaterializeResult:
     store = storage.get()
     artifacts = store.round(context.partition_key)
     report = audit_rollouts(
@@ -542,6 +587,13 @@ def reward_audit(context: dg.AssetExecutionContext, storage: StorageResource) ->
         [{"task_id": t, "reason": r} for t, r in permissive],
         columns=["task_id", "reason"],
     )
+    # a task whose rubric an empty or irrelevant action passes is rejected, with the reason, beside the
+    # tasks synthesis refused: GRPO leaves it out (`rl_checkpoint`) and its lineage says why
+    refused = [permissive_rejection(task_id, why) for task_id, why in permissive]
+    save_rejections(artifacts.path(REWARD_AUDIT, "rejected"), refused)
+    rows, edges = rejection_lineage(refused, round_key=context.partition_key, run_id=context.run_id)
+    if rows:
+        lineage.get().record(rows, edges)
     write_parquet(
         artifacts.path(REWARD_AUDIT),
         [json.loads(f.model_dump_json()) for f in report.flags],

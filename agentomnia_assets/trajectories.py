@@ -25,8 +25,8 @@ from agentomnia.trajectories import (
     guidance_ablation_png,
     leaked_trajectories,
     llm_policy,
-    partition_tasks,
     pass_rates,
+    round_split,
     sft_format_problems,
     summarize,
     training_runs,
@@ -205,7 +205,7 @@ def no_guidance_in_trajectories(context, storage: StorageResource) -> dg.AssetCh
 
 
 def _split(store: Storage, round_key: str) -> tuple[list[str], list[str]]:
-    return partition_tasks([t.task_id for t in store.round(round_key).verified_trajectories()])
+    return round_split(store.round(round_key))
 
 
 class SFTDatasetConfig(dg.Config):

@@ -95,6 +95,7 @@ class SandboxToolEnv:
         self.task: Task | None = None
         self.policy_calls: list[tuple[str, dict[str, Any]]] = []
         self.replayed_calls: list[tuple[str, dict[str, Any]]] = []
+        self.calls_ok: list[bool] = []  # whether each replayed, then policy, call succeeded
         self.refused_calls: list[tuple[str, dict[str, Any]]] = []  # made after a process stop, never run
         self.fault: str | None = None
         self.verdict: Any = None
@@ -112,7 +113,7 @@ class SandboxToolEnv:
             if isinstance(row["task"], str)
             else Task.model_validate(row["task"])
         )
-        self.policy_calls, self.replayed_calls, self.refused_calls = [], [], []
+        self.policy_calls, self.replayed_calls, self.refused_calls, self.calls_ok = [], [], [], []
         self.fault, self.verdict = None, None
         self._validator = ProcessValidator(self.task, self._process) if self._process is not None else None
         try:
@@ -129,6 +130,7 @@ class SandboxToolEnv:
         for tool, args in prefix_calls(golden, int(row.get("prefix_turns") or 0)):
             result = self._execute(tool, args)
             self.replayed_calls.append((tool, args))
+            self.calls_ok.append(result.ok)
             if not result.ok and self.fault is None:
                 self.fault = f"replaying golden call {tool} failed: {result.error}"
 
@@ -151,6 +153,7 @@ class SandboxToolEnv:
             return stop.refusal().model_dump_json()
         self.policy_calls.append((tool, args))
         result = self._execute(tool, args)
+        self.calls_ok.append(result.ok)
         if self._validator is not None:
             self._validator.after_call(tool, args, result)
         return result.model_dump_json()

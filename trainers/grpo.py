@@ -41,8 +41,9 @@ from agentomnia.rewards import (
     redundancy_penalty,
     score_task,
 )
+from agentomnia.rewards.judges import Transcript as CallRecord
 from agentomnia.sandbox.bundle import Bundle
-from agentomnia.tasks.grading import Judge, Outcome, VerifierRunner
+from agentomnia.tasks.grading import Judge, VerifierRunner
 from agentomnia.trajectories.sft import GENERATION_TEMPLATE
 from trainers.curriculum import CurriculumSettings, RolloutCurriculum
 from trainers.environment import SandboxToolEnv, environment_class, golden_turns, prefix_messages
@@ -166,10 +167,12 @@ def judge_rollout(
     if final is None:
         return RolloutVerdict(dropped=f"environment fault: {env.fault or 'no final state'}")
     last: Mapping[str, Any] = next((m for m in reversed(completion) if m.get("role") == "assistant"), {})
-    outcome = Outcome(
+    # the calls with whether each succeeded, so a judge does not believe a write the tool refused
+    outcome = CallRecord(
         final_state=final,
         answer=extract_answer(str(last.get("content") or ""), env.task.expected_answer),
         calls=[*env.replayed_calls, *env.policy_calls],
+        ok=list(env.calls_ok),
     )
     reward = score_task(env.task, outcome, verifier=verifier, judge=judge)
     if reward.value is None:

@@ -116,6 +116,8 @@ class OpenAICompatibleLLM:
             "content": choice.content or "",
             "tool_calls": [tc.model_dump(mode="json") for tc in (choice.tool_calls or [])],
         }
+        if getattr(completion.choices[0], "finish_reason", None) == "length":
+            message["finish_reason"] = "length"  # cached with the answer, so a replay is cut off too
         usage = Usage(
             prompt_tokens=getattr(completion.usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(completion.usage, "completion_tokens", 0) or 0,
@@ -190,6 +192,13 @@ class OpenAICompatibleLLM:
         tokens = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
         text = message.get("content") or ""
         data = None
+        if message.get("finish_reason") == "length":
+            self.ledger.call(purpose, "invalid", cached=cached, **tokens)
+            raise LLMOutputError(
+                f"model {self.model!r} stopped at the token limit ({usage.completion_tokens} tokens), so its "
+                f"answer is cut off: {text[-120:]!r}; raise AGENTOMNIA_LLM_MAX_TOKENS or ask for less; the "
+                "answer is cached as given, so a rerun replays it"
+            )
         if schema is not None:
             try:
                 data = json.loads(text)

@@ -25,6 +25,7 @@ from agentomnia.rewards.audit import (
     AuditSettings,
     audit_markdown,
     audit_rollouts,
+    permissive_rejection,
     permissive_rubric_findings,
 )
 from agentomnia.rewards.auxiliary import FormatCheck, check_format, redundancy_penalty
@@ -65,6 +66,7 @@ __all__ = [
     "audit_rollouts",
     "auxiliary_reward",
     "auxiliary_terms",
+    "permissive_rejection",
     "permissive_rubric_findings",
     "CalibrationReport",
     "CalibrationSettings",

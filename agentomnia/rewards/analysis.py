@@ -54,7 +54,8 @@ Group = Literal["successful", "failed", "excluded"]
 LOOK_VERBS = READ_VERBS | LIST_VERBS | AGG_VERBS | {"count", "overview", "range", "is", "has"}
 # Answer strings that are yes/no words, not facts about records.
 _FLAG_WORDS = frozenset({"yes", "no", "true", "false", "none", "n/a", "null", ""})
-# Longer answer strings are prose the agent writes itself; only the facts inside them need a source.
+# Longer answer strings, and sentences, are prose the agent writes itself; only the facts inside them
+# need a source.
 MAX_CLAIM_CHARS = 80
 
 
@@ -388,12 +389,20 @@ def observations(view: RunView, before: int | None = None) -> Evidence:
     return evidence
 
 
+def _prose(text: str) -> bool:
+    """A sentence the agent wrote (a reason, a note: clauses, or many words), not a value it states."""
+    words = text.split()
+    return ";" in text or len(words) >= 8 or (len(words) >= 4 and text.endswith("."))
+
+
 def unobserved_values(view: RunView) -> list[tuple[str, Any]]:
     """(answer path, value) of every answer value no tool result contained or derives."""
     evidence = observations(view)
     leaves = list(answer_leaves(view.answer))
     numbers = [float(v) for _, v in leaves if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    unfounded = set(ungrounded_numbers(numbers, evidence))
+    # the closing message's worked arithmetic ("68.88 + 84.57 = 153.45, 153.45 + 145.55 = 299") grounds
+    # a total step by step, however many terms it sums
+    unfounded = set(ungrounded_numbers([*numbers_in(view.final_text), *numbers], evidence))
     out: list[tuple[str, Any]] = []
     for path, value in leaves:
         if value is None or isinstance(value, bool):
@@ -405,7 +414,7 @@ def unobserved_values(view: RunView) -> list[tuple[str, Any]]:
         text = str(value).strip()
         if text.casefold() in _FLAG_WORDS:
             continue
-        if len(text) <= MAX_CLAIM_CHARS:
+        if len(text) <= MAX_CLAIM_CHARS and not _prose(text):
             if not evidence.supports(text):
                 out.append((path, value))
             continue

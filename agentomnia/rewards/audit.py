@@ -31,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentomnia.envs.naming import AGG_VERBS, LIST_VERBS, snake
+from agentomnia.rejection import Rejection
 from agentomnia.rewards.analysis import (
     Call,
     RunView,
@@ -438,6 +439,16 @@ def audit_rollouts(
             permissive.setdefault(f.task_id, f"{f.evidence}; {f.category_reason}")
     return AuditReport(round=round_key, settings=s, audited=audited, skipped=skipped, flags=tuple(flags),
                        permissive=tuple(sorted(permissive.items())))  # fmt: skip
+
+
+def permissive_rejection(task_id: str, why: str) -> Rejection:
+    """A task the audit found permissive, as the task rejection synthesis would have made."""
+    return Rejection(
+        subject=task_id, subject_kind="task", stage="reward_audit", parent=task_id,
+        reason=f"permissive rubric: {why}",
+        fix="give the rubric a check the empty or irrelevant action fails (a diff_within or field_unchanged "
+        "guard, a `called` check with the arguments that matter, a state check that is false in s0)",
+    )  # fmt: skip
 
 
 def permissive_rubric_findings(report: AuditReport) -> list[tuple[str, str]]:

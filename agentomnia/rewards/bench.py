@@ -220,6 +220,14 @@ def bench_rewards(
     result["latency_ratio_stream_to_barrier"] = round(
         result["stream_latency_p50_ms"] / max(result["barrier_latency_p50_ms"], 1e-9), 3
     )
+    # streaming must not be slower than the barrier (5% for the noise of a shared machine), and must
+    # hand rewards back sooner
+    result["targets"] = {
+        "wall_ratio_stream_to_barrier": {"value": result["wall_ratio_stream_to_barrier"], "target": "<= 1.05",
+                                         "met": result["wall_ratio_stream_to_barrier"] <= 1.05},
+        "latency_ratio_stream_to_barrier": {"value": result["latency_ratio_stream_to_barrier"], "target": "< 1",
+                                            "met": result["latency_ratio_stream_to_barrier"] < 1},
+    }  # fmt: skip
     return result
 
 
@@ -237,4 +245,6 @@ def format_rewards_bench(r: Mapping[str, Any]) -> str:
     lines.append(
         f"stream/barrier: wall {r['wall_ratio_stream_to_barrier']}, end->reward p50 {r['latency_ratio_stream_to_barrier']}"
     )
+    for name, t in (r.get("targets") or {}).items():
+        lines.append(f"target {name} {t['target']}: {t['value']} ({'met' if t['met'] else 'NOT met'})")
     return "\n".join(lines)

@@ -256,14 +256,105 @@ def _answered(check: Check, task: Task, answer: Mapping[str, Any]) -> bool:
     )
 
 
+def _created_as_expected(believed: Mapping[str, Any], after: Any) -> bool:
+    """A record the calls visibly created whose fields all agree with the expected new record."""
+    fresh = [r for k, r in believed.items() if str(k).startswith("new:") and isinstance(r, Mapping)]
+    if not isinstance(after, Mapping):  # a diff that only says a record was made
+        return bool(fresh)
+    for record in fresh:
+        shared = [f for f in record if f != WRITES and f in after]
+        if shared and all(values_match(record[f], after[f], 0.01) for f in shared):
+            return True
+    return False
+
+
+def _field_as_expected(record: Mapping[str, Any], field: str, after: Any) -> bool:
+    """A changed field the transcript bears out: visibly set to the expected value, or not named by
+    any call and not contradicted by the verbs and parameters that named the record (an `updated_at`,
+    a total the environment derives: what a reader cannot see it does not hold against the run)."""
+    if values_match(record.get(field), after, 0.01):
+        return True
+    if any(field in w.assigned for w in record.get(WRITES, ())):
+        return False
+    implied = _from_writes(record, Check(kind="field_equals", field=field, value=after, tolerance=0.01))
+    return implied is not False
+
+
+def _changes_as_expected(task: Task, state: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether the believed end state makes the task's expected changes (`task.expected_diff`) and no
+    other: every expected creation and removal seen, every expected record named by a write with its
+    fields borne out, and no write, creation or removal beyond them. A record the diff changes that no
+    call named counts as a side effect the reader cannot see, as long as some expected record was written."""
+    initial = task.init_config
+    wanted: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for d in task.expected_diff:
+        if d.get("key") is None or not isinstance(initial.get(str(d.get("table"))), Mapping):
+            continue  # scalar attributes (the logical clock) are not records
+        wanted.setdefault((str(d["table"]), str(d["key"])), []).append(d)
+    written = False
+    for (table, key), entries in wanted.items():
+        found = state.get(table)
+        believed: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        if key not in initial[table]:
+            if not _created_as_expected(believed, entries[0].get("after")):
+                return False, f"no call visibly creates the expected {table} record"
+            written = True
+            continue
+        if any(e.get("field") is None and e.get("after") is None for e in entries):
+            if key in believed:
+                return False, f"{table}[{key}] should be removed and no call removes it"
+            written = True
+            continue
+        record = believed.get(key)
+        if not isinstance(record, Mapping):
+            return False, f"{table}[{key}] was removed, not changed"
+        if not record.get(WRITES):
+            continue
+        written = True
+        for e in entries:
+            if e.get("field") is not None and not _field_as_expected(record, str(e["field"]), e.get("after")):
+                return False, f"{table}[{key}].{e['field']} is not set to {e.get('after')!r}"
+    for table, records in state.items():
+        if not isinstance(records, Mapping) or not isinstance(initial.get(table), Mapping):
+            continue
+        for key, record in records.items():
+            if str(key).startswith("new:"):
+                if not any(t == table and k not in initial[table] for t, k in wanted):
+                    return False, f"a {table} record was created beyond the request"
+            elif isinstance(record, Mapping) and record.get(WRITES) and (table, str(key)) not in wanted:
+                return False, f"{table}[{key}] was changed beyond the request"
+        for key in initial[table]:
+            if key not in records and (table, str(key)) not in wanted:
+                return False, f"{table}[{key}] was removed beyond the request"
+    if not written:
+        return False, "no call makes any of the expected changes"
+    return True, "the calls make the expected changes and no other"
+
+
+def _verifier_verdict(task: Task, outcome: Outcome) -> bool | None:
+    """A verifier item (the task's check code, which the judge never runs) decided from what the code
+    checks: the expected changes of `task.expected_diff`, on the state the transcript shows. A solver
+    task admits other plans than its reference, so there only the reference's changes pass and
+    anything else stays undecided; a task without expected changes is undecided."""
+    if not task.expected_diff:
+        return None
+    passed, _ = _changes_as_expected(task, believed_state(task, outcome))
+    if str(task.kind) == "solver" and not passed:
+        return None
+    return passed
+
+
 def transcript_judge() -> Judge:
-    """The offline judge: decides an item from its structured target and the transcript; an item
-    without one (free text, verifier code) is undecided (None), never a silent pass or fail."""
+    """The offline judge: decides an item from its structured target and the transcript (a verifier
+    item from the task's expected changes); an item without a target (free text) is undecided
+    (None), never a silent pass or fail."""
 
     def judge(item: RubricItem, task: Task, outcome: Outcome) -> bool | None:
         check = item.check
-        if check is None or check.kind == "verifier":
+        if check is None:
             return None
+        if check.kind == "verifier":
+            return _verifier_verdict(task, outcome)
         if check.kind in ("answer_equals", "answer_contains"):
             return _answered(check, task, outcome.answer)
         state = believed_state(task, outcome)

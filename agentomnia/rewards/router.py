@@ -5,9 +5,10 @@ the task carries — code-decidable ground truth (verifier code, expected answer
 means rules, rubric items without a check mean the rubric, a task with both gets both.
 
 Safeguard: when rule verification fails to execute (no sandbox runner, verifier code that crashed or
-timed out, a check that cannot be decided), the reward falls back to the judge in LLM mode and is
-unscored (None) offline. It is never silently 0, which would teach the policy that a correct run was
-wrong.
+timed out, a check that cannot be decided), the judge re-scores the rubric: the served model in LLM
+mode, the transcript judge offline (it decides a verifier item from the task's expected changes on
+the state the transcript shows). What no judge can decide is unscored (None), never silently 0,
+which would teach the policy that a correct run was wrong.
 """
 
 from __future__ import annotations
@@ -56,16 +57,9 @@ def choose_mode(task: Task) -> RewardMode:
 
 
 def _judge_fallback(task: Task, outcome: Outcome, judge: Judge, reason: str, mode: RewardMode) -> TaskReward:
-    # The judge takes over every item the sandbox should have decided; other checks stay deterministic.
-    items = tuple(
-        item.model_copy(update={"check": None})
-        if item.check is not None and item.check.kind == "verifier"
-        else item
-        for item in task.rubric
-    )
-    value, _ = rubric_reward(
-        task.model_copy(update={"rubric": items, "verifier_code": None}), outcome, judge=judge
-    )
+    # Without a sandbox runner the items the sandbox should have decided cannot run, so the judge
+    # decides them from their targets; every other check stays deterministic.
+    value, _ = rubric_reward(task, outcome, judge=judge)
     return TaskReward(
         value=value, mode=mode, source="judge_fallback", reason=f"rule verification failed: {reason}"
     )

@@ -219,6 +219,8 @@ def grade(
         if item.check is not None:
             passed, detail = run_check(item.check, task, outcome, verifier)
             judged = False
+            if passed is None and judge is not None:  # a check that could not run: the judge decides it
+                passed, detail, judged = judge(item, task, outcome), f"judged ({detail})", True
         elif judge is not None:
             passed, detail, judged = judge(item, task, outcome), "judged", True
         else:

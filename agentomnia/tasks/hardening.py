@@ -16,6 +16,7 @@ optional (a target is drawn from the state when none is given), so operators com
 from __future__ import annotations
 
 import copy
+import math
 import pickle
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -289,8 +290,7 @@ def distractor_injection(
             if a.name in (e.key, label.name if label else "") or a.type == "ref" or v is None:
                 continue
             if a.type in _NUMERIC and not isinstance(v, bool):
-                step = 1 if a.type == "int" else 0.5
-                moved = v + step * rng.choice((-2, -1, 1, 2))
+                moved = near_value(v, a.type, rng.choice((-2, -1, 1, 2)))
                 clone[a.name] = max(moved, 0) if a.type == "money" else moved
             elif a.name in uniques:
                 clone[a.name] = _redraw(a, e, rng, v, world_for(spec, out))
@@ -306,6 +306,22 @@ def distractor_injection(
     notes = [f"{count} {e.table} resemble {target} (same links, near-identical name and values)"]
     facts = {"entity": e.name, "key": target, "distractors": added}
     return _finish(spec, name, state, out, notes, [target, *added], facts)
+
+
+def near_value(value: float, kind: str, steps: int) -> float:
+    """`value` moved `steps` steps of a size a person would call close for its magnitude: a hundredth of
+    its leading digit's place (350,000 -> 348,000 or 351,000; 68.88 -> 68.68; 12 -> 11), whole for an
+    int, at least a cent for money, written as precisely as the value or the step (never 350,000.5)."""
+    if not value:
+        step = 1.0
+    else:
+        step = 10.0 ** (math.floor(math.log10(abs(value))) - 2)
+    if kind == "int":
+        return int(value + max(1, round(step)) * steps)
+    if kind == "money":
+        return round(value + max(step, 0.01) * steps, 2)
+    written = len(repr(float(value)).split(".")[1].rstrip("0")) if "e" not in repr(float(value)) else 4
+    return round(value + step * steps, min(4, max(written, -math.floor(math.log10(step)))))
 
 
 def _range(spec: EnvSpec, entity: EntitySpec, attr: str) -> tuple[float | None, float | None]:

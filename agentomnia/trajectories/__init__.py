@@ -48,6 +48,7 @@ from agentomnia.trajectories.rl import (
     llm_policy,
     partition_tasks,
     pass_at_k,
+    round_split,
     validated_task,
 )
 from agentomnia.trajectories.rollout import reference_plan, replay, rollout
@@ -111,6 +112,7 @@ __all__ = [
     "offline_teacher",
     "parse_answer",
     "partition_tasks",
+    "round_split",
     "pass_at_k",
     "pass_rates",
     "read_tool_tables",

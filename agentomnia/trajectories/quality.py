@@ -298,12 +298,14 @@ def rubric_judge(llm: LLM) -> Judge:
     }
 
     def judge(item: RubricItem, task: Task, outcome: Outcome) -> bool | None:
+        # the run first and the item last: every item of one rollout shares the prefix, so a routed
+        # judge sends them to the endpoint that already holds it in its cache (llm.router)
         prompt = [
             {"role": "system", "content": "You grade one rubric item of an agent task. Answer in the JSON schema."},
             {"role": "user", "content": json.dumps({
-                "task": task.query, "item": item.text, "answer": outcome.answer,
-                "calls": outcome.calls[-40:],
+                "task": task.query, "answer": outcome.answer, "calls": outcome.calls[-40:],
             }, default=str)[:24000]},
+            {"role": "user", "content": f"Rubric item: {item.text}\nDoes the run meet it?"},
         ]  # fmt: skip
         try:
             data = llm.complete(prompt, schema=schema, schema_name="rubric_item").data

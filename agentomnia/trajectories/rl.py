@@ -235,6 +235,12 @@ def partition_tasks(
     return sft, sorted(rl)
 
 
+def round_split(artifacts: Any) -> tuple[list[str], list[str]]:
+    """(SFT ids, RL candidate ids) of a round: `partition_tasks` over the tasks its verified
+    trajectories solve (`artifacts`: the round's stored artifacts)."""
+    return partition_tasks([t.task_id for t in artifacts.verified_trajectories()])
+
+
 class RLItem(BaseModel):
     task_id: str
     source_task_id: str

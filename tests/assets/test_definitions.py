@@ -82,7 +82,7 @@ def test_lineage_order_of_the_synthesis_stages() -> None:
     assert parents("omniabench_split") == {"dag_tasks", "program_tasks", "solver_tasks"}
     assert parents("trajectories") == {"omniabench_split"}
     # RL uses the auxiliary rewards the round's rollout analysis adopted
-    assert parents("rl_checkpoint") == {"sft_checkpoint", "rl_dataset", "rollout_analysis"}
+    assert parents("rl_checkpoint") == {"sft_checkpoint", "rl_dataset", "rollout_analysis", "reward_audit"}
     assert parents("rollout_analysis") == {"trajectories"} == parents("reward_audit")
     # not on sft_checkpoint, though "sft" difficulty reads it: that edge stops the UI's lineage expanding
     assert parents("rl_dataset") == {"verified_trajectories"}

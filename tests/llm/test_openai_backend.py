@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentomnia.llm import LLMError, LLMOutputError, OpenAICompatibleLLM
-from tests.fixtures.chat_server import ChatServer, client, serving
+from tests.fixtures.chat_server import CUT, ChatServer, client, serving
 
 SCHEMA = {
     "type": "object",
@@ -71,6 +71,24 @@ def test_malformed_json_is_a_clear_error_and_replays_the_same(server: ChatServer
     with pytest.raises(LLMOutputError, match="breaks the schema"):
         fresh.complete(other, schema=SCHEMA)
     assert len(server.requests) == 2 and fresh.usage.cache_hits == 2
+
+
+def test_an_answer_cut_at_the_token_limit_is_refused_even_when_it_parses(
+    server: ChatServer, tmp_path: Path
+) -> None:
+    """A free-text turn or a JSON answer that happens to close before the limit is still cut short: the
+    finish reason says so, the ledger counts it invalid, and the cached answer replays the same."""
+    server.script = [(CUT, '{"domain": "Logistics", "score": 1}')]
+    llm = _llm(server, tmp_path)
+    with pytest.raises(LLMOutputError, match="token limit .*cut off"):
+        llm.complete(MESSAGES, schema=SCHEMA)
+    with pytest.raises(LLMOutputError, match="token limit"):
+        llm.complete(
+            [{"role": "user", "content": "say hello"}]
+        )  # no schema: the text is cut off all the same
+    with pytest.raises(LLMOutputError, match="token limit"):
+        _llm(server, tmp_path).complete(MESSAGES, schema=SCHEMA)
+    assert len(server.requests) == 2
 
 
 def test_cache_hit_makes_no_request(server: ChatServer, tmp_path: Path) -> None:

@@ -114,3 +114,22 @@ def test_make_llm_routes_over_the_configured_endpoints(
     single = make_llm("llm", LLMSettings.from_env(), None)
     assert isinstance(single, OpenAICompatibleLLM) and single.settings.base_url == "http://127.0.0.1:9001/v1"
     assert make_llm("offline", settings, None) is None
+
+
+def test_the_rubric_judge_sends_every_item_of_one_run_to_one_endpoint() -> None:
+    """The judge puts the run before the item, so all items of a rollout share the routed prefix."""
+    from agentomnia.tasks.grading import Outcome
+    from agentomnia.tasks.models import RubricItem
+    from agentomnia.trajectories.quality import rubric_judge
+    from tests.rewards.conftest import make_task
+
+    endpoints = [Endpoint(f"e{i}") for i in range(4)]
+    judge = rubric_judge(RoutedLLM(endpoints))  # type: ignore[arg-type]
+    items = [RubricItem(id=f"G{i}", text=f"the reply covers point {i}", scope="general") for i in range(6)]
+    for run in range(8):
+        outcome = Outcome(final_state={}, answer={"n": run}, calls=[("get_task", {"task_id": f"task_{run}"})])
+        for item in items:
+            judge(item, make_task(*items), outcome)
+    served = [{key for key in e.seen} for e in endpoints]
+    assert sum(len(s) for s in served) == 8  # eight runs, eight prefixes, each read on one endpoint
+    assert sum(len(e.seen) for e in endpoints) == 48

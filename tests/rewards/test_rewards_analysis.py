@@ -343,3 +343,30 @@ def test_trl_shaped_transcripts_read_the_same(mock: Any) -> None:
         "unchecked_write",
         "unsupported_answer",
     }
+
+
+def test_worked_arithmetic_and_the_agents_own_sentences_are_not_unobserved_values(mock: Any) -> None:
+    """A total the closing message works out step by step from listed figures is derived, however many
+    terms it sums; a reason the agent writes in its own words is prose, not a value it claims."""
+    call = tool_call("call_sum", "list_tasks", {"user_id": "user_1"})
+    listed = json.dumps(
+        {"ok": True, "data": {"items": [{"fee": 68.88}, {"fee": 84.57}, {"fee": 145.55}, {"fee": 12.5}]}}
+    )
+
+    def closing(text: str, answer: Mapping[str, Any]) -> ScoredRollout:
+        messages = ({"role": "user", "content": mock.question.query}, assistant_message("Listing.", [call]),
+                    {"role": "tool", "tool_call_id": "call_sum", "content": listed}, final(text, answer))  # fmt: skip
+        return ScoredRollout(task=mock.question, messages=messages, tools=tuple(mock.bundle.tools),
+                             read_tools=tuple(sorted(mock.bundle.read_tools)), stop_reason="answer", reward=1.0, succeeded=True)  # fmt: skip
+
+    worked = closing("Total: 68.88 + 84.57 = 153.45, 153.45 + 145.55 = 299.", {"total": 299})
+    assert fired(worked, "unsupported_answer") == []
+    assert fired(closing("Total: 299.", {"total": 299}), "unsupported_answer") == [
+        "answer.total = 299 appears in no tool result"
+    ]
+    reason = {"fallback_reason": "no record met the rule; handled the one with the latest due date"}
+    assert fired(closing("Done.", reason), "unsupported_answer") == []
+    # a name stated as a value still needs a source
+    assert fired(closing("Done.", {"owner": "Linus Torvalds"}), "unsupported_answer") == [
+        "answer.owner = 'Linus Torvalds' appears in no tool result"
+    ]

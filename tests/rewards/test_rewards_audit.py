@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agentomnia.records import ToolResult
+from agentomnia.rejection import rejection_lineage
 from agentomnia.rewards.analysis import ScoredRollout
 from agentomnia.rewards.audit import (
     CATEGORIES,
@@ -19,6 +20,7 @@ from agentomnia.rewards.audit import (
     audit_markdown,
     audit_rollout,
     audit_rollouts,
+    permissive_rejection,
     permissive_rubric_findings,
 )
 from agentomnia.sandbox import fixture_bundle
@@ -129,6 +131,20 @@ def test_an_empty_write_that_passes_a_called_check_is_a_permissive_rubric(
     findings = permissive_rubric_findings(report)
     assert [t for t, _ in findings] == [mock.handover.id]
     assert "T1 (`called` assign_task) is satisfied by step 0 `assign_task`" in findings[0][1]
+    # it goes back as a task rejection with its reason, hung off the task in the lineage
+    refused = permissive_rejection(*findings[0])
+    assert (refused.subject, refused.stage, refused.parent) == (
+        mock.handover.id,
+        "reward_audit",
+        mock.handover.id,
+    )
+    assert (
+        refused.reason.startswith("permissive rubric: step 0 `assign_task` succeeded but changed nothing")
+        and refused.fix
+    )
+    rows, edges = rejection_lineage([refused], round_key="r0", run_id="run")
+    assert rows[0].status == "rejected" and rows[0].meta["stage"] == "reward_audit"
+    assert [(e.parent, e.relation) for e in edges] == [(mock.handover.id, "rejection_of")]
 
 
 def test_a_write_on_a_record_the_task_never_names_is_flagged(mock: Any) -> None:

@@ -358,3 +358,63 @@ def test_on_the_shop_a_cancellation_is_read_but_its_refund_is_not_seen() -> None
     judged = [[judge(i, task, o) for i in rubric] for o in (cancel, shipped)]
     assert gold == [[True, True, False], [False, False, False]]
     assert judged == [[True, False, False], [False, False, False]]  # the refund is a side effect it misses
+
+
+VERIFIER_ITEM = RubricItem(
+    id="T1", scope="task", level="advanced", weight=3, check=Check(kind="verifier"),
+    text="Exactly the tasks the rule selects end up done, and no other record changes.",
+)  # fmt: skip
+CLOSE_DIFF = (
+    {"table": "tasks", "key": "task_1", "field": "status", "before": "open", "after": "done"},
+    {"table": "tasks", "key": "task_1", "field": "updated_at", "before": None, "after": "2025-01-02"},
+)
+
+
+def test_judge_decides_a_verifier_item_from_the_expected_changes_on_the_transcript() -> None:
+    """The judge never runs verifier code: it reads the task's expected changes against what the calls
+    visibly did. A derived field no call names (updated_at) is not held against the run."""
+    task = make_task(VERIFIER_ITEM, verifier_code="def check_func(final_state):\n    return True",
+                     expected_diff=CLOSE_DIFF)  # fmt: skip
+    judge = transcript_judge()
+    close = ("update_task", {"task_id": "task_1", "status": "done"})
+    assert judge(VERIFIER_ITEM, task, _outcome(S0, [close], {})) is True
+    # a write of another value, no write at all, a stray write or a stray record: not what the code checks
+    assert (
+        judge(
+            VERIFIER_ITEM, task, _outcome(S0, [("update_task", {"task_id": "task_1", "status": "open"})], {})
+        )
+        is False
+    )
+    assert judge(VERIFIER_ITEM, task, _outcome(S0, [], {})) is False
+    stray = [close, ("update_user", {"user_id": "user_1", "name": "Ada"})]
+    assert judge(VERIFIER_ITEM, task, _outcome(S0, stray, {})) is False
+    made = [close, ("create_task", {"user_id": "user_1", "status": "open"})]
+    assert judge(VERIFIER_ITEM, task, _outcome(S0, made, {})) is False
+    # a solver task admits other plans: only the reference's changes pass, anything else is undecided
+    solver = task.model_copy(update={"kind": "solver"})
+    assert judge(VERIFIER_ITEM, solver, _outcome(S0, [close], {})) is True
+    assert judge(VERIFIER_ITEM, solver, _outcome(S0, [], {})) is None
+    # without expected changes there is nothing to read the item against
+    assert (
+        judge(VERIFIER_ITEM, task.model_copy(update={"expected_diff": ()}), _outcome(S0, [close], {})) is None
+    )
+
+
+def test_judge_reads_expected_creations_and_removals() -> None:
+    created = {"task_id": "task_2", "user_id": "user_1", "status": "open"}
+    task = make_task(VERIFIER_ITEM, expected_diff=(
+        {"table": "tasks", "key": "task_2", "field": None, "before": None, "after": created},
+    ))  # fmt: skip
+    judge = transcript_judge()
+    assert (
+        judge(
+            VERIFIER_ITEM, task, _outcome(S0, [("create_task", {"user_id": "user_1", "status": "open"})], {})
+        )
+        is True
+    )
+    assert judge(VERIFIER_ITEM, task, _outcome(S0, [("create_task", {"user_id": "user_9"})], {})) is False
+    removal = make_task(VERIFIER_ITEM, expected_diff=(
+        {"table": "tasks", "key": "task_1", "field": None, "before": S0["tasks"]["task_1"], "after": None},
+    ))  # fmt: skip
+    assert judge(VERIFIER_ITEM, removal, _outcome(S0, [("delete_task", {"task_id": "task_1"})], {})) is True
+    assert judge(VERIFIER_ITEM, removal, _outcome(S0, [("get_task", {"task_id": "task_1"})], {})) is False

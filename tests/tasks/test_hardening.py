@@ -352,3 +352,19 @@ def test_a_lookalike_is_named_as_such_records_are_really_called() -> None:
     # a site beside 'Boise Downtown' is another part of Boise, not 'Boise Downtown Plus'
     sites = {lookalike("Boise Downtown", entity("location"), World(), rng, set()) for _ in range(5)}
     assert all(s.startswith("Boise ") and len(s.split()) == 2 and s != "Boise Downtown" for s in sites), sites
+
+
+def test_near_values_are_close_for_their_magnitude_and_written_like_it() -> None:
+    """A look-alike's figure sits a step a person would call close away: 350,000 becomes 348,000 or
+    351,000, not 350,000.5; cents stay cents; a count moves by whole units."""
+    from agentomnia.tasks.hardening import near_value
+
+    assert [near_value(350_000, "money", s) for s in (-2, -1, 1, 2)] == [
+        348_000.0,
+        349_000.0,
+        351_000.0,
+        352_000.0,
+    ]
+    assert near_value(68.88, "money", -1) == 68.78 and near_value(0.2, "money", 1) == 0.21
+    assert near_value(12, "int", 1) == 13 and near_value(4_250, "int", -2) == 4_230
+    assert near_value(4.5, "float", -1) == 4.49 and near_value(0.786, "float", 2) == 0.788

@@ -11,6 +11,7 @@ import pytest
 from agentomnia.rewards import AuxiliaryWeights, ProcessSettings
 from agentomnia.rewards.judges import transcript_judge
 from agentomnia.sandbox import Sandbox, fixture_bundle, open_local
+from agentomnia.tasks.models import Check, RubricItem
 from trainers.curriculum import CurriculumSettings
 from trainers.environment import environment_class
 from trainers.grpo import GRPOSettings, judge_rollout, train_grpo
@@ -121,15 +122,29 @@ def test_the_safeguard_judge_rescores_a_rule_that_cannot_execute(rows: Any) -> N
 
     def env() -> Any:
         e = _env(rows[1][6])
-        e.task = e.task.model_copy(update={"verifier_code": "def verify(initial, final):\n    return 1/0"})
-        e.update_task_status(task_id="task_1", status="done")
+        change = {"table": "tasks", "key": "task_1", "field": "status", "before": "open", "after": "done"}
+        verifier = RubricItem(id="T9", text="the verifier passes", scope="task", check=Check(kind="verifier"))
+        e.task = e.task.model_copy(update={
+            "verifier_code": "def verify(initial, final):\n    return 1/0",
+            "expected_diff": (change,), "rubric": (*e.task.rubric, verifier),
+        })  # fmt: skip
         return e
 
-    done = [*_calls("update_task_status", {"task_id": "task_1", "status": "done"}, 1), *_say("done")]
-    unscored = judge_rollout(env(), done, [EOS], EOS, verifier=broken)
+    def closing(status: str) -> tuple[Any, list[dict[str, Any]]]:
+        e = env()
+        e.update_task_status(task_id="task_1", status=status)
+        return e, [*_calls("update_task_status", {"task_id": "task_1", "status": status}, 1), *_say("done")]
+
+    e, done = closing("done")
+    unscored = judge_rollout(e, done, [EOS], EOS, verifier=broken)
     assert unscored.dropped is not None and unscored.dropped.startswith("unscored: rule verification failed")
-    rescored = judge_rollout(env(), done, [EOS], EOS, verifier=broken, judge=transcript_judge())
-    assert rescored.dropped is None and rescored.source == "judge_fallback" and rescored.task is not None
+    # offline, the transcript judge decides the verifier item from the task's expected changes
+    e, done = closing("done")
+    rescored = judge_rollout(e, done, [EOS], EOS, verifier=broken, judge=transcript_judge())
+    assert rescored.dropped is None and rescored.source == "judge_fallback" and rescored.task == 1.0
+    e, reopened = closing("open")
+    wrong = judge_rollout(e, reopened, [EOS], EOS, verifier=broken, judge=transcript_judge())
+    assert wrong.source in ("judge_fallback", "rule") and wrong.task == 0.0
 
 
 def test_a_forbidden_call_ends_the_rollout_scored_zero_before_verification(rows: Any) -> None:

@@ -79,6 +79,7 @@ from agentomnia.tasks.dag.phrasing import (
     possessive,
 )
 from agentomnia.tasks.dag.sampling import ToolGroup
+from agentomnia.tasks.grading import values_match
 from agentomnia.tasks.wording import lead_clause
 
 _SCALAR = ("str", "int", "float", "money", "enum", "bool", "date")
@@ -889,6 +890,13 @@ class Generator:
             # "open a new ledger entry ... the new ledger entry can go, so delete it" undoes itself, and
             # "set the emergency contact to confirmed ... remove that emergency contact" wastes a step
             raise Reject("redundant", f"{tool.name} deletes {focus}, which this request {made}")
+        unchanged = self._leaves_as_is(tool, args, focus)
+        if unchanged:
+            # "reassign the invoice so its carrier is that shipment's carrier" when it already is: a
+            # request for a change that changes nothing, and a reference step a policy learns to copy
+            raise Reject(
+                "redundant", f"{tool.name} leaves {', '.join(unchanged)} of {focus} as it already is"
+            )
         result = self.session.call(tool.name, args)
         if tool.kind == "write":
             self._live = None  # read tools are declared (and verified) free of side effects
@@ -912,6 +920,23 @@ class Generator:
             return {str(b.get("attr") or "status")}
         fields = {str(b["fields"][p]) for p in args if p in b.get("fields", {})}
         return fields | ({str(b["attr"])} if tool.op == "assign" and b.get("attr") else set())
+
+    def _leaves_as_is(
+        self, tool: ToolSpec, args: Mapping[str, Any], focus: tuple[str, Any] | None
+    ) -> list[str]:
+        """The fields an update or an assignment would set to the value its record already holds,
+        when that is every field it sets (empty otherwise)."""
+        if focus is None or tool.op not in ("update", "assign"):
+            return []
+        b = tool.binding
+        values = {str(b["fields"][p]): v for p, v in args.items() if p in b.get("fields", {})}
+        if tool.op == "assign" and b.get("attr") and b.get("param") in args:
+            values[str(b["attr"])] = args[b["param"]]
+        record = (self.live_state().get(self.spec.entity(focus[0]).table) or {}).get(focus[1])
+        if not values or not isinstance(record, Mapping):
+            return []
+        same = [f for f, v in values.items() if f in record and values_match(record[f], v)]
+        return sorted(same) if len(same) == len(values) else []
 
     def _written_here(self, focus: tuple[str, Any]) -> str | None:
         """How an earlier step of this request wrote the record in `focus` ("created", "changed"), or
