@@ -41,6 +41,8 @@ class TrajectoriesConfig(dg.Config):
     teacher: Literal["auto", "offline", "llm"] = "auto"
     fallback: bool = True
     max_steps: int = 30
+    # also run every task without guidance, for the guidance ablation (and the calibration's second run)
+    ablation: bool = True
 
 
 @round_asset(
@@ -79,9 +81,9 @@ def trajectories(
             max_steps=config.max_steps,
             fallback=config.fallback,
         )  # fmt: skip
-        for with_guidance in (True, False)
+        for with_guidance in ((True, False) if config.ablation else (True,))
     }
-    guided, plain = runs[True], runs[False]
+    guided, plain = runs[True], runs.get(False, [])
     all_runs = [t.in_round(round_key) for t in guided + plain]
     path = save_records(
         store.round(round_key).path(TRAJECTORIES),

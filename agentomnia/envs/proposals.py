@@ -42,6 +42,7 @@ COMPILED_VERBS = frozenset(
 )  # fmt: skip
 ATTRIBUTE_PURPOSE = "state_attribute"
 OPERATION_PURPOSE = "tool_proposal"
+REFINEMENT_PURPOSE = "tool_refinement"  # replacements asked with the validator's critique (§4.2.3)
 RECORD_PURPOSE = "s0_record"
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
@@ -273,7 +274,7 @@ def refine_operations(
         + "\n".join(f"- {name}: {why}" for name, why in refused.items())
         + f"\n\nPropose up to {limit} replacements that avoid these problems, in the same form."
     )
-    data = _ask(llm, critique, _operation_schema(spec, limit), OPERATION_PURPOSE, history=history)
+    data = _ask(llm, critique, _operation_schema(spec, limit), REFINEMENT_PURPOSE, history=history)
     if data is None:
         return [], {}
     return _operations(data, spec)

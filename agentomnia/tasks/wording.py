@@ -216,26 +216,40 @@ def missing_values(original: str, rewrite: str) -> list[str]:
     return lost
 
 
-def rephrase(llm: Any, query: str, guidance: Iterable[str] = ()) -> str | None:
-    """The model's rewrite of a composed request (schema `task_description`), or None where it gave no
-    usable one; a PRD round's task guidance tells it what the round's requests should be like (it may
-    change the wording, never a value). Callers check the rewrite (`missing_values`, leakage) before
-    they use it."""
+def description_request(indirect: bool) -> str:
+    """The schema name a rewrite is asked under: Standard and Challenge requests are told apart."""
+    return "task_description_challenge" if indirect else "task_description"
+
+
+def rephrase(llm: Any, query: str, guidance: Iterable[str] = (), *, indirect: bool = False) -> str | None:
+    """The model's rewrite of a composed request, or None where it gave no usable one. A Standard
+    request (schema `task_description`) names its records directly; a Challenge one (`indirect`,
+    schema `task_description_challenge`) must keep referring to them indirectly, by what they are and
+    how they relate, so the model is told not to resolve or shorten those references. A PRD round's
+    task guidance tells it what the round's requests should be like (it may change the wording, never
+    a value). Callers check the rewrite (`missing_values`, leakage) before they use it."""
     from agentomnia.llm import LLMError
 
     schema = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
     asked = list(guidance)
     steer = " This round's requests follow these product requirements: " + " ".join(asked) if asked else ""
+    indirection = (
+        " The request is meant to be hard: it refers to records indirectly, by their attributes and how "
+        "they relate to each other. Keep every such reference indirect; never resolve one to a record, "
+        "shorten a chain of references or add a hint that gives the answer away."
+        if indirect
+        else " Keep it direct and plain: the records it names stay named the way it names them."
+    )
     messages = [
         {"role": "system", "content": (
             "Rewrite a user's request to a business system so it reads like a person wrote it. Keep every "
             "record description, every name, every number and value and every quoted JSON field name "
-            "exactly as written; do not add tool names, ids or numbered steps." + steer
+            "exactly as written; do not add tool names, ids or numbered steps." + indirection + steer
         )},
         {"role": "user", "content": query},
     ]  # fmt: skip
     try:
-        data = llm.complete(messages, schema=schema, schema_name="task_description").data
+        data = llm.complete(messages, schema=schema, schema_name=description_request(indirect)).data
     except LLMError:  # a bad, refused or timed-out answer keeps the composed request
         return None
     text = data.get("query") if isinstance(data, dict) else None

@@ -90,7 +90,7 @@ SMALL = {
     "dag_tasks": {"standard_per_env": 1, "challenge_per_env": 1},
     "program_tasks": {"per_env": 1},
     "solver_tasks": {"per_family": 1, "guided_per_family": 1},
-    "trajectories": {"max_steps": 6},
+    "trajectories": {"max_steps": 6, "ablation": False},  # the teacher once per task, with its guidance
     "rl_dataset": {"k": 2, "max_steps": 3},  # pass@K of the served model sorts RL tasks by difficulty
     "omniabench_eval": {"policies": [f"openai:{MODEL_ALIAS}"], "trials": 1, "max_steps": 4, "limit": 3},
 }

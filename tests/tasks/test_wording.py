@@ -211,3 +211,27 @@ def test_records_found_by_a_reference_in_a_role_are_named_by_the_role() -> None:
         attributes=(AttributeSpec(name="team_member_id", type="str"), AttributeSpec(name="team_id", type="ref", ref="group_team")),
     )  # fmt: skip
     assert in_role(member, "team_id", "that group team") is None  # its own kind, said short
+
+
+def test_standard_and_challenge_rewrites_are_asked_apart() -> None:
+    """A Challenge request is rewritten under its own request name and told to keep its references
+    indirect; a Standard one is told to stay direct."""
+    from agentomnia.llm.protocol import LLMResponse
+    from agentomnia.tasks.wording import rephrase
+
+    asked: list[tuple[str, str]] = []
+
+    class Model:
+        model = "stub"
+
+        def complete(self, messages: list[dict[str, str]], **kw: object) -> LLMResponse:
+            asked.append((str(kw["schema_name"]), messages[0]["content"]))
+            return LLMResponse(text="", data={"query": "Could you close it?"}, request_hash="h")
+
+    assert (
+        rephrase(Model(), "Close the ticket of the customer named 'Ada'.", indirect=True)
+        == "Could you close it?"
+    )
+    rephrase(Model(), "Close ticket TIC-004.")
+    assert [name for name, _ in asked] == ["task_description_challenge", "task_description"]
+    assert "Keep every such reference indirect" in asked[0][1] and "indirect" not in asked[1][1]

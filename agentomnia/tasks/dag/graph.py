@@ -255,7 +255,7 @@ def model_edges(llm: Any, spec: EnvSpec) -> list[EdgeCandidate]:
     entity (the path the value travels along is the schema's, never the model's). What fails a check
     is counted on the model's ledger as refused; a bad or missing answer costs only these proposals."""
     from agentomnia.llm import LLMError
-    from agentomnia.llm.ledger import verdict
+    from agentomnia.llm.ledger import fallback, verdict
 
     try:
         answer = llm.complete(
@@ -263,6 +263,7 @@ def model_edges(llm: Any, spec: EnvSpec) -> list[EdgeCandidate]:
             schema_name="dependency_edges",
         )  # fmt: skip
     except LLMError:
+        fallback(llm, "dependency_edges")  # a bad answer: the schema's edges stand alone
         return []
     tools = {t.name: t for t in spec.tools}
     out: list[EdgeCandidate] = []

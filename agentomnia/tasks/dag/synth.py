@@ -69,7 +69,7 @@ from agentomnia.tasks.leakage import leakage_problems
 from agentomnia.tasks.models import ReferenceCall, Task, task_rejection
 from agentomnia.tasks.quality import consistency_problems
 from agentomnia.tasks.rubric import build_rubric
-from agentomnia.tasks.wording import missing_values, opening, rephrase
+from agentomnia.tasks.wording import description_request, missing_values, opening, rephrase
 from agentomnia.taxonomy import Coordinate
 from agentomnia.taxonomy.axes import lever
 
@@ -345,15 +345,17 @@ def build_task(
     query = _compose(spec, out, profile, wording)
     phrased_by = "template"
     if llm is not None:
-        text = rephrase(llm, query, directives.task_guidance if directives is not None else ())
+        guidance = directives.task_guidance if directives is not None else ()
+        text = rephrase(llm, query, guidance, indirect=profile.indirect)
         # a rewrite that gives away an id or a reference, or drops a value the task rests on, is refused
         leaky = text is not None and bool(
             leakage_problems(text, spec, **forbid) or missing_values(query, text)
         )
         if text is not None and not leaky:
             query, phrased_by = text, "llm"
-        verdict(llm, "task_description", not leaky, text is not None)
-        fallback(llm, "task_description", phrased_by == "template")  # the composed wording stands
+        asked = description_request(profile.indirect)
+        verdict(llm, asked, not leaky, text is not None)
+        fallback(llm, asked, phrased_by == "template")  # the composed wording stands
     leaks = leakage_problems(query, spec, **forbid)
     if leaks:
         raise Reject("leakage", leaks[0])
