@@ -39,10 +39,11 @@ from agentomnia.rewards import (
     permissive_rejection,
     permissive_rubric_findings,
 )
+from agentomnia.rewards.analysis import group_of
 from agentomnia.rewards.judges import outcome_groups, transcript_judge
 from agentomnia.storage import read_parquet, write_parquet
 from agentomnia.tasks.models import Task
-from agentomnia.trajectories.rl import round_split
+from agentomnia.trajectories.rl import load_attempts, round_split
 from agentomnia.trajectories.rollout import replay
 from agentomnia_assets._common import llm_usage, png, round_asset
 from agentomnia_assets.partitions import parent_round
@@ -479,6 +480,21 @@ def _scored_rollouts(store: Any, round_key: str) -> list[ScoredRollout]:
     return out
 
 
+def _analysed_rollouts(
+    store: Any, round_key: str, settings: AnalysisSettings
+) -> tuple[list[ScoredRollout], str]:
+    """The rollouts to compare, and which they are: the RL candidates' pass@K attempts (the policy's own
+    successes and failures, as §5.2.3 compares them) where they hold both, else the round's trajectories
+    (the teacher's runs, which rarely fail)."""
+    attempts = load_attempts(store.round(round_key).dataset_dir(RL))
+    groups = {group_of(a, settings) for a in attempts}
+    if {"successful", "failed"} <= groups:
+        return attempts, f"pass@K attempts of the RL candidates ({len(attempts)})"
+    return _scored_rollouts(
+        store, round_key
+    ), "the round's trajectories (the pass@K attempts hold no successes and failures both)"
+
+
 class RolloutAnalysisConfig(dg.Config):
     min_difference: float = 0.2  # failed rate minus success rate an indicator must reach to be adopted
     min_support: int = 2  # failed rollouts that must show it
@@ -487,11 +503,12 @@ class RolloutAnalysisConfig(dg.Config):
 
 @round_asset(
     "training",
-    deps=[dg.AssetKey(TRAJECTORIES.name)],
+    deps=[dg.AssetKey(TRAJECTORIES.name), dg.AssetKey(RL_DATASET)],
     description=(
         "Rollout analysis (§5.2.3): behavioural indicators (tool-call anomalies, repeated calls, clarification "
         "not sought, writes without a look at the state, answer fields without evidence) in successful vs "
-        "failed rollouts; the indicators that separate them become auxiliary rewards the round's RL uses."
+        "failed rollouts (the RL candidates' pass@K attempts, else the round's trajectories); the indicators "
+        "that separate them become auxiliary rewards the round's RL uses."
     ),
 )
 def rollout_analysis(
@@ -502,9 +519,8 @@ def rollout_analysis(
     settings = AnalysisSettings(
         min_difference=config.min_difference, min_support=config.min_support, low_reward=config.low_reward
     )
-    report = analyze_rollouts(
-        _scored_rollouts(store, context.partition_key), settings, round_key=context.partition_key
-    )
+    rollouts, source = _analysed_rollouts(store, context.partition_key, settings)
+    report = analyze_rollouts(rollouts, settings, round_key=context.partition_key)
     table = analysis_markdown(report)
     for role, text in (
         ("report", report.model_dump_json(indent=2)),
@@ -524,6 +540,7 @@ def rollout_analysis(
     )  # fmt: skip
     return dg.MaterializeResult(
         metadata={
+            "source": source,
             "successful": report.successful,
             "failed": report.failed,
             "excluded": report.excluded,

@@ -187,8 +187,19 @@ class Difficulty(BaseModel):
 
 
 def pass_at_k(
-    task: Task, bundle: Bundle, sandbox: Sandbox, policy: PolicyFactory, k: int, *, max_steps: int = 30
+    task: Task,
+    bundle: Bundle,
+    sandbox: Sandbox,
+    policy: PolicyFactory,
+    k: int,
+    *,
+    max_steps: int = 30,
+    keep: list[Any] | None = None,
 ) -> Difficulty:
+    """The policy's pass rate on `task` over `k` attempts; `keep` collects each graded attempt as a
+    `rewards.ScoredRollout` (the policy's own successes and failures, which the rollout analysis reads)."""
+    from agentomnia.rewards.analysis import ScoredRollout
+
     plan = reference_plan(task, bundle, sandbox)
     verifier = sandbox_verifier(sandbox)
     passes = valid = discarded = 0
@@ -208,6 +219,14 @@ def pass_at_k(
             verifier=verifier,
         )
         passes += int(score.passed)
+        if keep is not None:
+            keep.append(ScoredRollout(
+                task=task, messages=tuple(dict(m) for m in result.messages), tools=tuple(dict(t) for t in bundle.tools),
+                read_tools=tuple(sorted(bundle.read_tools)), stop_reason=result.stop_reason,
+                step_hashes=tuple(s.state_hash for s in result.steps), initial_hash=result.initial_hash,
+                reward=float(score.passed), succeeded=score.passed,  # binary, as GRPO's task reward
+                items=tuple(score.items),
+            ))  # fmt: skip
     return Difficulty(
         task_id=task.id,
         policy=name,
@@ -220,6 +239,23 @@ def pass_at_k(
 
 
 # ------------------------------------------------------------------ splitting and sampling
+
+
+ROLLOUTS_FILE = "rollouts.jsonl"  # the pass@K attempts, graded (rewards.ScoredRollout per line)
+
+
+def load_attempts(folder: str | Path) -> list[Any]:
+    """The graded pass@K attempts `build_rl_dataset` kept in `folder` (empty when there are none)."""
+    from agentomnia.rewards.analysis import ScoredRollout
+
+    path = Path(folder) / ROLLOUTS_FILE
+    if not path.is_file():
+        return []
+    return [
+        ScoredRollout.model_validate_json(line)
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line
+    ]
 
 
 def partition_tasks(
@@ -326,6 +362,7 @@ def build_rl_dataset(
     bundles: dict[str, Bundle] = {}
     rubric_dropped = 0
     candidates: list[tuple[Task, Task, Trajectory, Difficulty]] = []
+    attempts: list[Any] = []  # every graded pass@K attempt, for the rollout analysis
     for index, task in enumerate(task_list):
         if index in dupes:
             dropped["duplicate prompt"] += 1
@@ -348,7 +385,9 @@ def build_rl_dataset(
             continue
         if task.env_id not in bundles:
             bundles[task.env_id] = Bundle.load(Path(folder))
-        difficulty = pass_at_k(checked, bundles[task.env_id], sandbox, policy, k, max_steps=max_steps)
+        difficulty = pass_at_k(
+            checked, bundles[task.env_id], sandbox, policy, k, max_steps=max_steps, keep=attempts
+        )
         if difficulty.rate is None:
             dropped["every pass@K run anomalous or truncated"] += 1
             continue
@@ -394,6 +433,7 @@ def build_rl_dataset(
         Dataset.from_list(rows, on_mixed_types="use_json").save_to_disk(str(hf_path))
     jsonl_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     (out / "items.json").write_text(json.dumps([i.model_dump() for i in kept], indent=1), encoding="utf-8")
+    (out / ROLLOUTS_FILE).write_text("".join(a.model_dump_json() + "\n" for a in attempts), encoding="utf-8")
     shared = sum(1 for i in kept if i.in_sft)
     ratio = shared / len(kept) if kept else 0.0
     return RLDatasetReport(

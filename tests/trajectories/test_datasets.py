@@ -23,7 +23,7 @@ from agentomnia.trajectories import (
     validate_sft_dataset,
     validated_task,
 )
-from agentomnia.trajectories.rl import embedding_duplicates, ngram_duplicates
+from agentomnia.trajectories.rl import embedding_duplicates, load_attempts, ngram_duplicates
 
 
 def _qwen3_template() -> str:
@@ -245,6 +245,14 @@ def test_rl_dataset_rows_carry_prompt_task_bundle_and_golden(
         assert Path(row["bundle_dir"]) == parcel.folder and task.env_id == parcel.env_id
     items = json.loads((tmp_path / "items.json").read_text())
     assert len(items) == report.rows and {i["level"] for i in items} <= {"hard", "medium", "easy"}
+    # every graded pass@K attempt is kept for the rollout analysis: the policy's successes and failures,
+    # each rewarded as GRPO rewards it (binary)
+    attempts = load_attempts(tmp_path)
+    assert len(attempts) >= 4 * report.candidates
+    assert {a.reward for a in attempts} == {0.0, 1.0} and all(
+        a.succeeded == (a.reward == 1.0) for a in attempts
+    )
+    assert all(a.messages[-1]["role"] == "assistant" and a.tools for a in attempts)
 
 
 def test_default_offline_pipeline_gives_non_empty_datasets(
