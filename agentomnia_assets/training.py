@@ -19,6 +19,7 @@ from agentomnia.catalog import (
     SFT_DATASET,
     START,
     TRAJECTORIES,
+    VERIFIED_TRAJECTORIES,
     Catalog,
 )
 from agentomnia.lineage import Edge, LineageRow
@@ -349,7 +350,7 @@ class RewardModelConfig(dg.Config):
 
 @round_asset(
     "training",
-    deps=[dg.AssetKey(TRAJECTORIES.name)],
+    deps=[dg.AssetKey(TRAJECTORIES.name), dg.AssetKey(VERIFIED_TRAJECTORIES.name)],
     description=(
         "Reward-model calibration: the judge that would score rubric items without code checks (LLM mode: the "
         "configured model; offline: a transcript judge that reads only the calls and the answer) is scored "

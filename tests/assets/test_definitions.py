@@ -85,6 +85,7 @@ def test_lineage_order_of_the_synthesis_stages() -> None:
     assert parents("rl_checkpoint") == {"sft_checkpoint", "rl_dataset", "rollout_analysis", "reward_audit"}
     assert parents("rollout_analysis") == {"trajectories", "rl_dataset"}
     assert parents("reward_audit") == {"trajectories"}
+    assert parents("reward_model_report") == {"trajectories", "verified_trajectories"}  # held out from SFT
     # not on sft_checkpoint, though "sft" difficulty reads it: that edge stops the UI's lineage expanding
     assert parents("rl_dataset") == {"verified_trajectories"}
     # self-evolution: PRDs steer the round's seeds; the evaluation follows training
