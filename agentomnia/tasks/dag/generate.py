@@ -53,6 +53,7 @@ from agentomnia.tasks.dag.describe import (
     done_when,
     field_label,
     introduces,
+    is_name_field,
     is_plural,
     kind_of,
     labelled,
@@ -921,6 +922,21 @@ class Generator:
         fields = {str(b["fields"][p]) for p in args if p in b.get("fields", {})}
         return fields | ({str(b["attr"])} if tool.op == "assign" and b.get("attr") else set())
 
+    def _asked_already(self, step: Executed, attr: str) -> bool:
+        """Whether the request already asks for `attr` of the record `step` reads, with no write to
+        that record since: "the population of that zone ... the population of the zone named
+        'Jackson County'" asks one figure twice, and a gap between them is always 0."""
+        if step.focus is None:
+            return False
+        same = {step.focus, (step.focus[0], str(step.focus[1]))}
+        for r in self.out.reports:
+            if r.step is None or r.unit != f"attr:{attr}" or self.out.calls[r.step].focus not in same:
+                continue
+            between = self.out.calls[r.step + 1 : step.index]
+            if not any(c.tool.kind == "write" and c.focus in same for c in between):
+                return True
+        return False
+
     def _leaves_as_is(
         self, tool: ToolSpec, args: Mapping[str, Any], focus: tuple[str, Any] | None
     ) -> list[str]:
@@ -1139,7 +1155,8 @@ class Generator:
                     how = f"{_RECENTLY}{done}" if done else f"with the latest {compared_label(a.name)}"
                     return dates.index(latest), how
         label = entity.label_attribute  # nor a date: the one the user knows by its name
-        if by_name and label is not None and label.name != entity.key:
+        # a record known only by a note is not "called 'Looked over the refill request today; all in order.'"
+        if by_name and label is not None and label.name != entity.key and is_name_field(label.name):
             names = [i.get(label.name) for i in items]
             unique = [n for n in names if isinstance(n, str) and 0 < len(n) <= 60 and names.count(n) == 1]
             if unique:  # chosen without the generator's draw: a prediction and the call agree
@@ -1835,6 +1852,9 @@ class Generator:
             ]
             if not attrs:
                 raise Reject("grounding", f"{tool.name} returns nothing reportable for {phrase}")
+            attrs = [a for a in attrs if not self._asked_already(step, a.name)]
+            if not attrs:
+                raise Reject("redundant", f"{tool.name}: every figure of {phrase} was asked for already")
             numeric = [a for a in attrs if a.type in _NUMERIC]
             a: AttributeSpec = self.rng.choice(numeric or attrs)
             noun = (

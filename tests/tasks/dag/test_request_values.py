@@ -185,6 +185,17 @@ def test_a_list_record_nothing_numbers_apart_is_told_apart_by_its_name(
         assert _naming("tracking_number") == "with tracking number"
         assert gen._pick_item(entity, items, by_name=False) is None
         assert gen._pick_item(entity, [items[0], items[2]]) is None  # no name is its own
+        # a record known only by a note has no name to be called by
+        noted = EntitySpec(name="refill_request", table="refill_requests", description="A refill.",
+                           key="refill_request_id", id_prefix="REF",
+                           attributes=(AttributeSpec(name="refill_request_id", type="str"),
+                                       AttributeSpec(name="note", type="str")))  # fmt: skip
+        assert noted.label_attribute is not None and noted.label_attribute.name == "note"
+        notes = [
+            {"note": "Looked over the refill request today; all in order."},
+            {"note": "Flagged for review."},
+        ]
+        assert gen._pick_item(noted, notes) is None
     finally:
         session.close()
 
@@ -527,3 +538,29 @@ def test_a_yes_no_field_that_says_a_state_reads_as_one() -> None:
     depot = _entity("depot", AttributeSpec(name="open_24h", type="bool"))
     assert singled_out(depot, {"open_24h": True}, ["open_24h"], many=True) == "the depots that are open 24h"
     assert singled_out(depot, {"open_24h": False}, ["open_24h"]) == "the depot that is not open 24h"
+
+
+def test_a_figure_of_a_record_is_asked_for_once_unless_a_write_changed_it_since(
+    freight_spec: EnvSpec, freight_bundle: Bundle, freight_sandbox: Sandbox
+) -> None:
+    """ "The population of that zone ... the population of the zone named 'Jackson County'" asks one
+    figure twice (and a gap between the two is always 0); after a write to the record, asking again is
+    the point ("... and what is it now?")."""
+    from agentomnia.tasks.dag.generate import Executed, Reported
+
+    get = next(t for t in freight_spec.tools if t.op == "get")
+    write = next(t for t in freight_spec.tools if t.kind == "write" and t.entity == get.entity)
+    focus = (get.entity, "K-1")
+    session = freight_sandbox.open(freight_bundle, freight_bundle.s0)
+    try:
+        gen = Generator(freight_spec, session, nx.MultiDiGraph(), random.Random(5), allow_ids=True)
+        first = Executed(0, get, {}, {}, {}, focus, "that record")
+        gen.out.calls.append(first)
+        gen.out.reports.append(Reported("c0", "weight", 3.5, "its weight", True, step=0, unit="attr:weight"))
+        again = Executed(1, get, {}, {}, {}, focus, "the record named 'X'")
+        assert gen._asked_already(again, "weight") and not gen._asked_already(again, "volume")
+        assert not gen._asked_already(Executed(1, get, {}, {}, {}, (get.entity, "K-2"), "another"), "weight")
+        gen.out.calls.append(Executed(1, write, {}, {}, {}, focus, "that record"))
+        assert not gen._asked_already(Executed(2, get, {}, {}, {}, focus, "that record"), "weight")
+    finally:
+        session.close()
