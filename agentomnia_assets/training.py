@@ -609,7 +609,7 @@ def reward_audit(
     # tasks synthesis refused: GRPO leaves it out (`rl_checkpoint`) and its lineage says why
     refused = [permissive_rejection(task_id, why) for task_id, why in permissive]
     save_rejections(artifacts.path(REWARD_AUDIT, "rejected"), refused)
-    rows, edges = rejection_lineage(refused, round_key=context.partition_key, run_id=context.run_id)
+    rows, edges = rejection_lineage(refused, round_key=context.partition_key, run_id=context.run.run_id)
     if rows:
         lineage.get().record(rows, edges)
     write_parquet(
