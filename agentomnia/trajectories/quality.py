@@ -300,10 +300,17 @@ def rubric_judge(llm: LLM) -> Judge:
     def judge(item: RubricItem, task: Task, outcome: Outcome) -> bool | None:
         # the run first and the item last: every item of one rollout shares the prefix, so a routed
         # judge sends them to the endpoint that already holds it in its cache (llm.router)
+        ok = getattr(outcome, "ok", None)  # a transcript that kept which calls the environment refused
+        calls = [
+            [name, args, "ok" if ok[i] else "refused"]
+            if ok and len(ok) == len(outcome.calls)
+            else [name, args]
+            for i, (name, args) in enumerate(outcome.calls)
+        ]
         prompt = [
             {"role": "system", "content": "You grade one rubric item of an agent task. Answer in the JSON schema."},
             {"role": "user", "content": json.dumps({
-                "task": task.query, "answer": outcome.answer, "calls": outcome.calls[-40:],
+                "task": task.query, "answer": outcome.answer, "calls": calls[-40:],
             }, default=str)[:24000]},
             {"role": "user", "content": f"Rubric item: {item.text}\nDoes the run meet it?"},
         ]  # fmt: skip

@@ -133,3 +133,27 @@ def test_the_rubric_judge_sends_every_item_of_one_run_to_one_endpoint() -> None:
     served = [{key for key in e.seen} for e in endpoints]
     assert sum(len(s) for s in served) == 8  # eight runs, eight prefixes, each read on one endpoint
     assert sum(len(e.seen) for e in endpoints) == 48
+
+
+def test_the_rubric_judge_is_told_which_calls_the_environment_refused() -> None:
+    from agentomnia.rewards.judges import Transcript as CallRecord
+    from agentomnia.tasks.models import RubricItem
+    from agentomnia.trajectories.quality import rubric_judge
+    from tests.rewards.conftest import make_task
+
+    seen: list[str] = []
+
+    class Model:
+        model = "judge"
+
+        def complete(self, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> LLMResponse:
+            seen.append(str(messages[1]["content"]))
+            return LLMResponse(text="{}", data={"passed": True}, request_hash="h")
+
+    item = RubricItem(id="G1", text="the task is closed", scope="general")
+    calls = [("update_task", {"task_id": "task_1", "status": "done"}), ("get_task", {"task_id": "task_1"})]
+    judge = rubric_judge(Model())  # type: ignore[arg-type]
+    assert judge(item, make_task(item), CallRecord(final_state={}, calls=calls, ok=[False, True])) is True
+    assert '["update_task", {"task_id": "task_1", "status": "done"}, "refused"]' in seen[0]
+    judge(item, make_task(item), CallRecord(final_state={}, calls=calls))  # no results kept: calls as made
+    assert "refused" not in seen[1] and '["get_task", {"task_id": "task_1"}]' in seen[1]
