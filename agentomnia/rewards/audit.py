@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentomnia.catalog import REWARD_AUDIT
 from agentomnia.envs.naming import AGG_VERBS, LIST_VERBS, snake
 from agentomnia.rejection import Rejection
 from agentomnia.rewards.analysis import (
@@ -444,7 +445,7 @@ def audit_rollouts(
 def permissive_rejection(task_id: str, why: str) -> Rejection:
     """A task the audit found permissive, as the task rejection synthesis would have made."""
     return Rejection(
-        subject=task_id, subject_kind="task", stage="reward_audit", parent=task_id,
+        subject=task_id, subject_kind="task", stage=REWARD_AUDIT.name, parent=task_id,
         reason=f"permissive rubric: {why}",
         fix="give the rubric a check the empty or irrelevant action fails (a diff_within or field_unchanged "
         "guard, a `called` check with the arguments that matter, a state check that is false in s0)",
