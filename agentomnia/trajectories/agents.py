@@ -620,9 +620,12 @@ class OfflineTeacher:
         # a total over the records an answer lists is worked out from them below, never read off
         # whatever record happens to have a field of that name
         over_records = bool({"changed", "plan"} & set(self.task.expected_answer))
+        given: dict[str, Any] = {}  # a guided total over those records, said bare only if no working shows it
         for field in self._answer_fields(messages):
             target = self.guidance.target_answer.get(field) if self.guidance is not None else None
-            if over_records and _SUMMED.match(field) and (target is None or not evidence.supports(target)):
+            if over_records and _SUMMED.match(field):
+                if target is not None and evidence.supports(target):
+                    given[field] = target
                 continue
             if target is not None and (not self._needs(target) or evidence.supports(target)):
                 answer[field] = target
@@ -652,6 +655,8 @@ class OfflineTeacher:
                 if worked is not None:
                     answer[field], line = worked
                     work.append(line)
+                elif field in given:
+                    answer[field] = given[field]
         done = []
         for m in messages:
             if m.get("role") == "tool":

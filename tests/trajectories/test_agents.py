@@ -153,6 +153,49 @@ def test_an_aggregate_over_what_was_looked_at_adds_up_the_records_the_rule_picks
     assert teacher._worked("average", {"total": 4700}, messages) == (2350, "Average: 4700 / 2 = 2350.")
 
 
+def test_a_guided_total_the_observations_support_is_still_worked_out(parcel: Parcel) -> None:
+    """A total over the records the answer changed is said with its working ("Total: 1200 + 3500 =
+    4700."), even where the figure could be read off what the run saw, so that the reward audit can
+    follow where it came from; bare only where no working shows it."""
+    import json
+
+    from agentomnia.tasks.models import Check, RubricItem, Task
+    from agentomnia.trajectories.agents import OfflineTeacher
+    from agentomnia.trajectories.evidence import Evidence
+    from agentomnia.trajectories.guidance import Guidance
+
+    items = [
+        {"topup_id": "TOP-001", "coins": 1200, "status": "pending"},
+        {"topup_id": "TOP-003", "coins": 3500, "status": "pending"},
+    ]
+    task = Task(
+        env_id=parcel.env_id, kind="program", init_config={"topups": {i["topup_id"]: i for i in items}},
+        coordinate=parcel.coordinate(["data_analysis"], ["structured_information"]),
+        query='Complete both top-ups and tell me which ones and their total coins ("changed", "total").',
+        expected_answer={"changed": ["TOP-001", "TOP-003"], "total": 4700},
+        rubric=(RubricItem(id="T1", text="Gives the total.", scope="task",
+                           check=Check(kind="answer_equals", field="total", value=4700)),),
+        internal_spec={"key": "topup_id", "total_attr": "coins"},
+    )  # fmt: skip
+    guidance = Guidance(
+        kind="outcome", answer_fields=("changed", "total"), target_answer=dict(task.expected_answer)
+    )
+    seen = json.dumps({"ok": True, "data": {"items": items}})
+    messages = [
+        {"role": "user", "content": task.query},
+        {"role": "tool", "tool_call_id": "c1", "content": seen},
+    ]
+    evidence = Evidence.from_tools([])
+    evidence.add_text(task.query)
+    evidence.add_observation(seen)
+    assert evidence.supports(4700)  # the sum of two figures seen counts as seen
+    final = OfflineTeacher(task, [], guidance)._final(messages, evidence)
+    assert "Total: 1200 + 3500 = 4700." in final.splitlines(), final
+    # where the records were never seen, the guided figure the evidence supports is said as it is
+    bare = OfflineTeacher(task, [], guidance)._final(messages[:1], evidence)
+    assert '"total": 4700' in bare and " + " not in bare, bare
+
+
 def test_the_user_gives_a_withheld_figure_as_the_request_writes_figures() -> None:
     """ "The price is 603,241.", as the request wrote its other figures (never "603241"); a code
     stays as written ("The zip code is 90210.")."""
