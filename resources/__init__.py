@@ -104,6 +104,11 @@ class SandboxResource(ConfigurableResource):
         default=10, ge=1, description="CPU budget of one request; the worker is replaced past it"
     )
     memory_mb: int = Field(default=1024, ge=256, description="address-space limit per worker")
+    reply_spin_us: float = Field(
+        default=50.0,
+        ge=0,
+        description="how long a lone tool call watches for its reply before sleeping (0: never)",
+    )
 
     _sandbox: Sandbox | None = PrivateAttr(default=None)
 
@@ -117,6 +122,7 @@ class SandboxResource(ConfigurableResource):
                 call_timeout_s=self.call_timeout_s,
                 cpu_seconds=self.cpu_seconds,
                 memory_mb=self.memory_mb,
+                reply_spin_us=self.reply_spin_us,
             )
         return self._sandbox
 

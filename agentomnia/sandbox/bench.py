@@ -121,7 +121,9 @@ def run_bench(
         latency["reset_ms"] = _median_ms(lambda: single.reset(), 50)
         latency["state_hash_ms"] = _median_ms(lambda: single.state_hash(), 20)
         memory = _memory_per_env(sandbox, bundle, 16)
-        tau2_rates, tau2_latency, tau2_state_bytes = _tau2_sized(sandbox, bundle, repeats, seed)
+        # the same look-ups through a sandbox whose lone requests sleep for their replies at once
+        with Sandbox(workers=1, idle_timeout_s=0, reply_spin_us=0) as sleeping:
+            tau2_rates, tau2_latency, tau2_state_bytes = _tau2_sized(sandbox, sleeping, bundle, repeats, seed)
         rates.update(tau2_rates)
         latency.update(tau2_latency)
 
@@ -134,6 +136,8 @@ def run_bench(
         / rates["inprocess_reference_calls_per_s"],
         "guard_overhead_inprocess": rates["inprocess_unguarded_calls_per_s"]
         / rates["inprocess_reference_calls_per_s"],
+        "reply_spin_speedup": rates["tau2_size_call_calls_per_s"]
+        / rates["tau2_size_call_sleeping_calls_per_s"],
         "tau2_size_call_over_tau2_order": rates["tau2_size_call_calls_per_s"]
         / TAU2_RETAIL["get_order_details_calls_per_s"],
         "tau2_size_call_over_tau2_user": rates["tau2_size_call_calls_per_s"]
@@ -258,12 +262,25 @@ def _unguarded_runner(
     return run
 
 
+def _interleaved(runs: dict[str, Callable[[], Any]], calls: int, repeats: int) -> dict[str, float]:
+    """Median calls per second of each run, the runs taking turns so that a noisy machine slows
+    them alike."""
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(max(1, repeats)):
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run()
+            samples[name].append(calls / max(time.perf_counter() - started, 1e-9))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def _tau2_sized(
-    sandbox: Sandbox, bundle: Any, repeats: int, seed: int
+    sandbox: Sandbox, sleeping: Sandbox, bundle: Any, repeats: int, seed: int
 ) -> tuple[dict[str, float], dict[str, float], int]:
     """The shop at tau2-bench retail's size in one isolated session: customer and order look-ups
     one call per round trip, order look-ups batched, reset, and a fresh state hash (tau2 hashes on
-    every check)."""
+    every check). The key look-ups also run, taking turns, in a session of `sleeping` (a sandbox
+    whose requests never watch for their replies) to show what watching gains."""
     state = shop_s0(customers_n=TAU2_CUSTOMERS, orders_n=TAU2_ORDERS)
     orders = sorted(state["orders"])
     rng = random.Random(seed)
@@ -271,15 +288,22 @@ def _tau2_sized(
     customers = sorted(state["customers"])
     by_key = [("get_customer", {"customer_id": rng.choice(customers)}) for _ in range(1000)]
     session = sandbox.open(bundle, init_config=state)
+    plain = sleeping.open(bundle, init_config=state)
     try:
         one_by_one = lookups[:1000]
+        # One call per round trip: a key look-up (get_customer), the kind of call tau2's
+        # get_order_details and get_user_details are; get_order also sums the order's payments
+        # by scanning all of them (the fixture's own code), so it measures the tool as well.
+        key_lookups = _interleaved(
+            {
+                "tau2_size_call_calls_per_s": lambda: [session.call(t, a) for t, a in by_key],
+                "tau2_size_call_sleeping_calls_per_s": lambda: [plain.call(t, a) for t, a in by_key],
+            },
+            len(by_key),
+            max(repeats, 5),
+        )
         rates = {
-            # One call per round trip: a key look-up (get_customer), the kind of call tau2's
-            # get_order_details and get_user_details are; get_order also sums the order's payments
-            # by scanning all of them (the fixture's own code), so it measures the tool as well.
-            "tau2_size_call_calls_per_s": _rate(
-                lambda: [session.call(tool, args) for tool, args in by_key], len(by_key), repeats
-            ),
+            **key_lookups,
             "tau2_size_get_order_calls_per_s": _rate(
                 lambda: [session.call(tool, args) for tool, args in one_by_one], len(one_by_one), repeats
             ),
@@ -295,6 +319,7 @@ def _tau2_sized(
         }
     finally:
         session.close()
+        plain.close()
     return rates, latency, len(json.dumps(state))
 
 

@@ -66,6 +66,13 @@ class SandboxConfig(BaseModel):
     syscall_filter: bool = True
     network_namespace: bool = True
     grace_s: float = Field(default=1.0, ge=0.1, description="extra wait before a stuck worker is killed")
+    reply_spin_us: float = Field(
+        default=50.0,
+        ge=0,
+        le=10_000,
+        description="how long the only request in flight watches for its reply before it sleeps; most "
+        "calls answer sooner, and waking a sleeping process costs more on a virtual machine (0: never)",
+    )
 
     @model_validator(mode="after")
     def _cpu_covers_timeout(self) -> SandboxConfig:
@@ -122,6 +129,7 @@ class Sandbox:
             syscall_filter=config.syscall_filter,
             network_namespace=config.network_namespace,
             grace_s=config.grace_s,
+            reply_spin_s=config.reply_spin_us / 1e6,
         )
         self._pool = Pool(
             config.workers,

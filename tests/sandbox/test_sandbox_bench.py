@@ -26,6 +26,12 @@ def test_small_benchmark_reports_all_figures() -> None:
     assert (big["customers"], big["orders"]) == (500, 1000) and big["json_bytes"] > 500_000
     assert result["calls_per_s"]["tau2_size_call_calls_per_s"] > 0
     assert result["calls_per_s"]["tau2_size_get_order_calls_per_s"] > 0
+    # the same look-ups through a sandbox that sleeps for every reply, and what watching gains
+    assert result["calls_per_s"]["tau2_size_call_sleeping_calls_per_s"] > 0
+    assert result["ratios"]["reply_spin_speedup"] == pytest.approx(
+        result["calls_per_s"]["tau2_size_call_calls_per_s"]
+        / result["calls_per_s"]["tau2_size_call_sleeping_calls_per_s"]
+    )
     assert (
         result["latency_ms"]["tau2_size_reset_ms"] > 0 and result["latency_ms"]["tau2_size_state_hash_ms"] > 0
     )

@@ -97,3 +97,35 @@ def test_cpu_limit_ends_the_worker_with_a_precise_code(mock: Bundle, tool: ToolF
         result = box.open(_hang_bundle(tool)).call("hang")
         assert result.error is not None and result.error.code == "cpu_limit", result
         assert bystander.state_hash() == expected
+
+
+def test_a_lone_request_watches_for_its_reply_and_sleeps_past_the_budget(mock: Bundle) -> None:
+    """`_spun` sees a reply that is already there, gives up after its budget when none comes, and a
+    sandbox that never watches (`reply_spin_us=0`) answers the same as one that does."""
+    import select
+    import socket
+
+    from agentomnia.sandbox.pool import _core_to_spare, _spun
+
+    here, there = socket.socketpair()
+    try:
+        poller = select.poll()
+        poller.register(here.fileno(), select.POLLIN)
+        started = time.perf_counter()
+        assert not _spun(poller, 0.002)
+        assert time.perf_counter() - started >= 0.002  # it watched for the whole budget, then gave up
+        there.send(b"x")
+        assert _spun(poller, 0.002)
+    finally:
+        here.close()
+        there.close()
+    assert isinstance(_core_to_spare(every_s=0.0), bool)
+    answers = []
+    for spin in (0.0, 50.0):
+        with Sandbox(workers=1, idle_timeout_s=0, reply_spin_us=spin) as sandbox:
+            assert sandbox.config.reply_spin_us == spin
+            session = sandbox.open(mock)
+            answers.append([session.call("get_user", {"user_id": "user_1"}).data, session.state_hash()])
+    assert answers[0] == answers[1]
+    with pytest.raises(ValueError, match="reply_spin_us"):
+        Sandbox(workers=1, reply_spin_us=-1)
