@@ -30,7 +30,11 @@ def words(name: str) -> str:
     in lower case is said as people write it (`po_line` -> `PO line`, `ncrs` -> `NCRs`, `ph_level`
     -> `pH level`)."""
     said = _CAMEL.sub(lambda m: " " + m.group(1).lower(), name).replace("_", " ").strip()
+    said = _E_WORD.sub("e-", said)  # `e_filing` is an e-filing, `ebook_id` stays an ebook
     return _WORD.sub(lambda m: _acronym(m.group(0)), _directed(said))
+
+
+_E_WORD = re.compile(r"^e (?=[a-z]{3})")
 
 
 def _directed(said: str) -> str:

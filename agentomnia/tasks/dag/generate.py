@@ -98,7 +98,24 @@ _AGENT = {
     "dispatched": "dispatcher", "checked": "checker", "collected": "collector", "funded": "funder",
     "hosted": "host", "taught": "teacher", "coached": "coach", "examined": "examiner", "trained": "trainer",
     "assessed": "assessor", "booked": "booker", "ordered": "orderer", "recorded": "recorder",
+    "uploaded": "uploader", "proposed": "proposer", "nominated": "nominator", "sold": "seller",
+    "paid": "payer", "made": "maker", "found": "finder",
 }  # fmt: skip
+# Deeds with no agent noun a person would say ("the counter of that cash count"): the reference is
+# said as who did it, "the employee who counted that cash count" (see `ref_phrase`).
+_DEED = re.compile(
+    r"(?:[a-z]+_)?(?:[a-z]+ed|set|cited|done|run|taken|sent|held|given|led|written)(?:_(?:up|out|off|in))?_by"
+)
+
+
+def ref_phrase(owner: str, attr: str, kind: str | None) -> str:
+    """The record `owner`'s reference `attr` names, said from `owner`: "that invoice's carrier"
+    (`carrier_id`), "the new cash count's approver" (`approved_by`), and for a deed with no agent
+    noun "the employee who counted the new cash count" (`counted_by` to employees)."""
+    role = Generator._ref_word(attr)
+    if role == attr and _DEED.fullmatch(attr):
+        return f"the {words(kind) if kind else 'person'} who {words(attr.removesuffix('_by'))} {owner}"
+    return possessive(owner, words(role))
 
 
 def _stated(value: Any, phrase: str) -> bool:
@@ -356,6 +373,8 @@ def in_role(entity: EntitySpec, attr: str, owner: str) -> str | None:
         return None  # `supplier_id`, `home_store_id`, an asset's `asset_tag`: the record's own kind
     if kind.endswith(f"_{role}") or kind.startswith(f"{role}_"):
         return None  # the kind said short: a group team's member has a `team_id`
+    if role == attr and _DEED.fullmatch(attr):  # "the cash counts counted by ...", not "whose counted by is"
+        return f"the {plural(entity.name)} {words(attr)} {owner}"
     return f"the {plural(entity.name)} whose {words(role)} is {owner}"
 
 
@@ -1057,9 +1076,7 @@ class Generator:
             if named is not None:  # the chain comes back to a record the request has named
                 phrase = named
             else:
-                phrase = (
-                    chosen if parts[1] == host.key else possessive(chosen, words(self._ref_word(parts[1])))
-                )
+                phrase = chosen if parts[1] == host.key else ref_phrase(chosen, parts[1], entity.name)
             return (value, f"data.items[{index}].{parts[1]}", phrase) if _is_key(value) else None
         if parts[0] == "related":
             ids = data.get("related", {}).get(parts[1].rstrip("[]"), [])
@@ -1077,7 +1094,7 @@ class Generator:
         if not _is_key(value):
             return None
         concrete = ".".join(["data", *parts])
-        phrase = that if attr == host.key else possessive(that, words(self._ref_word(attr)))
+        phrase = that if attr == host.key else ref_phrase(that, attr, entity.name)
         held_by = held_owner(prev.tool, prev.phrase)
         if held_by is not None and attr == prev.tool.binding["parent"]["attr"]:
             phrase = held_by  # the account the autopay was of

@@ -7,6 +7,7 @@ from typing import Any
 
 from agentomnia.envs.naming import article
 from agentomnia.envs.spec import AttributeSpec, EntitySpec
+from agentomnia.tasks.dag.describe import words
 from agentomnia.tasks.dag.phrasing import (
     answer_format,
     ask,
@@ -79,6 +80,9 @@ def test_field_names_and_articles() -> None:
     )
     assert article("information gathering") == "an information gathering" and article("unit") == "a unit"
     assert article("SLA report") == "an SLA report" and article("KPI") == "a KPI"
+    # a one-letter prefix is hyphenated as people write it, and only there
+    assert words("e_filing") == "e-filing" and article(words("e_filing")) == "an e-filing"
+    assert words("grade_e_count") == "grade e count" and words("ebook_id") == "ebook ID"
 
 
 def test_a_chain_that_comes_back_to_a_named_record_calls_it_by_its_handle() -> None:
@@ -533,6 +537,29 @@ def test_a_record_reached_through_a_reference_is_called_by_that_reference_after(
     assert _role("that account's owner") == "owner"
     assert _role("the only rate quote of that invoice's carrier") is None
     assert _role("the sealed bag") is None
+
+
+def test_a_reference_named_by_a_deed_is_said_as_who_did_it() -> None:
+    """ "the employee who counted the new cash count" (`counted_by`), never "the new cash count's
+    counted by"; a deed with an agent noun keeps it ("that bill's payer"), a plain reference its
+    record ("that invoice's carrier"), and the records named by a deed are "counted by" someone."""
+    from agentomnia.tasks.dag.generate import _role, in_role, ref_phrase
+
+    said = ref_phrase("the new cash count", "counted_by", "employee")
+    assert said == "the employee who counted the new cash count"
+    assert _role(said) is None  # later "that employee", the kind the request said
+    assert ref_phrase("that ticket", "picked_up_by", "agent") == "the agent who picked up that ticket"
+    assert ref_phrase("that order", "last_changed_by", None) == "the person who last changed that order"
+    assert ref_phrase("that bill", "paid_by", "member") == "that bill's payer"
+    assert ref_phrase("that invoice", "carrier_id", "carrier") == "that invoice's carrier"
+    counts = EntitySpec(
+        name="cash_count", table="cash_counts", key="count_id", description="A till count.", id_prefix="CAS",
+        attributes=[AttributeSpec(name="count_id", type="str"),
+                    AttributeSpec(name="counted_by", type="str", ref="employee")],
+    )  # fmt: skip
+    assert in_role(counts, "counted_by", "the employee named 'Zoe Goodman'") == (
+        "the cash counts counted by the employee named 'Zoe Goodman'"
+    )
 
 
 def test_a_change_to_a_yes_no_setting_says_what_the_record_is() -> None:
