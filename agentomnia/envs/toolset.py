@@ -130,6 +130,12 @@ def _human(e: EntitySpec) -> str:
     return e.name.replace("_", " ")
 
 
+def _records(e: EntitySpec) -> str:
+    """ "invoice records", and "export records" for an `export_record` (never "export record records")."""
+    said = _human(e)
+    return f"{said}s" if said.endswith(" record") or said == "record" else f"{said} records"
+
+
 def _key_schema(e: EntitySpec) -> dict[str, Any]:
     key = e.attribute(e.key)
     declared = (key.declared if key is not None else None) or {}
@@ -153,7 +159,7 @@ def gen_list(e: EntitySpec, name: str | None = None) -> ToolSpec:
     filters = {a.name: a.json_schema() for a in e.attributes if a.type in ("enum", "bool", "ref")}
     return ToolSpec(
         name=name or f"list_{e.table}",
-        description=f"List {_human(e)} records, optionally filtered by exact field values ({', '.join(filters) or 'none'}).",
+        description=f"List {_records(e)}, optionally filtered by exact field values ({', '.join(filters) or 'none'}).",
         kind="read", op="list", entity=e.name, parameters=_obj({**filters, "limit": LIMIT_PARAM}),
         result=_list_result(e), binding={"filters": {k: k for k in filters}},
     )  # fmt: skip
@@ -166,7 +172,7 @@ def gen_search(e: EntitySpec) -> ToolSpec | None:
     return ToolSpec(
         name=f"search_{e.table}",
         description=(
-            f"Search {_human(e)} records whose text fields ({', '.join(texts[:4])}) contain the query, case-insensitive. "
+            f"Search {_records(e)} whose text fields ({', '.join(texts[:4])}) contain the query, case-insensitive. "
             f"Unlike list_{e.table}, this matches words, not exact field values."
         ),
         kind="read", op="search", entity=e.name,
@@ -318,7 +324,7 @@ def gen_aggregate(e: EntitySpec) -> ToolSpec | None:
         }
     return ToolSpec(
         name=f"summarize_{e.table}",
-        description=f"Count {_human(e)} records per value of a field, optionally totalling a numeric field per group.",
+        description=f"Count {_records(e)} per value of a field, optionally totalling a numeric field per group.",
         kind="read", op="aggregate", entity=e.name, parameters=_obj(props, ["group_by"]),
         result={"type": "object", "properties": {"groups": {"type": "object"}, "total": {"type": "integer"}}},
         binding={}, origin="diversified",

@@ -10,7 +10,7 @@ computed per rollout, each a boolean with the steps that show it and why:
 - `repeated_calls`: the same call (tool and arguments) made `repeat_limit` times, or repeated until
   the turn budget ran out;
 - `no_clarification`: the task holds a detail back (a persona's withheld or misleading details, the
-  gap of a multi-turn DAG task, `interaction.GAP_PHRASES`) and the agent wrote, or answered, before asking the user;
+  gap of a multi-turn DAG task, `interaction.gaps_in`) and the agent wrote, or answered, before asking the user;
 - `unchecked_write`: a write on a record or table that no earlier read looked at;
 - `unsupported_answer`: a value of the final answer that no tool result contained (nor derived from
   one: a count, sum, minimum, maximum or mean of a listed field, or one step of arithmetic).
@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from agentomnia.envs.naming import AGG_VERBS, LIST_VERBS, READ_VERBS, plural, snake
 from agentomnia.records import canonical_json, content_hash
 from agentomnia.rewards.rules import schema_errors
-from agentomnia.tasks.dag.interaction import GAP_PHRASES
+from agentomnia.tasks.dag.interaction import gaps_in
 from agentomnia.tasks.grading import ItemResult
 from agentomnia.tasks.models import Task
 from agentomnia.trajectories.evidence import (
@@ -338,7 +338,7 @@ def missing_details(task: Task) -> list[str]:
     meta = task.metadata.get("interaction")
     if isinstance(meta, Mapping):
         out += [f"withheld {k}" for k in meta.get("withheld") or () if f"withheld {k}" not in out]
-    out += [f"the request says {p!r}" for p in GAP_PHRASES if p in task.query]
+    out += [f"the request says {p!r}" for p in gaps_in(task.query)]
     return out
 
 

@@ -151,3 +151,19 @@ def test_a_requirement_that_compares_with_another_records_field_reads_once_the()
            "right": {"path": "customer_id->current_tier_id"}}  # fmt: skip
     text = _requirement_text(grace, req)
     assert "the the" not in text and text.endswith("must be the customer's current tier"), text
+
+
+def test_a_record_entity_is_listed_as_its_records_never_as_record_records() -> None:
+    from agentomnia.envs.toolset import gen_aggregate, gen_list
+
+    exports = EntitySpec(
+        name="export_record", table="export_records", description="", key="export_record_id", id_prefix="EXP",
+        attributes=(AttributeSpec(name="export_record_id", type="str"),
+                    AttributeSpec(name="size_kb", type="int"),
+                    AttributeSpec(name="format", type="enum", enum=("pdf", "jpg"))),
+    )  # fmt: skip
+    assert gen_list(exports).description.startswith("List export records, optionally filtered")
+    aggregate = gen_aggregate(exports)
+    assert aggregate is not None and aggregate.description.startswith("Count export records per value")
+    scans = exports.model_copy(update={"name": "scan_page", "table": "scan_pages", "key": "scan_page_id"})
+    assert gen_list(scans).description.startswith("List scan page records,")

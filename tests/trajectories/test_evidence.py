@@ -35,3 +35,17 @@ def test_a_token_is_found_as_the_regular_expression_finds_it() -> None:
         assert has_token(text, needle) == (bool(needle) and by_pattern(text, needle)), (text, needle)
     assert has_token("order cla-001.", "cla-001") and not has_token("order cla-0012", "cla-001")
     assert not has_token("x-7", "7") and has_token("7-x", "7")
+
+
+def test_a_figure_is_cited_from_where_it_was_written_with_grouping() -> None:
+    """The request's "height 5,152 px" is where height_px=5152 came from, not "the earlier results"."""
+    from agentomnia.trajectories.evidence import Evidence
+
+    evidence = Evidence()
+    evidence.add_text("Create a photo with height 5,152 px and width 7,728 px.", "the request")
+    evidence.add_observation(
+        '{"ok": true, "data": {"album_id": "ALB-015", "rating": 0}}', "the result of `create_album`"
+    )
+    assert evidence.where(5152) == "the request" and evidence.where(7728.0) == "the request"
+    assert evidence.where("ALB-015") == "the result of `create_album`"
+    assert evidence.where(9999) is None

@@ -31,7 +31,33 @@ def words(name: str) -> str:
     -> `pH level`)."""
     said = _CAMEL.sub(lambda m: " " + m.group(1).lower(), name).replace("_", " ").strip()
     said = _E_WORD.sub("e-", said)  # `e_filing` is an e-filing, `ebook_id` stays an ebook
-    return _WORD.sub(lambda m: _acronym(m.group(0)), _directed(said))
+    return _WORD.sub(lambda m: _acronym(m.group(0)), _directed(_spelled_out(said)))
+
+
+# abbreviations of field names that people write out: `version_no` is the version number
+_SPELLED = {
+    "qty": "quantity", "amt": "amount", "desc": "description", "dept": "department", "seq": "sequence",
+    "addr": "address", "avg": "average", "pct": "percentage", "cnt": "count", "msg": "message",
+    "txn": "transaction", "acct": "account", "mgr": "manager", "org": "organization", "cust": "customer",
+    "tel": "telephone", "num": "number", "no": "number", "nbr": "number", "yr": "year", "mo": "month",
+    "hrs": "hours", "mins": "minutes", "secs": "seconds", "wt": "weight", "dur": "duration",
+}  # fmt: skip
+
+
+def _spelled_out(said: str) -> str:
+    """Each abbreviation written out: "version no" -> "version number", "num guests" -> "number of
+    guests"; "no" only after another word and never after "yes" (`no_show` stays a no-show)."""
+    parts = said.split(" ")
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        full = _SPELLED.get(part)
+        if full is None or (part == "no" and (i == 0 or parts[i - 1] == "yes")):
+            out.append(part)
+        elif part in ("num", "no", "nbr") and i == 0 and len(parts) > 1:
+            out.append("number of")
+        else:
+            out.append(full)
+    return " ".join(out)
 
 
 _E_WORD = re.compile(r"^e (?=[a-z]{3})")

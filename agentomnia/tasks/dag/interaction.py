@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from agentomnia.dates import spoken_date
+from agentomnia.envs.naming import article
 from agentomnia.envs.values import written_figure
 from agentomnia.tasks.dag.describe import unit_after
 from agentomnia.tasks.families import DAG
@@ -133,25 +134,62 @@ def ended(query: str, text: str, phrase: str) -> str:
     return phrase
 
 
+# a detail left for later with its label: "It should have a title I will give you"
+_LABELLED_GAP = re.compile(r"\ban? [a-z][a-z -]{0,40}? I will give you\b")
+
+
+def gaps_in(query: str) -> list[str]:
+    """The words in which a request leaves details for later, as `make_multi_turn` writes them."""
+    fixed = [p for p in GAP_PHRASES if p in query]
+    labelled = [m.group(0) for m in _LABELLED_GAP.finditer(query)]
+    return fixed + [g for g in labelled if not any(g.endswith(p) for p in fixed)]
+
+
 def says_gap(query: str) -> bool:
     """Whether a request leaves a detail for later in the words `make_multi_turn` uses."""
-    return any(p in query for p in GAP_PHRASES)
+    return bool(gaps_in(query))
 
 
-def _withheld_in_objectives(spec: dict[str, Any], text: str, phrase: str) -> dict[str, Any]:
+def labelled(query: str, text: str, param: str) -> tuple[str, str] | None:
+    """(the label and the value as the request writes them, the label) where `text` follows a label
+    made of `param`'s words ("title 'Street Flex'", "file name '_DSF0212.RAF'", "height 5,152 px"
+    for `height_px`), once; None where no such label stands before it."""
+    names = [w for w in re.split(r"[_\s]+", param.lower()) if w]
+    for size in range(len(names), 0, -1):
+        for start in range(len(names) - size + 1):
+            label = " ".join(names[start : start + size])
+            said = f"{label} {text}"
+            if len(re.findall(rf"(?<![\w'-]){re.escape(said)}", query)) == 1:
+                return said, label
+    return None
+
+
+def _withheld_in_objectives(
+    spec: dict[str, Any], text: str, phrase: str, value_text: str | None = None
+) -> dict[str, Any]:
     """The task's objectives as the request now words them: an objective that named the withheld
     detail (a record picked by it, "the alarm matching 'Ground'") names the gap instead, so the check
-    that every objective is stated in the request reads what the request says."""
+    that every objective is stated in the request reads what the request says. Where the gap took
+    the detail's label with it (`text` "title 'Flex'"), an objective that starts at the value itself
+    (`value_text`) has the gap there."""
     objectives = spec.get("objectives")
     if not isinstance(objectives, list):
         return spec
-    reworded = [
-        {**o, "mention": str(o["mention"]).replace(text, phrase, 1)}
-        if isinstance(o, dict) and text in str(o.get("mention", ""))
-        else o
-        for o in objectives
-    ]
-    return {**spec, "objectives": reworded}
+
+    def reworded(mention: str) -> str:
+        if text in mention:
+            return mention.replace(text, phrase, 1)
+        if value_text is not None and mention.startswith(value_text):
+            return phrase + mention[len(value_text) :]
+        return mention
+
+    return {
+        **spec,
+        "objectives": [
+            {**o, "mention": reworded(str(o["mention"]))} if isinstance(o, dict) and "mention" in o else o
+            for o in objectives
+        ],
+    }
 
 
 def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
@@ -164,7 +202,12 @@ def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
     param, value, text = rng.choice(options)
     if isinstance(value, (int, float)):  # "weight 72.7 kg": the unit goes with the figure
         text += unit_after(task.query[task.query.find(text) + len(text) :])
-    phrase = ended(task.query, text, gap_phrase(task.query, text, param, value))
+    value_text, phrase = text, gap_phrase(task.query, text, param, value)
+    found = labelled(task.query, text, param) if phrase == ASK_LATER else None
+    if found is not None:  # "have a title I will give you", not "have title still to be confirmed with me"
+        text, label = found
+        phrase = f"{article(label)} I will give you"
+    phrase = ended(task.query, text, phrase)
     query = task.query.replace(text, phrase, 1)
     sentences = [s for s in _SENTENCE.split(query.strip()) if s]
     granularity = "terse" if len(sentences) >= 3 and rng.random() < 0.5 else "normal"
@@ -180,6 +223,7 @@ def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
     data = task.model_dump(exclude={"id"})
     data.update(
         query=query, interaction="multi", persona=persona.model_dump(), coordinate=coordinate.model_dump(),
-        metadata=metadata, internal_spec=_withheld_in_objectives(task.internal_spec, text, phrase),
+        metadata=metadata,
+        internal_spec=_withheld_in_objectives(task.internal_spec, text, phrase, value_text),
     )  # fmt: skip
     return Task.model_validate(data)

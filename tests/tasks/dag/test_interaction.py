@@ -11,7 +11,10 @@ from agentomnia.sandbox.sandbox import Sandbox
 from agentomnia.tasks.dag.interaction import (
     ASK_LATER,
     ASK_ME,
+    _withheld_in_objectives,
     gap_phrase,
+    gaps_in,
+    labelled,
     make_multi_turn,
     says_gap,
     withholdable,
@@ -190,3 +193,30 @@ def test_a_measured_figure_is_written_with_its_unit_after_it() -> None:
     assert stated("price", "12") == "price 12" and stated("weight_kg", "'heavy'") == "weight (kg) 'heavy'"
     assert unit_after(" kg and 'x'") == " kg" and unit_after("°C, then") == "°C" and unit_after(" kgs") == ""
     assert unit_after(" mg/kg.") == " mg/kg" and unit_after(" units") == ""
+
+
+def test_a_detail_after_its_label_is_left_for_later_with_the_label() -> None:
+    """ "It should have a title I will give you", never "It should have title still to be confirmed
+    with me"; a figure takes its unit along ("a height I will give you" for "height 5,152 px")."""
+    query = (
+        "Can you open a new album? It should have title 'Street Flex' and the owner of the only bw preset. "
+        "Create a photo with file name '_DSF0212.RAF', height 5,152 px and format raw."
+    )
+    assert gap_phrase(query, "'Street Flex'", "title", "Street Flex") == ASK_LATER
+    assert labelled(query, "'Street Flex'", "title") == ("title 'Street Flex'", "title")
+    assert labelled(query, "'_DSF0212.RAF'", "file_name") == ("file name '_DSF0212.RAF'", "file name")
+    assert labelled(query, "5,152 px", "height_px") == ("height 5,152 px", "height")
+    assert labelled(query, "raw", "codec") is None
+    said = "It should have a title I will give you and the owner of the only bw preset."
+    assert says_gap(said) and gaps_in(said) == ["a title I will give you"]
+    assert gaps_in("the album matching a word I will give you") == ["a word I will give you"]
+    # an objective that starts at the value has the gap there, one that holds the label too likewise
+    spec = {"objectives": [{"step": 0, "mention": "'Street Flex' and the owner of the only bw preset"},
+                           {"step": 1, "mention": "have title 'Street Flex'"}]}  # fmt: skip
+    reworded = _withheld_in_objectives(
+        spec, "title 'Street Flex'", "a title I will give you", "'Street Flex'"
+    )
+    assert [o["mention"] for o in reworded["objectives"]] == [
+        "a title I will give you and the owner of the only bw preset",
+        "have a title I will give you",
+    ]

@@ -83,6 +83,10 @@ def test_field_names_and_articles() -> None:
     # a one-letter prefix is hyphenated as people write it, and only there
     assert words("e_filing") == "e-filing" and article(words("e_filing")) == "an e-filing"
     assert words("grade_e_count") == "grade e count" and words("ebook_id") == "ebook ID"
+    # abbreviations a field name uses are written out: "the cut version with version number 4"
+    assert words("version_no") == "version number" and words("num_guests") == "number of guests"
+    assert words("order_qty") == "order quantity" and words("po_num") == "PO number"
+    assert words("no_show") == "no show" and words("yes_no") == "yes no"
 
 
 def test_a_chain_that_comes_back_to_a_named_record_calls_it_by_its_handle() -> None:
@@ -419,7 +423,7 @@ def test_a_record_is_singled_out_as_a_person_says_it_not_as_a_field_list() -> No
     assert said({"eaten_on": "2026-02-15"}, "eaten_on") == "the laundry order eaten on February 15, 2026"
     assert said({"guests": 1}, "guests") == "the laundry order with 1 guest"
     assert said({"guests": 3}, "guests") == "the laundry order with 3 guests"
-    assert said({"lap_no": 2}, "lap_no") == "the laundry order with lap no 2"
+    assert said({"lap_no": 2}, "lap_no") == "the laundry order with lap number 2"
     assert said({"sealed": True, "kind": "deposit"}, "sealed", "kind") == "the sealed deposit laundry order"
     assert (
         said({"sealed": False, "total": 5}, "sealed", "total")
