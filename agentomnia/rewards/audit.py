@@ -136,8 +136,19 @@ def unobserved_value(view: RunView, rollout: ScoredRollout) -> list[RawFlag]:
                     evidence=f"{listed} — stated as fact, but no tool result contained it")]  # fmt: skip
 
 
+def _quoted_errors(view: RunView, prose: str) -> str:
+    """`prose` without the error messages of the run's tool results it repeats: "(precondition_failed:
+    The customer must be KYC verified ...)" quotes the environment, it claims nothing."""
+    for call in view.calls:
+        error = (call.result or {}).get("error")
+        message = error.get("message") if isinstance(error, Mapping) else None
+        if isinstance(message, str) and len(message) >= 8:
+            prose = prose.replace(message, " ")
+    return prose
+
+
 def unverified_claim(view: RunView, rollout: ScoredRollout) -> list[RawFlag]:
-    prose = _prose(view.final_text)
+    prose = _quoted_errors(view, _prose(view.final_text))
     claims = [
         m for m in _CLAIM.finditer(prose) if not _NEGATED.search(prose[max(0, m.start() - 14) : m.start()])
     ]

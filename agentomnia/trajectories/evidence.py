@@ -194,9 +194,7 @@ class Evidence:
         if not needle:
             return None
         # a figure as a person writes it counts too: the request's "5,152 px" is where 5152 came from
-        figure = (
-            _num_key(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-        )
+        figure = _num_key(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
         for label, text in reversed(self._texts):
             if has_token(text.casefold(), needle) or (
                 figure is not None and any(_num_key(n) == figure for n in numbers_in(text))

@@ -114,6 +114,27 @@ def test_an_ignored_tool_error_is_an_environment_error(mock: Any) -> None:
     assert "step 1 `update_task_status` returned error `tool_raised`" in flags[0].category_reason
 
 
+def test_a_refusal_quoted_from_the_environment_is_no_verified_claim(mock: Any) -> None:
+    """ "(precondition_failed: The task must be verified ...)" repeats what the environment said; the
+    word "verified" in it claims nothing. The same word in the agent's own sentence still does."""
+    finish = say("Finishing.", ("update_task_status", {"task_id": "task_2", "status": "done"}))
+    refused = "The task must be verified by its owner (owner_verified is False, needs == True)"
+    closing = f"The call failed (precondition_failed: {refused}); I left it as the system has it."
+    run_ = mock.run(mock.program, say("Listing.", ("list_tasks", {"user_id": "user_1", "status": "in_progress"})),
+                    finish, final(closing, {"finished": [], "count": 0}))  # fmt: skip
+    messages = [dict(m) for m in run_.messages]
+    at = max(i for i, m in enumerate(messages) if m["role"] == "tool")
+    messages[at]["content"] = observation_text(ToolResult.failure("precondition_failed", refused))
+    quoted = run_.model_copy(update={"messages": tuple(messages)})
+    assert audit_rollout(quoted) == []
+    messages[-1] = {
+        **messages[-1],
+        "content": str(messages[-1]["content"]).replace("I left it", "I verified it"),
+    }
+    claimed = run_.model_copy(update={"messages": tuple(messages)})
+    assert [f.rule for f in audit_rollout(claimed)] == ["unverified_claim"]
+
+
 @pytest.mark.parametrize("with_hashes", [True, False], ids=["state-hashes", "replayed-from-s0"])
 def test_an_empty_write_that_passes_a_called_check_is_a_permissive_rubric(
     mock: Any, with_hashes: bool

@@ -103,7 +103,7 @@ _ACRONYMS = frozenset({
     "moq", "eoq", "rfq", "rfp", "ppe", "hvac", "ev", "gps", "rsvp", "ssd", "cpu", "gpu", "ram", "os",
     "ui", "ux", "sdk", "id", "ncr", "capa", "xp", "plc", "crf", "crm", "erp", "bom", "wip", "lms",
     "iot", "etl", "seo", "cms", "pto", "dob", "icu", "ecg", "ekg", "mri", "bmi", "ldl", "hdl", "nps",
-    "hoa", "gpa", "cpr", "ems", "ap", "ar", "gl", "pcn", "drm", "ftp", "pr", "tsa", "ata", "aog", "otb"
+    "hoa", "gpa", "cpr", "ems", "ap", "ar", "gl", "pcn", "drm", "ftp", "pr", "tsa", "ata", "aog", "otb", "ro",
 })  # fmt: skip
 _WRITTEN = {"ph": "pH", "rx": "Rx"}  # written neither in capitals nor in lower case
 _NOT_PLURAL = frozenset({"hrs", "tins", "rams"})  # hours, and words

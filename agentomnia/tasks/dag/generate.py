@@ -108,13 +108,20 @@ _DEED = re.compile(
 )
 
 
+# a reference by the record's code ("ro_number", "case_ref"): the request names the record, not its code
+_CODE_REF = re.compile(r"_(?:number|no|num|code|ref)$")
+
+
 def ref_phrase(owner: str, attr: str, kind: str | None) -> str:
     """The record `owner`'s reference `attr` names, said from `owner`: "that invoice's carrier"
     (`carrier_id`), "the new cash count's approver" (`approved_by`), and for a deed with no agent
-    noun "the employee who counted the new cash count" (`counted_by` to employees)."""
+    noun "the employee who counted the new cash count" (`counted_by` to employees); a reference by
+    code is said as its record ("that line's repair order" for `ro_number`)."""
     role = Generator._ref_word(attr)
     if role == attr and _DEED.fullmatch(attr):
         return f"the {words(kind) if kind else 'person'} who {words(attr.removesuffix('_by'))} {owner}"
+    if kind and _CODE_REF.search(role):  # `ro_number` names a repair order: "that line's repair order"
+        return possessive(owner, words(kind))
     return possessive(owner, words(role))
 
 

@@ -213,7 +213,7 @@ class Knapsack(Family):
         "without going over the program's budget and in line with the program's own funding rules.] "
         "[Record the decisions in the system (only the funding decisions should change)"
         "|Put the decisions into the system, changing only the funding decisions,] "
-        "and [tell me|let me know] the total impact and total cost of the final selection.",
+        "and [tell me|let me know] the total impact of the final selection.",
         # 2. in a hurry before a meeting
         "Quick one[ before the panel meets| before tomorrow's board call|]: "
         "[the {program} round has {n_word} proposals and I need the funded list locked in today."
@@ -223,7 +223,7 @@ class Knapsack(Family):
         "[Get us as much total expected impact as possible, stay within the budget and stick to the program's "
         "funding rules.|Maximum total expected impact, within the budget, by the program's funding rules.] "
         "[Change nothing in the system except which proposals are funded, and send me"
-        "|Only the funding decisions should change in the system; send me] the total impact and the total cost.",
+        "|Only the funding decisions should change in the system; send me] the total impact it reaches.",
         # 3. the committee, formally
         "[On behalf of|Writing for] the {program} committee: "
         "[we have {n} proposals competing for funding this round and we want the selection that maximises total "
@@ -236,7 +236,7 @@ class Knapsack(Family):
         "|The system already holds a draft selection, which should be treated as unchecked.] "
         "[Change only which proposals are funded in the system, and report"
         "|Please amend only the funding decisions in the system and report] "
-        "the total impact and total cost of the selection you settle on.",
+        "the total impact of the selection you settle on.",
         # 4. a request forwarded from the program office
         'Forwarding a request from the {program} office: "'
         "[We need this round's funding decided.|This round's funding decisions are due.] "
@@ -247,16 +247,16 @@ class Knapsack(Family):
         "[There is a draft selection in the system already, but nobody has checked it."
         '|Somebody entered a draft selection in the system, but nobody has checked it.]" '
         "Could you [take care of it|handle this] in the system, changing only the funding decisions, and "
-        "[reply with|send me] the total impact and total cost of the final selection?",
+        "[reply with|send me] the total impact of the final selection?",
         # 5. the question first
-        "[What is the highest total expected impact the {program} can achieve this round, and at what total cost?"
-        "|What is the most total expected impact the {program} can get out of this round, and what would it cost?] "
+        "[What is the highest total expected impact the {program} can achieve this round?"
+        "|What is the most total expected impact the {program} can get out of this round?] "
         "[Work it out over the {n} proposals, keep within the program's budget and follow its funding rules."
         "|Consider all {n} proposals, stay inside the program's budget and follow the program's funding rules.] "
         "[The draft selection already in the system is unverified, so make the system show your selection instead,"
         "|The system holds a draft selection nobody has verified; replace it with your selection,] "
         "leaving everything other than the funding decisions alone. "
-        "[Please report|Report back with] the total impact and the total cost [once it's done|at the end].",
+        "[Please report|Report back with] the total impact [once it's done|at the end].",
         # 6. the limits first
         "[Budget comes first for the {program}: whatever we fund this round must fit within the program's budget, and "
         "the program's own funding rules apply as well.|For the {program}, the hard limits come first: the funded "
@@ -266,7 +266,7 @@ class Knapsack(Family):
         "[The funding decisions in the system currently hold an unreviewed draft; set them to your final choice and "
         "touch nothing else.|What is in the system now is an unreviewed draft; make the funding decisions match your "
         "final choice and leave everything else as it is.] "
-        "[Tell me|I need to know] the total impact and the total cost of what ends up funded.",
+        "[Tell me|I need to know] the total impact of what ends up funded.",
         # 7. a quick chat message
         "[Hey|Hi], can you finalise the {program} funding round? "
         "[There are {n_word} proposals in the system and a half-finished draft selection I don't trust."
@@ -276,7 +276,7 @@ class Knapsack(Family):
         "rules.] "
         "[Only the funding decisions should change in the system.|In the system, please change only the funding "
         "decisions.] "
-        "[Let me know|Tell me] the total impact and total cost at the end.",
+        "[Let me know|Tell me] the total impact at the end.",
     )
 
     def facts(self, state: Mapping[str, Any]) -> dict[str, str]:

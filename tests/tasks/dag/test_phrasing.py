@@ -556,6 +556,7 @@ def test_a_reference_named_by_a_deed_is_said_as_who_did_it() -> None:
     assert ref_phrase("that order", "last_changed_by", None) == "the person who last changed that order"
     assert ref_phrase("that bill", "paid_by", "member") == "that bill's payer"
     assert ref_phrase("that invoice", "carrier_id", "carrier") == "that invoice's carrier"
+    assert ref_phrase("that line", "ro_number", "repair_order") == "that line's repair order"
     counts = EntitySpec(
         name="cash_count", table="cash_counts", key="count_id", description="A till count.", id_prefix="CAS",
         attributes=[AttributeSpec(name="count_id", type="str"),

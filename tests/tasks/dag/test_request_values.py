@@ -117,12 +117,12 @@ def test_a_field_named_for_a_direction_is_said_as_people_say_it() -> None:
 
 def test_an_abbreviation_is_said_as_people_write_it() -> None:
     """ "the AP invoice", "the NCRs of that line", "its pH level": never "the ap invoice" or "set the
-    ncr"; an hour count, basis points and a sow stay words."""
+    ncr"; an hour count is written out; basis points and a sow stay words."""
     assert words("ap_invoice") == "AP invoice" and words("capa_id") == "CAPA ID"
     assert words("ncrs") == "NCRs" and words("xp_reward") == "XP reward" and words("plcs") == "PLCs"
     assert words("ph_level") == "pH level" and words("rx_number") == "Rx number"
     assert words("pos_terminal") == "POS terminal" and words("po_lines") == "PO lines"
-    assert words("duration_hrs") == "duration hrs" and words("spread_bps") == "spread bps"
+    assert words("duration_hrs") == "duration hours" and words("spread_bps") == "spread bps"
     assert words("sow_id") == "sow ID" and words("apps") == "apps" and words("gross") == "gross"
     assert field_label("voltage_kv") == "voltage (kV)" and field_label("duration_hrs") == "duration (hours)"
     # a field named for its unit alone says what it measures: "a volume of 200 ml", never "ml 200"

@@ -49,7 +49,6 @@ CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
             r"\b(?:touch nothing|leave everything) else\b",
         ),
         "report the total impact": (r"\btotal impact\b",),
-        "report the total cost": (r"\btotal cost\b",),
     },
     "assignment": {
         "objective: lowest total cost": (
@@ -238,9 +237,21 @@ def test_a_phrasing_that_drops_a_constraint_is_caught() -> None:
     dropped = re.sub(r"weekly limit", "preferences", query)
     assert "explicit: weekly limit" in _broken_contract(family, dropped)
     flipped = FAMILIES["knapsack"].query(FAMILIES["knapsack"].generate(random.Random(0)))
-    assert "report the total cost" in _broken_contract(
-        FAMILIES["knapsack"], flipped.replace("total cost", "spend")
+    assert "the program's funding rules apply" in _broken_contract(
+        FAMILIES["knapsack"], flipped.replace("funding rules", "guidelines")
     )
+
+
+def test_a_request_asks_only_for_the_figures_its_answer_is_graded_on() -> None:
+    """The knapsack's total cost depends on which of several best plans is chosen, so no check could
+    grade it: the request asks for the total impact alone."""
+    family = FAMILIES["knapsack"]
+    for state in _instances(family):
+        query = family.query(state)
+        assert not re.search(
+            r"\b(?:report|tell me|send me|let me know|reply with)\b[^.?!]*\bcost\b", query
+        ), query
+        assert not re.search(r"\bwhat would it cost\b|\bat what total cost\b", query), query
 
 
 def test_facts_come_from_the_instance() -> None:
