@@ -32,7 +32,7 @@ from tests.fixtures.benchmark import make_task
 SOLVER_IDS = {
     "053eef8f41160bbc",
     "45207942358f4e1c",
-    "57b5a8a30ca1d34d",
+    "d3da0e6bb24b5dc8",
     "611c1ef2796e7c0a",
     "6a69d84feec8469b",
     "d7744ce3f554dbcc",

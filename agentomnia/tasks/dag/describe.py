@@ -41,6 +41,7 @@ _SPELLED = {
     "txn": "transaction", "acct": "account", "mgr": "manager", "org": "organization", "cust": "customer",
     "tel": "telephone", "num": "number", "no": "number", "nbr": "number", "yr": "year", "mo": "month",
     "hrs": "hours", "mins": "minutes", "secs": "seconds", "wt": "weight", "dur": "duration",
+    "lat": "latitude", "lng": "longitude", "lon": "longitude",
 }  # fmt: skip
 
 
@@ -149,7 +150,11 @@ UNITS = {
     "mbps": "Mbps", "pallets": "pallets", "tonnes": "tonnes", "litres": "litres", "liters": "liters",
     "weeks": "weeks", "months": "months", "years": "years", "t": "t",
     "kv": "kV", "mmhg": "mmHg", "bpm": "bpm", "kb": "KB", "bytes": "bytes", "sqm": "m²",
+    "m3_day": "m³/day", "m3_d": "m³/day", "l_day": "L/day", "kg_day": "kg/day", "t_day": "t/day",
+    "kwh_day": "kWh/day", "m3_hr": "m³/h",
 }  # fmt: skip
+# what a rate is per, after "_per_": `flow_m3_per_day` is a flow in m³/day
+_PER = {"day": "day", "hour": "hour", "hr": "hour", "week": "week", "month": "month", "year": "year"}
 
 
 # an ambiguous suffix is a unit only after a word that measures in it (`vitamin_c`, `grade_a` are not)
@@ -209,9 +214,9 @@ def field_label(name: str, kind: str | None = None) -> str:
     parts = name.split("_")
     per = re.match(r"^(.+?)_([a-z0-9]+)_per_([a-z]+)$", name.lower())
     if (
-        per and per[2] in UNITS and per[3] in UNITS
+        per and per[2] in UNITS and (per[3] in UNITS or per[3] in _PER)
     ):  # `dose_mg_per_kg` -> "dose (mg/kg)", never "dose mg per (kg)"
-        return f"{words(per[1])} ({UNITS[per[2]]}/{_ONE.get(per[3], UNITS[per[3]])})"
+        return f"{words(per[1])} ({UNITS[per[2]]}/{_PER.get(per[3]) or _ONE.get(per[3], UNITS[per[3]])})"
     if len(parts) > 2 and "_".join(parts[-2:]).lower() in UNITS:  # a rate or density: `design_flow_m3_h`
         return f"{words('_'.join(parts[:-2]))} ({UNITS['_'.join(parts[-2:]).lower()]})"
     head, _, tail = name.rpartition("_")

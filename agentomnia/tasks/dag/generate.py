@@ -504,6 +504,10 @@ def new_record(noun: str, parts: Sequence[str]) -> tuple[str, str]:
         f"{DATED_VERBS[d.split()[0]][1]} {d.partition(' ')[2]}" if d.split()[0] in DATED_VERBS else d
         for d in said
     ]
+    # the noun's own verb is said once: "a new purchase made on ...", never "a new purchase purchased on"
+    last = noun.split()[-1].lower() if noun.split() else ""
+    own = {f"{last}d", f"{last}ed", f"{last[:-1]}ied"} if len(last) > 2 else set()
+    said = [f"made {d.partition(' ')[2]}" if d.split()[0].lower() in own else d for d in said]
     called = [noun, listing(said), *(f"for {_detail(part)}" for part in owner)]
     return " ".join(c for c in called if c), _details(
         [part for part in parts if part not in led and part not in owner]
@@ -2159,7 +2163,7 @@ class Generator:
                 )
             ).format(f=a.text if plain else f'"{a.field}"', t=written_figure(threshold))
             node = VirtualNode(
-                id=vid, type="VALIDATE", inputs=(a.node,), field=self._key(f"{a.field} at least {str(threshold).replace('.', ' ')}"),
+                id=vid, type="VALIDATE", inputs=(a.node,), field=self._key(f"{a.field} at least {str(threshold).replace('-', 'minus ').replace('.', ' ')}"),
                 value=bool(a.value >= threshold), text=text,
             )  # fmt: skip
             # a person checking a figure against a level says why the level matters to them; "at

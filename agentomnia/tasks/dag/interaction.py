@@ -36,6 +36,7 @@ ASK_FOR = {
     "date": "a date I will give you",
     "email": "an address I will send you",
     "number": "a figure I will give you",
+    "person": "someone I will name",  # "raised by someone I will name", never "raised by what I will tell you"
 }
 GAP_PHRASES: tuple[str, ...] = (ASK_ME, ASK_LATER, *ASK_FOR.values())
 _TAKES_OBJECT = frozenset(
@@ -101,6 +102,8 @@ def _kind(param: str, value: Any) -> str | None:
     """Which `ASK_FOR` phrase announces `value` (of parameter `param`); None for any other detail."""
     if param in ("query", "q", "search", "keyword", "text") and isinstance(value, str):
         return "search"
+    if param.endswith("_by") and isinstance(value, str) and not re.search(r"\d", value):
+        return "person"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return "number"
     if isinstance(value, str):

@@ -128,6 +128,8 @@ def test_the_gap_reads_as_a_person_would_leave_it() -> None:
         "an address I will send you"
     )
     assert gap_phrase("its reason is goodwill.", "goodwill", "reason", "goodwill") == ASK_ME
+    raised = "a new data query raised by 'Dr. Lee' for that CRF entry"
+    assert gap_phrase(raised, "'Dr. Lee'", "raised_by", "Dr. Lee") == "someone I will name"
     assert says_gap("the album matching a word I will give you")
 
 

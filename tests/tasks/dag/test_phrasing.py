@@ -652,6 +652,12 @@ def test_a_new_record_is_called_by_the_fields_that_lead_into_their_values() -> N
         "weight (kg) 72.7",
     )
     assert new_record("sync run", ["sync job: that sync job"]) == ("sync run for that sync job", "")
+    # the noun's own verb is not said again: never "a new purchase purchased on ..."
+    assert new_record("purchase", ["purchased on February 28, 2026 at 2:30 PM"]) == (
+        "purchase made on February 28, 2026 at 2:30 PM",
+        "",
+    )
+    assert new_record("order", ["ordered on March 1, 2026"])[0] == "order made on March 1, 2026"
     # a long one stays the last detail: "... for the user of the vault members whose permission is
     # read with name 'X'" would read the name as the members'
     long = "the user of the most recently added of the vault members whose permission is read"

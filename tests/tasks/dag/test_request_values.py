@@ -125,6 +125,12 @@ def test_an_abbreviation_is_said_as_people_write_it() -> None:
     assert words("duration_hrs") == "duration hours" and words("spread_bps") == "spread bps"
     assert words("sow_id") == "sow ID" and words("apps") == "apps" and words("gross") == "gross"
     assert field_label("voltage_kv") == "voltage (kV)" and field_label("duration_hrs") == "duration (hours)"
+    # a rate per day is one unit ("capacity (m³/day)", never "capacity m3 day"); coordinates are words
+    assert field_label("capacity_m3_day") == "capacity (m³/day)"
+    assert field_label("flow_m3_per_day") == "flow (m³/day)" and field_label("start_day") == "start day"
+    assert (
+        words("gps_lng") == "GPS longitude" and words("lat") == "latitude" and words("alt_text") == "alt text"
+    )
     # a field named for its unit alone says what it measures: "a volume of 200 ml", never "ml 200"
     assert field_label("ml") == "volume (ml)" and field_label("minutes") == "duration (minutes)"
     # a rate keeps its unit after "per": "price per kWh 0.36", never "price per 0.36 kWh"
