@@ -1597,18 +1597,23 @@ def from_behaviour(op: Operation, spec: EnvSpec) -> tuple[ToolSpec | None, Norma
     derived = {
         st["path"] for st in steps if st["kind"] in ("set", "add", "subtract") and "->" not in st["path"]
     }
-    if derived and base.op in ("create", "update"):
+    # a command with declared effects ("record that a patient has died") takes the record and the
+    # fields its behaviour reads as given, never every field of the record: "record the death and
+    # make sure its name is 'Milo'" is no request
+    needed = _given_fields(requires, steps, e) - derived if b.do == "update" and steps else None
+    given = None if needed is None else needed | (_described_fields(op.description, e) - derived)
+    if (derived or given is not None) and base.op in ("create", "update"):
         props = {
             k: v
             for k, v in base.parameters.get("properties", {}).items()
             if base.binding.get("fields", {}).get(k) not in derived
+            and (given is None or k == e.key or base.binding.get("fields", {}).get(k) in given)
         }
-        fields = {k: v for k, v in base.binding.get("fields", {}).items() if v not in derived}
-        params = {
-            **base.parameters,
-            "properties": props,
-            "required": [r for r in base.parameters.get("required", []) if r in props],
-        }
+        fields = {k: v for k, v in base.binding.get("fields", {}).items() if v not in derived and k in props}
+        required = [r for r in base.parameters.get("required", []) if r in props]
+        if needed is not None:  # what the command reads is what it needs: "record a payment of what amount?"
+            required += [k for k in props if k in needed and k not in required]
+        params = {**base.parameters, "properties": props, "required": required}
         base = base.model_copy(update={"parameters": params, "binding": {**base.binding, "fields": fields}})
     # the parts of the behaviour that name what this state does not hold are left out, the rest kept
     lacking = [m for part in requires if (m := _missing(spec, e, [part], []))]
@@ -1628,6 +1633,47 @@ def from_behaviour(op: Operation, spec: EnvSpec) -> tuple[ToolSpec | None, Norma
         + (f" with effects on {', '.join(compiled.binding['compound']['touches'])}" if "compound" in compiled.binding else "")
         + (f"; without the parts naming what the state lacks ({', '.join(sorted(set(lacking)))})" if lacking else ""),
     )  # fmt: skip
+
+
+_GENERIC_WORDS = frozenset(
+    {"date", "time", "record", "records", "note", "notes", "flag", "type", "kind", "count"}
+)
+
+
+def _described_fields(description: str, e: EntitySpec) -> set[str]:
+    """The target's fields an operation's description names as what it takes: "Counter an offer
+    with a new amount" takes `amount`, "Record a delay on a departure" takes `delay_minutes`, "Change
+    the body of a sent message" takes `body`."""
+    said = set(re.findall(r"[a-z]+", description.lower()))
+    said |= {w[:-1] for w in said if w.endswith("s")}
+    return {
+        a.name
+        for a in e.attributes
+        if a.name != e.key
+        and a.type not in ("ref", "bool", "date", "datetime")  # "a sent message" says no sent_at is given
+        and any(len(w) >= 4 and w not in _GENERIC_WORDS and w in said for w in a.name.lower().split("_"))
+    }
+
+
+def _given_fields(requires: list[dict[str, Any]], steps: list[dict[str, Any]], e: EntitySpec) -> set[str]:
+    """The target's own fields a behaviour reads as the caller's input: those its steps' conditions
+    test ("draft when decision == changes_requested"), those its steps' values take ("add amount to
+    the account's balance"), and those its rules hold to a choice or to another field ("decision in
+    [approved, changes_requested]", "amount_paid <= total"); never another record's, and never a
+    rule against a fixed value ("amount > 0", "approved == true"), which the record already meets."""
+    status = e.status_attribute
+    tested = [(st.get("when") or {}).get("left") for st in steps] + [
+        r.get("left")
+        for r in requires
+        if (r.get("kind") == "in" and (status is None or r.get("left") != status.name))
+        or (isinstance(r.get("right"), dict) and "path" in r["right"])
+    ]
+    taken = [(st.get("value") or {}).get("path") for st in steps if isinstance(st.get("value"), dict)]
+    return {
+        name
+        for name in (*tested, *taken)
+        if isinstance(name, str) and "->" not in name and name != e.key and e.attribute(name) is not None
+    }
 
 
 def _missing(

@@ -38,7 +38,7 @@ def _asks_about(question: str, key: str) -> bool:
     if key.casefold() in text or words(key).casefold() in text:
         return True
     said = words(key).casefold()  # `pet_id` and a seed's `petId` alike: "pet id"
-    stem = said.removesuffix(" id").removesuffix(" name")
+    stem = said.removesuffix(" id").removesuffix(" name").removesuffix(" by")  # "who raised it?"
     return stem != said and len(stem) >= 3 and re.search(rf"\b{re.escape(stem)}\b", text) is not None
 
 

@@ -188,7 +188,7 @@ def test_every_kb_environment_gets_structural_compound_tools() -> None:
 
 def test_subtract_set_and_a_derived_field_land_on_every_entity_touched(pharmacy: EnvSpec) -> None:
     s0 = generate_state(pharmacy, seed=0)
-    rx = first_key(s0["prescriptions"], status="received")
+    rx = next(k for k, r in sorted(s0["prescriptions"].items()) if r["status"] in ("received", "verified"))
     s0["prescriptions"][rx]["status"] = "verified"
     drug = s0["prescriptions"][rx]["drug_id"]
     lot = first_key(s0["inventory_lots"])
@@ -535,3 +535,32 @@ def test_a_seed_command_sets_the_yes_no_field_of_a_known_domain_s_record() -> No
     assert opened["ok"] and getattr(env, table)[key]["locked"] is False, opened
     shut = env.lock_door(device_id=key, action="lock")
     assert shut["ok"] and getattr(env, table)[key]["locked"] is True, shut
+
+
+def test_a_command_takes_its_record_and_what_its_behaviour_reads_never_every_field() -> None:
+    """ "Record that a patient has died" takes the patient alone (never "record the death and make
+    sure its name is 'Milo'"); a rule against a fixed value is the record's ("amount > 0"), no input;
+    a field a step's condition tests is given and required ("decision == changes_requested"); one the
+    description names stays a choice ("Change the body of a sent message": body, not sent_at)."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.envs.toolset import _described_fields, _given_fields
+
+    vet = kb_spec(20146)
+    death, pay = vet.tool("record_patient_death"), vet.tool("pay_invoice")
+    assert list(death.parameters["properties"]) == ["patient_id"] == death.parameters["required"]
+    assert list(pay.parameters["properties"]) == ["invoice_id"]
+    review = EntitySpec(
+        name="review", table="reviews", description="", key="review_id", id_prefix="REV",
+        attributes=(AttributeSpec(name="review_id", type="str"), AttributeSpec(name="amount", type="money"),
+                    AttributeSpec(name="decision", type="enum", enum=("pending", "approved", "changes_requested")),
+                    AttributeSpec(name="body", type="str"), AttributeSpec(name="sent_at", type="datetime"),
+                    AttributeSpec(name="status", type="enum", enum=("open", "closed"))),
+    )  # fmt: skip
+    requires = [
+        {"kind": "compare", "left": "amount", "op": ">", "right": {"const": 0}},
+        {"kind": "in", "left": "status", "op": "in", "right": ["open"]},
+    ]
+    when = {"kind": "compare", "left": "decision", "op": "==", "right": {"const": "changes_requested"}}
+    steps = [{"kind": "set", "path": "status", "value": {"const": "closed"}, "when": when}]
+    assert _given_fields(requires, steps, review) == {"decision"}
+    assert _described_fields("Change the body of a sent message.", review) == {"body"}

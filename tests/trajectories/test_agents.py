@@ -37,6 +37,7 @@ def test_the_teacher_asks_for_a_missing_detail_as_a_person_would_and_the_user_he
         "petId": "Before I continue, which pet is it?",
         "started_at": 'Before I continue, what date should I use for "started at"?',
         "priority": "Before I continue, what should the priority be?",
+        "raised_by": "Before I continue, who raised it?",
     }
     for key, question in cases.items():
         assert detail_question(key) == question
