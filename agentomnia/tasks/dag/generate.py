@@ -949,8 +949,17 @@ class Generator:
         b = tool.binding
         if tool.op == "transition":
             return {str(b.get("attr") or "status")}
-        fields = {str(b["fields"][p]) for p in args if p in b.get("fields", {})}
+        fields = set(Generator._set_values(tool, args))
         return fields | ({str(b["attr"])} if tool.op == "assign" and b.get("attr") else set())
+
+    @staticmethod
+    def _set_values(tool: ToolSpec, args: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields of its record an update or an assignment sets among `args`, with their values."""
+        b = tool.binding
+        values = {str(b["fields"][p]): v for p, v in args.items() if p in b.get("fields", {})}
+        if tool.op == "assign" and b.get("attr") and b.get("param") in args:
+            values[str(b["attr"])] = args[b["param"]]
+        return values
 
     def _asked_already(self, step: Executed, attr: str) -> bool:
         """Whether the request already asks for `attr` of the record `step` reads, with no write to
@@ -974,10 +983,7 @@ class Generator:
         when that is every field it sets (empty otherwise)."""
         if focus is None or tool.op not in ("update", "assign"):
             return []
-        b = tool.binding
-        values = {str(b["fields"][p]): v for p, v in args.items() if p in b.get("fields", {})}
-        if tool.op == "assign" and b.get("attr") and b.get("param") in args:
-            values[str(b["attr"])] = args[b["param"]]
+        values = self._set_values(tool, args)
         record = (self.live_state().get(self.spec.entity(focus[0]).table) or {}).get(focus[1])
         if not values or not isinstance(record, Mapping):
             return []
