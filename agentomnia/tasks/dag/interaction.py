@@ -18,7 +18,7 @@ from typing import Any
 from agentomnia.dates import spoken_date
 from agentomnia.envs.naming import article
 from agentomnia.envs.values import written_figure
-from agentomnia.tasks.dag.describe import unit_after
+from agentomnia.tasks.dag.describe import is_plural, unit_after
 from agentomnia.tasks.families import DAG
 from agentomnia.tasks.models import Persona, Task
 from agentomnia.taxonomy import Coordinate
@@ -138,7 +138,7 @@ def ended(query: str, text: str, phrase: str) -> str:
 
 
 # a detail left for later with its label: "It should have a title I will give you"
-_LABELLED_GAP = re.compile(r"\ban? [a-z][a-z -]{0,40}? I will give you\b")
+_LABELLED_GAP = re.compile(r"\b(?:an?|the)(?: (?!(?:an?|the)\b)[a-z][a-z-]*){1,4} I will give you\b")
 
 
 def gaps_in(query: str) -> list[str]:
@@ -209,7 +209,9 @@ def make_multi_turn(task: Task, rng: random.Random) -> Task | None:
     found = labelled(task.query, text, param) if phrase == ASK_LATER else None
     if found is not None:  # "have a title I will give you", not "have title still to be confirmed with me"
         text, label = found
-        phrase = f"{article(label)} I will give you"
+        # a plural label takes no "a": "the stars I will give you", "the units received I will give you"
+        many = is_plural(label) or is_plural(label.split()[0])
+        phrase = f"the {label} I will give you" if many else f"{article(label)} I will give you"
     phrase = ended(task.query, text, phrase)
     query = task.query.replace(text, phrase, 1)
     sentences = [s for s in _SENTENCE.split(query.strip()) if s]

@@ -211,6 +211,7 @@ def test_a_detail_after_its_label_is_left_for_later_with_the_label() -> None:
     assert labelled(query, "raw", "codec") is None
     said = "It should have a title I will give you and the owner of the only bw preset."
     assert says_gap(said) and gaps_in(said) == ["a title I will give you"]
+    assert gaps_in("a review with the stars I will give you and that user") == ["the stars I will give you"]
     assert gaps_in("the album matching a word I will give you") == ["a word I will give you"]
     # an objective that starts at the value has the gap there, one that holds the label too likewise
     spec = {"objectives": [{"step": 0, "mention": "'Street Flex' and the owner of the only bw preset"},
