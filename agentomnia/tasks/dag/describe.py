@@ -682,6 +682,10 @@ def singled_out(
                 having.append(f"{measured} {head}" if one else f"{article(head)} of {measured}")
             elif last in _NUMBERING:
                 having.append(f"{label} {say(value, attr)}")  # "with lap no 2"
+            elif last in ("over", "above", "under", "below", "within", "than"):
+                having.append(
+                    f"{label} {say(value, attr)}"
+                )  # "with receipt required over 10", never "over of 10"
             elif _plural_word(words_[-1]) and "(" not in label and a is not None and a.type == "int":
                 # "with 248123 followers", "with 1 guest"
                 having.append(f"{say(value, attr)} {_one(label, -1) if value == 1 else label}")

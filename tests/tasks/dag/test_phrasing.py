@@ -402,6 +402,7 @@ def test_a_record_is_singled_out_as_a_person_says_it_not_as_a_field_list() -> No
         "laundry_order", ("status", "enum"), ("total", "money"), ("garment_note", "str"),
         ("administered_by", "str"), ("guests", "int"), ("sealed", "bool"), ("needs_accommodation", "bool"),
         ("has_receipt", "bool"), ("kind", "enum"), ("reason", "enum"), ("lap_no", "int"), ("eaten_on", "date"),
+        ("receipt_required_over", "money"),
     )  # fmt: skip
 
     def said(record: dict[str, object], *cues: str, many: bool = False) -> str:
@@ -424,6 +425,9 @@ def test_a_record_is_singled_out_as_a_person_says_it_not_as_a_field_list() -> No
     assert said({"guests": 1}, "guests") == "the laundry order with 1 guest"
     assert said({"guests": 3}, "guests") == "the laundry order with 3 guests"
     assert said({"lap_no": 2}, "lap_no") == "the laundry order with lap number 2"
+    assert said({"receipt_required_over": 10}, "receipt_required_over") == (
+        "the laundry order with receipt required over 10"  # never "a receipt required over of 10"
+    )
     assert said({"sealed": True, "kind": "deposit"}, "sealed", "kind") == "the sealed deposit laundry order"
     assert (
         said({"sealed": False, "total": 5}, "sealed", "total")
