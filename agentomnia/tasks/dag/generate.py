@@ -210,8 +210,14 @@ _EDIT_VERBS = frozenset(
 
 
 def _no_article(subject: str) -> str:
-    """A counted subject after "the number of": "open rent charges", never "the open rent charges"."""
-    return subject[4:] if subject.startswith("the ") and not subject.startswith("the only ") else subject
+    """A counted subject after "the number of": "open rent charges", never "the open rent charges";
+    a possessor keeps its article ("the new vehicle's repair orders", never "new vehicle's ...")."""
+    if not subject.startswith("the ") or subject.startswith("the only ") or _POSSESSOR.match(subject):
+        return subject
+    return subject[4:]
+
+
+_POSSESSOR = re.compile(r"the [\w-]+(?: [\w-]+){0,3}'s ")
 
 
 def _filtered_count_keys(entity: str, field: str, value: Any) -> tuple[str, ...]:

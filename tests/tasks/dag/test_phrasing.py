@@ -571,6 +571,18 @@ def test_a_reference_named_by_a_deed_is_said_as_who_did_it() -> None:
     )
 
 
+def test_a_count_keeps_the_article_of_its_possessor() -> None:
+    """ "the number of the new vehicle's repair orders", never "the number of new vehicle's repair
+    orders"; a plain subject loses its article ("the number of open rent charges")."""
+    from agentomnia.tasks.dag.generate import _no_article
+
+    assert _no_article("the new vehicle's repair orders") == "the new vehicle's repair orders"
+    assert _no_article("the open rent charges") == "open rent charges"
+    assert (
+        _no_article("the open tickets of the customer's account") == "open tickets of the customer's account"
+    )
+
+
 def test_a_change_to_a_yes_no_setting_says_what_the_record_is() -> None:
     """ "make sure it is not finished", never "make sure its finished is no"."""
     from agentomnia.tasks.dag.generate import _its
