@@ -34,9 +34,10 @@ def words(name: str) -> str:
     return _WORD.sub(lambda m: _acronym(m.group(0)), _directed(_spelled_out(said)))
 
 
-# abbreviations of field names that people write out: `version_no` is the version number
+# abbreviations of field names that people write out: `version_no` is the version number (never
+# "desc", which as a value is a sort order, descending, as often as a description)
 _SPELLED = {
-    "qty": "quantity", "amt": "amount", "desc": "description", "dept": "department", "seq": "sequence",
+    "qty": "quantity", "amt": "amount", "dept": "department", "seq": "sequence",
     "addr": "address", "avg": "average", "pct": "percentage", "cnt": "count", "msg": "message",
     "txn": "transaction", "acct": "account", "mgr": "manager", "org": "organization", "cust": "customer",
     "tel": "telephone", "num": "number", "no": "number", "nbr": "number", "yr": "year", "mo": "month",

@@ -87,6 +87,7 @@ def test_field_names_and_articles() -> None:
     assert words("version_no") == "version number" and words("num_guests") == "number of guests"
     assert words("order_qty") == "order quantity" and words("po_num") == "PO number"
     assert words("no_show") == "no show" and words("yes_no") == "yes no"
+    assert words("desc") == "desc"  # a sort order's value as often as a description
 
 
 def test_a_chain_that_comes_back_to_a_named_record_calls_it_by_its_handle() -> None:
