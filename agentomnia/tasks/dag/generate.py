@@ -982,6 +982,21 @@ class Generator:
                 return True
         return False
 
+    def _given_here(self, step: Executed, attr: str, value: Any) -> bool:
+        """Whether an earlier write of this request set `attr` of the record `step` reads to the
+        `value` it still holds: "create a stop with sequence 4 ... tell me the new stop's sequence"
+        asks the user for what they said themselves."""
+        if step.focus is None:
+            return False
+        same = {step.focus, (step.focus[0], str(step.focus[1]))}
+        return any(
+            c.tool.kind == "write"
+            and c.focus in same
+            and attr in (given := self._set_values(c.tool, c.args))
+            and values_match(given[attr], value)
+            for c in self.out.calls[: step.index]
+        )
+
     def _leaves_as_is(
         self, tool: ToolSpec, args: Mapping[str, Any], focus: tuple[str, Any] | None
     ) -> list[str]:
@@ -1892,7 +1907,12 @@ class Generator:
             ]
             if not attrs:
                 raise Reject("grounding", f"{tool.name} returns nothing reportable for {phrase}")
-            attrs = [a for a in attrs if not self._asked_already(step, a.name)]
+            attrs = [
+                a
+                for a in attrs
+                if not self._asked_already(step, a.name)
+                and not self._given_here(step, a.name, record[a.name])
+            ]
             if not attrs:
                 raise Reject("redundant", f"{tool.name}: every figure of {phrase} was asked for already")
             numeric = [a for a in attrs if a.type in _NUMERIC]

@@ -342,6 +342,29 @@ def test_a_request_never_sets_a_field_of_one_record_twice() -> None:
     assert refused.value.stage == "redundant"
 
 
+def test_a_request_never_asks_back_a_figure_it_gave() -> None:
+    """'Set up a stop with sequence 4 ... tell me the new stop's sequence' asks the user for what they
+    said themselves: a field an earlier write of this request set, and that still holds that value,
+    is no question; one a later step moved on, or another record's, still is."""
+    from types import SimpleNamespace
+
+    from agentomnia.tasks.dag.generate import Executed, Generated, Generator
+
+    create = SimpleNamespace(
+        name="create_stop", kind="write", op="create", binding={"fields": {"sequence": "sequence"}}
+    )
+    get = SimpleNamespace(name="get_stop", kind="read", op="get", binding={"key": "stop_id"})
+    gen = Generator.__new__(Generator)
+    gen.out = Generated()
+    gen.out.calls.append(Executed(0, create, {"sequence": 4}, {}, {}, ("stop", "STO-009"), None))  # type: ignore[arg-type]
+    read = Executed(1, get, {"stop_id": "STO-009"}, {}, {}, ("stop", "STO-009"), None)  # type: ignore[arg-type]
+    other = Executed(1, get, {"stop_id": "STO-002"}, {}, {}, ("stop", "STO-002"), None)  # type: ignore[arg-type]
+    assert gen._given_here(read, "sequence", 4)
+    assert not gen._given_here(read, "sequence", 5)  # a later step moved it on: worth asking
+    assert not gen._given_here(other, "sequence", 4)
+    assert not gen._given_here(read, "eta", "2026-06-11T08:30:00")
+
+
 def test_what_later_steps_do_to_a_new_record_is_graded(freight_spec: EnvSpec, freight_bundle: Bundle) -> None:
     # create a record, then move its status and write a note on it: the record check asks for those
     # too, not only for what the create was given; a date the clock stamped is left out
