@@ -580,6 +580,9 @@ def from_kb_operation(
         op = "list"
     if kind == "write" and OP_KIND[op] == "read":
         op = "update"
+    required: list[str] = []
+    if kind == "read" and op == "list" and origin == "kb":
+        op, required = read_shape(description, e)
     base: ToolSpec | None
     if op == "transition" and target and e.status_attribute and target in e.status_attribute.enum:
         base = gen_transition(e, target, name=name)
@@ -604,9 +607,65 @@ def from_kb_operation(
             candidate=name, origin=origin, fate="removed", reason=f"nothing of {e.name} for a {op} to change"
         )
     tool = base.model_copy(update={"name": name[:64], "description": description, "origin": origin})
+    if required:
+        tool = tool.model_copy(update={"parameters": _obj(tool.parameters["properties"], required)})
     return tool, Normalization(
-        candidate=name, origin=origin, fate="kept", tool=tool.name, reason=f"{tool.op} on {e.name}"
+        candidate=name, origin=origin, fate="kept", tool=tool.name,
+        reason=f"{tool.op} on {e.name}" + (f" of one {' or '.join(required)}" if required else ""),
+    )  # fmt: skip
+
+
+_DETERMINER = r"(?:a|an|the|one|each|any|given|single|specific|particular)"
+_OWNING = r"(?:of|for|on|in|from|with|by|at|under|to|about|per|within|across)"
+_SEARCHING = frozenset({"list", "find", "search", "browse", "filter", "show", "query", "scan"})
+
+
+def _one(noun: str, text: str, *, owning: bool) -> bool:
+    """Whether `text` speaks of one `noun` as the records' owner ("care entries for a pet", "a
+    vehicle's past repair orders") or, without `owning`, as the record itself ("read a customer's
+    tier", "a recipe with per-serving nutrition"); never one of two ("goals of an employee or cycle")."""
+    noun = re.escape(noun)
+    said = (
+        rf"(?:\b{_OWNING}\s+)?\b{_DETERMINER}\s+(?:given\s+)?{noun}\b(?!-)"
+        if not owning
+        else (rf"\b{_OWNING}\s+{_DETERMINER}\s+(?:given\s+)?{noun}\b(?!-)(?!'s)|\b{_DETERMINER}\s+{noun}'s\b")
     )
+    for m in re.finditer(said, text):
+        before, after = text[: m.start()].rstrip(), text[m.end() :]
+        if not before.endswith((" or", " and")) and not re.match(r"\s+(?:or|and)\b", after):
+            return True
+    return False
+
+
+def read_shape(description: str, e: EntitySpec) -> tuple[ToolOp, list[str]]:
+    """The shape a knowledge-base read's description gives it: the records of one other record, with
+    that record's reference required (of each, where it names two) ("Free slots of a doctor" takes `doctor_id`, "List a vehicle's
+    past repair orders" `vehicle_id`); else one record of its own entity by its id ("Read a
+    customer's tier, spend and manager", "A recipe with per-serving nutrition"); else a list with
+    optional filters ("List open disputes")."""
+    text = description.lower().replace("\u2019", "'")
+    owners: dict[str, list[str]] = {}
+    for a in e.attributes:
+        if a.type != "ref" or not a.ref or a.name == e.key:
+            continue
+        nouns = {words_of(a.ref), words_of(a.name.removesuffix("_id"))}
+        for noun in nouns:
+            owners.setdefault(noun, []).append(a.name)
+    named = sorted(
+        {attrs[0] for noun, attrs in owners.items() if len(set(attrs)) == 1 and _one(noun, text, owning=True)}
+    )
+    if named:  # "an employee's goals in a cycle": both are given
+        return "list", named
+    first = (re.findall(r"[a-z]+", text) or [""])[0]
+    own = {words_of(e.name), words_of(e.name).split()[-1]}
+    if first not in _SEARCHING and not named and any(_one(n, text, owning=False) for n in own if len(n) > 3):
+        return "get", []
+    return "list", []
+
+
+def words_of(name: str) -> str:
+    """`care_log` -> `care log`: a name as a description says it."""
+    return snake(name).replace("_", " ").strip()
 
 
 def _signature(t: ToolSpec) -> tuple[Any, ...]:
@@ -618,6 +677,7 @@ def _signature(t: ToolSpec) -> tuple[Any, ...]:
         b.get("attr"),
         b.get("value"),
         tuple(sorted(t.parameters.get("properties", {}))) if t.op in ("list", "search") else None,
+        tuple(t.parameters.get("required", ())) if t.op == "list" else None,  # "of one pet" is its own read
         repr(steps) if steps else None,  # a tool with other effects is another operation
     )
 

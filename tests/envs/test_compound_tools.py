@@ -564,3 +564,61 @@ def test_a_command_takes_its_record_and_what_its_behaviour_reads_never_every_fie
     steps = [{"kind": "set", "path": "status", "value": {"const": "closed"}, "when": when}]
     assert _given_fields(requires, steps, review) == {"decision"}
     assert _described_fields("Change the body of a sent message.", review) == {"body"}
+
+
+def test_a_read_takes_the_shape_its_description_gives_it() -> None:
+    """ "Free slots of a doctor" lists one doctor's slots, so the doctor is required; "Read a
+    customer's tier, spend and manager" reads one customer by its id; "List open disputes", and a
+    read of one of two owners ("goals of an employee or cycle"), stay lists with optional filters."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.envs.toolset import read_shape
+
+    def entity(name: str, *refs: str) -> EntitySpec:
+        attrs = [AttributeSpec(name=f"{name}_id", type="str")]
+        attrs += [AttributeSpec(name=f"{r}_id", type="ref", ref=r) for r in refs]
+        return EntitySpec(name=name, table=f"{name}s", description="", key=f"{name}_id", id_prefix="X",
+                          attributes=tuple(attrs))  # fmt: skip
+
+    slot, goal, customer = (
+        entity("consult_slot", "doctor"),
+        entity("goal", "employee", "cycle"),
+        entity("customer"),
+    )
+    assert read_shape("Free slots of a doctor.", slot) == ("list", ["doctor_id"])
+    assert read_shape("List a doctor's open slots.", slot) == ("list", ["doctor_id"])
+    assert read_shape("List goals of an employee or cycle.", goal) == ("list", [])
+    assert read_shape("List an employee's goals in a cycle.", goal) == ("list", ["cycle_id", "employee_id"])
+    assert read_shape("Read a customer's tier, spend and manager.", customer) == ("get", [])
+    assert read_shape("A customer with their orders.", customer) == ("get", [])
+    assert read_shape("List customers by tier.", customer) == ("list", [])
+    assert read_shape("Find a customer by e-mail.", customer) == ("list", [])  # a search, not a fetch
+    # two references to the same kind of record cannot say which one the description means
+    transfer = entity("transfer", "account")
+    transfer = transfer.model_copy(
+        update={
+            "attributes": (
+                *transfer.attributes,
+                AttributeSpec(name="to_account_id", type="ref", ref="account"),
+            )
+        }
+    )
+    assert read_shape("Transfers of an account.", transfer) == ("list", [])
+
+
+def test_kb_reads_compile_to_their_shape_and_take_their_owner(pharmacy: EnvSpec) -> None:
+    """Across a domain's environment, a knowledge-base read that lists one record's records requires
+    that record, and a plain list of the same entity stays beside it as its own tool."""
+    from agentomnia.taxonomy.knowledge import load_knowledge
+
+    shaped = 0
+    for spec in (pharmacy, kb_spec(20146), kb_spec(FRAUD)):
+        kb = load_knowledge()[spec.coordinate.taxonomy_id]
+        names = {t.name: t for t in spec.tools}
+        for op in kb.operations:
+            tool = names.get(op.name)
+            if op.kind != "read" or op.effects is not None or tool is None or tool.op != "list":
+                continue
+            for p in tool.parameters.get("required", []):
+                shaped += 1
+                assert p in tool.parameters["properties"] and tool.binding["filters"][p] == p
+    assert shaped >= 2
