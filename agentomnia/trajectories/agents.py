@@ -32,7 +32,7 @@ from agentomnia.envs.toolset import QUERY_PARAMS
 from agentomnia.envs.values import written_number
 from agentomnia.llm.protocol import LLM
 from agentomnia.sandbox.bundle import Bundle
-from agentomnia.tasks.dag.describe import lead_word, singular
+from agentomnia.tasks.dag.describe import labelled, lead_word, singular
 from agentomnia.tasks.models import ReferenceCall, Task
 from agentomnia.tasks.wording import lead_clause
 from agentomnia.trajectories.evidence import (
@@ -72,7 +72,8 @@ def detail_question(param: str) -> str:
         last == "by" and len(label.split()) > 1
     ):  # `raised_by`: "who raised it?", never "what should the raised by be?"
         return f"Before I continue, who {label.rsplit(' ', 1)[0]} it?"
-    return f"Before I continue, what should the {label} be?"
+    # the field as a person says it, without its unit: "what should the size be?", never "size sqm"
+    return f"Before I continue, what should the {labelled(param, '1')[0]} be?"
 
 
 class Agent(Protocol):

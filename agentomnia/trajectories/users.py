@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from agentomnia.dates import spoken_date
 from agentomnia.envs.values import written_figure
 from agentomnia.llm.protocol import LLM
-from agentomnia.tasks.dag.describe import labelled, words
+from agentomnia.tasks.dag.describe import _plural_word, labelled, words
 from agentomnia.tasks.models import Task
 
 DONE_TOKEN = "###DONE###"
@@ -36,6 +36,9 @@ class UserSimulator(Protocol):
 def _asks_about(question: str, key: str) -> bool:
     text = question.casefold()
     if key.casefold() in text or words(key).casefold() in text:
+        return True
+    head = labelled(key, "1")[0].casefold()  # "the size" for `size_sqm`, "the weight" for `weight_kg`
+    if head != words(key).casefold() and re.search(rf"\bthe {re.escape(head)}\b", text):
         return True
     said = words(key).casefold()  # `pet_id` and a seed's `petId` alike: "pet id"
     stem = said.removesuffix(" id").removesuffix(" name").removesuffix(" by")  # "who raised it?"
@@ -64,7 +67,7 @@ class ScriptedUser:
         text = self._first
         if self.persona is not None:
             for key, wrong in sorted(self.persona.misleading.items()):
-                text += f" The {words(key)} is {wrong}."
+                text += " " + _detail(key, wrong)
             if self.persona.granularity == "detailed":
                 text += " Please tell me what you changed and what you found when you are done."
         return text
@@ -86,9 +89,7 @@ class ScriptedUser:
                 truth = self.persona.withheld.get(key, self.task.internal_spec.get(key))
                 if _asks_about(question, key) and truth is not None and key not in self._revealed:
                     self._revealed.add(key)
-                    parts.append(
-                        f"Sorry, I was wrong earlier: the {words(key)} is {_text(truth, key)}, not {_text(value, key)}."
-                    )
+                    parts.append(f"Sorry, I was wrong earlier. {_detail(key, truth, value)}")
             for key, value in sorted(self.persona.withheld.items()):
                 if key in self.persona.misleading or key in self._revealed:
                     continue
@@ -98,19 +99,32 @@ class ScriptedUser:
         return " ".join(parts) if parts else "I have no more details than what I already told you."
 
 
-def _detail(key: str, value: Any) -> str:
-    """A withheld detail as the user gives it: "The weight is 72.7 kg.", and a field named for when
+def _detail(key: str, value: Any, instead: Any = None) -> str:
+    """A withheld detail as the user gives it: "The weight is 72.7 kg.", a count of things with its
+    noun ("63 planned stops.", never "The planned stops is 63."), and a field named for when
     something happens as a label would give it: "Opened on: March 1, 2026 at 2:15 PM." (never "The
-    opened on is ...")."""
+    opened on is ..."). With `instead`, the wrong value said earlier is named beside it ("The weight
+    is 72.7 kg, not 70 kg.")."""
     label, shown = labelled(key, _text(value, key))
+    wrong = "" if instead is None else f", not {labelled(key, _text(instead, key))[1]}"
+    end = "" if not wrong and shown.endswith((".'", "!'", "?'")) else "."  # its own full stop ends it
     if label.endswith((" on", " at", " from", " to", " by")):
-        return f"{label[0].upper()}{label[1:]}: {shown}."
-    return f"The {label} is {shown}."
+        return f"{label[0].upper()}{label[1:]}: {shown}{wrong}{end}"
+    if _plural_word(label.split()[-1]):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return f"{shown} {label}{wrong}{end}"
+        return f"{label[0].upper()}{label[1:]}: {shown}{wrong}{end}"
+    return f"The {label} is {shown}{wrong}{end}"
 
 
 def _text(value: Any, key: str = "") -> str:
     if isinstance(value, str):
-        return spoken_date(value) or value  # "The statement date is March 13, 2026."
+        date = spoken_date(value)  # "The statement date is March 13, 2026."
+        if date:
+            return date
+        # words or a code with its own punctuation are quoted as the request quotes them: "The
+        # description is 'Kerb rash on the left wheel.'", never "... on the left wheel.."
+        return f"'{value}'" if re.search(r"\s|[.!?;:]$", value.strip()) else value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return written_figure(value, key)  # "The price is 603,241.", as the request writes figures
     return json.dumps(value, default=str)
