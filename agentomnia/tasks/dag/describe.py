@@ -95,7 +95,7 @@ _PEOPLE = frozenset({"user", "member", "person", "party", "contact", "employee",
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])(?=[a-z])")
-_WORD = re.compile(r"\b[a-z]{2,5}\b")
+_WORD = re.compile(r"\b[a-z]{2,6}\b")
 # abbreviations people write in capitals, as whole words of a name
 _ACRONYMS = frozenset({
     "po", "sku", "sla", "eta", "etd", "vat", "gst", "kyc", "aml", "api", "url", "vin", "imei", "iban",
@@ -106,6 +106,7 @@ _ACRONYMS = frozenset({
     "ui", "ux", "sdk", "id", "ncr", "capa", "xp", "plc", "crf", "crm", "erp", "bom", "wip", "lms",
     "iot", "etl", "seo", "cms", "pto", "dob", "icu", "ecg", "ekg", "mri", "bmi", "ldl", "hdl", "nps",
     "hoa", "gpa", "cpr", "ems", "ap", "ar", "gl", "pcn", "drm", "ftp", "pr", "tsa", "ata", "aog", "otb", "ro",
+    "fodmap",
 })  # fmt: skip
 _WRITTEN = {"ph": "pH", "rx": "Rx"}  # written neither in capitals nor in lower case
 _NOT_PLURAL = frozenset({"hrs", "tins", "rams"})  # hours, and words
@@ -444,6 +445,7 @@ def said(entity: EntitySpec, attr: str, value: Any) -> str:
     return say(value, attr)
 
 
+_BLOOD = re.compile(r"(a|b|ab|o)[_ ]?(pos|neg|positive|negative)")
 _CODE = re.compile(r"\b[a-ln-z]\d\b")  # a level or grade: B1, P2, Q3 (never a unit such as m3)
 
 
@@ -453,6 +455,9 @@ def spoken_code(value: str) -> str:
     code ("ar")."""
     if "/" in value or "." in value:
         return value.replace("_", " ")
+    blood = _BLOOD.fullmatch(value.lower())
+    if blood:  # `ab_pos` is blood group AB positive, never "ab POS" (a point of sale)
+        return f"{blood.group(1).upper()} {'positive' if blood.group(2).startswith('pos') else 'negative'}"
     words_ = _WORD.sub(
         lambda m: m.group(0) if m.group(0) == "ar" else _acronym(m.group(0)), value.replace("_", " ")
     )

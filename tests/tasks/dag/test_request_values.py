@@ -154,6 +154,10 @@ def test_an_enum_value_that_is_a_code_is_written_as_one() -> None:
         "LDL", "B1", "P2", "missing PO", "ID card", "on hold",
     ]  # fmt: skip
     assert [spoken_code(v) for v in ("application/pdf", "m3", "ar")] == ["application/pdf", "m3", "ar"]
+    # a blood group is said as one ("AB positive", never "ab POS"), a diet as its acronym
+    assert [spoken_code(v) for v in ("ab_pos", "o_neg", "low_fodmap", "pos_terminal")] == [
+        "AB positive", "O negative", "low FODMAP", "POS terminal",
+    ]  # fmt: skip
 
 
 def test_records_counted_by_who_did_a_thing_are_said_to_have_been_done_by_them() -> None:
