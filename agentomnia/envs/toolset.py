@@ -1963,7 +1963,16 @@ def synthesize_toolset(
                 table.append(note)
             return
         sig = _signature(tool)
-        if tool.name in chosen or (sig in signatures and tool.origin != "seed"):
+        # a domain's named read of one record ("get_account_balance") stands beside the plain get of
+        # its entity, which the platform adds: an agent looking up an account's status calls
+        # get_service_account, not that (a named list keeps the plain list's filters, so it serves)
+        beside = (
+            sig in signatures
+            and tool.origin == "generated"
+            and tool.op == "get"
+            and chosen[signatures[sig]].origin == "kb"
+        )
+        if tool.name in chosen or (sig in signatures and tool.origin != "seed" and not beside):
             into = chosen.get(tool.name) or chosen[signatures[sig]]
             adopted = adopt_behaviour(into, tool) if not seed_led_spec else None
             if adopted is not None:
