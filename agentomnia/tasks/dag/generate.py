@@ -193,6 +193,28 @@ class Reported:
     unit: str = ""  # what the number measures ("count:tracks", "attr:duration"); only like units are combined
 
 
+def when_done(phrase: str, attr: AttributeSpec) -> str | None:
+    """A date field that records an event, asked about as a person asks: "the date the milestone
+    called 'Beta' was achieved" (`achieved_on`), never "the achieved on of ..."; None for any other
+    field."""
+    done = done_when(attr.name) if attr.type in ("date", "datetime") else None
+    return f"the {'date' if attr.type == 'date' else 'time'} {phrase} was {done}" if done else None
+
+
+def assign_wordings(field: str) -> tuple[str, ...]:
+    """How a request moves a record's reference (`{p}` the record, `{a}` the field, `{t}` the new
+    target): a field that says who did a thing reads as that ("Record the watchlist entry ... as
+    listed by the analyst named 'Whitney Scott'", never "... should go to her as its listed by")."""
+    if re.fullmatch(r"([a-z]+ed|[a-z]+en|paid|sent|made|held|run|led) by", field):
+        return ("Record {p} as {a} {t}.", "{P} was in fact {a} {t}; please correct it.")
+    return (
+        "Reassign {p} so its {a} is {t}.",
+        "Point the {a} of {p} to {t}.",
+        "{P} should go to {t} as its {a}.",
+        "Switch the {a} on {p} over to {t}.",
+    )
+
+
 @dataclass
 class Generated:
     calls: list[Executed] = field(default_factory=list)
@@ -1837,14 +1859,7 @@ class Generator:
                 clause = text.format(p=phrase, P=upper, v=value)
                 self.out.clauses.append(clause[:-1] + f", and make sure {its}." if its else clause)
             elif op == "assign":
-                text = choose(
-                    (
-                        "Reassign {p} so its {a} is {t}.",
-                        "Point the {a} of {p} to {t}.",
-                        "{P} should go to {t} as its {a}.",
-                        "Switch the {a} on {p} over to {t}.",
-                    )
-                )
+                text = choose(assign_wordings(words(self._ref_word(tool.binding["attr"]))))
                 self.out.clauses.append(
                     text.format(p=phrase, P=upper, a=words(self._ref_word(tool.binding["attr"])), t=extra[-1])
                 )
@@ -1920,6 +1935,8 @@ class Generator:
             noun = (
                 flag_question(phrase, a.name)
                 if a.type == "bool"
+                else dated
+                if (dated := when_done(phrase, a))
                 else f"who {words(a.name.removesuffix('_by'))} {phrase}"
                 if re.fullmatch(
                     r"[a-z]+ed_by|(written|done|made|run|taken|sent|paid|held|given|led)_by", a.name

@@ -365,6 +365,28 @@ def test_a_request_never_asks_back_a_figure_it_gave() -> None:
     assert not gen._given_here(read, "eta", "2026-06-11T08:30:00")
 
 
+def test_who_did_a_thing_and_when_it_was_done_read_as_a_person_says_them() -> None:
+    """ "Record the watchlist entry ... as listed by the analyst named 'Whitney Scott'" (never "... should
+    go to her as its listed by"); "the date the milestone called 'Beta' was achieved" (never "the
+    achieved on of ..."); a plain reference and a planned date keep their wordings."""
+    from agentomnia.envs.spec import AttributeSpec
+    from agentomnia.tasks.dag.generate import assign_wordings, when_done
+
+    said = [w.format(p="the watchlist entry", P="The watchlist entry", a="listed by", t="that analyst")
+            for w in assign_wordings("listed by")]  # fmt: skip
+    assert said and all(" as its " not in w and "listed by that analyst" in w for w in said), said
+    assert "Reassign {p} so its {a} is {t}." in assign_wordings("carrier")
+    milestone = "the milestone called 'Beta'"
+    assert when_done(milestone, AttributeSpec(name="achieved_on", type="date")) == (
+        "the date the milestone called 'Beta' was achieved"
+    )
+    assert when_done("that fault", AttributeSpec(name="reported_at", type="datetime")) == (
+        "the time that fault was reported"
+    )
+    assert when_done(milestone, AttributeSpec(name="due_date", type="date")) is None
+    assert when_done(milestone, AttributeSpec(name="approved_on", type="str")) is None
+
+
 def test_what_later_steps_do_to_a_new_record_is_graded(freight_spec: EnvSpec, freight_bundle: Bundle) -> None:
     # create a record, then move its status and write a note on it: the record check asks for those
     # too, not only for what the create was given; a date the clock stamped is left out
