@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from agentomnia.dates import spoken_date
 from agentomnia.envs.values import written_figure
 from agentomnia.llm.protocol import LLM
-from agentomnia.tasks.dag.describe import _plural_word, labelled, words
+from agentomnia.tasks.dag.describe import _plural_word, labelled, singular, words
 from agentomnia.tasks.models import Task
 
 DONE_TOKEN = "###DONE###"
@@ -112,7 +112,8 @@ def _detail(key: str, value: Any, instead: Any = None) -> str:
         return f"{label[0].upper()}{label[1:]}: {shown}{wrong}{end}"
     if _plural_word(label.split()[-1]):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return f"{shown} {label}{wrong}{end}"
+            noun = singular(label.replace(" ", "_")).replace("_", " ") if value == 1 else label
+            return f"{shown} {noun}{wrong}{end}"  # "63 planned stops.", "1 star."
         return f"{label[0].upper()}{label[1:]}: {shown}{wrong}{end}"
     return f"The {label} is {shown}{wrong}{end}"
 

@@ -209,6 +209,7 @@ def test_the_user_gives_a_withheld_figure_as_the_request_writes_figures() -> Non
     assert numbers_in(_detail("price", 603241)) == [603241.0]
     # a count of things is said with its noun, and a correction names what was said before
     assert _detail("planned_stops", 63) == "63 planned stops."
+    assert _detail("stars", 1) == "1 star."
     assert _detail("tags", "fragile") == "Tags: fragile."
     assert _detail("weight_kg", 72.7, 70) == "The weight is 72.7 kg, not 70 kg."
     # free text is quoted as the request quotes it, so its own full stop ends nothing twice
