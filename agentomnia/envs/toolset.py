@@ -626,9 +626,9 @@ def _one(noun: str, text: str, *, owning: bool) -> bool:
     tier", "a recipe with per-serving nutrition"); never one of two ("goals of an employee or cycle")."""
     noun = re.escape(noun)
     said = (
-        rf"(?:\b{_OWNING}\s+)?\b{_DETERMINER}\s+(?:given\s+)?{noun}\b(?!-)"
-        if not owning
-        else (rf"\b{_OWNING}\s+{_DETERMINER}\s+(?:given\s+)?{noun}\b(?!-)(?!'s)|\b{_DETERMINER}\s+{noun}'s\b")
+        rf"\b{_OWNING}\s+{_DETERMINER}\s+(?:given\s+)?{noun}\b(?!-)(?!'s)|\b{_DETERMINER}\s+{noun}'s\b"
+        if owning
+        else rf"\b{_DETERMINER}\s+(?:given\s+)?{noun}\b(?!-)"
     )
     for m in re.finditer(said, text):
         before, after = text[: m.start()].rstrip(), text[m.end() :]
@@ -639,8 +639,8 @@ def _one(noun: str, text: str, *, owning: bool) -> bool:
 
 def read_shape(description: str, e: EntitySpec) -> tuple[ToolOp, list[str]]:
     """The shape a knowledge-base read's description gives it: the records of one other record, with
-    that record's reference required (of each, where it names two) ("Free slots of a doctor" takes `doctor_id`, "List a vehicle's
-    past repair orders" `vehicle_id`); else one record of its own entity by its id ("Read a
+    that record's reference required, of each where it names two ("Free slots of a doctor" takes
+    `doctor_id`, "List a vehicle's past repair orders" `vehicle_id`); else one record of its own entity by its id ("Read a
     customer's tier, spend and manager", "A recipe with per-serving nutrition"); else a list with
     optional filters ("List open disputes")."""
     text = description.lower().replace("\u2019", "'")
@@ -648,7 +648,7 @@ def read_shape(description: str, e: EntitySpec) -> tuple[ToolOp, list[str]]:
     for a in e.attributes:
         if a.type != "ref" or not a.ref or a.name == e.key:
             continue
-        nouns = {words_of(a.ref), words_of(a.name.removesuffix("_id"))}
+        nouns = {_words(snake(a.ref)), _words(snake(a.name).removesuffix("_id"))}
         for noun in nouns:
             owners.setdefault(noun, []).append(a.name)
     named = sorted(
@@ -657,15 +657,10 @@ def read_shape(description: str, e: EntitySpec) -> tuple[ToolOp, list[str]]:
     if named:  # "an employee's goals in a cycle": both are given
         return "list", named
     first = (re.findall(r"[a-z]+", text) or [""])[0]
-    own = {words_of(e.name), words_of(e.name).split()[-1]}
-    if first not in _SEARCHING and not named and any(_one(n, text, owning=False) for n in own if len(n) > 3):
+    own = {_words(snake(e.name)), _words(snake(e.name)).split()[-1]}
+    if first not in _SEARCHING and any(_one(n, text, owning=False) for n in own if len(n) > 3):
         return "get", []
     return "list", []
-
-
-def words_of(name: str) -> str:
-    """`care_log` -> `care log`: a name as a description says it."""
-    return snake(name).replace("_", " ").strip()
 
 
 def _signature(t: ToolSpec) -> tuple[Any, ...]:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from agentomnia.dates import spoken_date
 from agentomnia.envs.values import written_figure
 from agentomnia.llm.protocol import LLM
-from agentomnia.tasks.dag.describe import _plural_word, labelled, singular, words
+from agentomnia.tasks.dag.describe import labelled, plural_word, singular, words
 from agentomnia.tasks.models import Task
 
 DONE_TOKEN = "###DONE###"
@@ -110,7 +110,7 @@ def _detail(key: str, value: Any, instead: Any = None) -> str:
     end = "" if not wrong and shown.endswith((".'", "!'", "?'")) else "."  # its own full stop ends it
     if label.endswith((" on", " at", " from", " to", " by")):
         return f"{label[0].upper()}{label[1:]}: {shown}{wrong}{end}"
-    if _plural_word(label.split()[-1]):
+    if plural_word(label.split()[-1]):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             noun = singular(label.replace(" ", "_")).replace("_", " ") if value == 1 else label
             return f"{shown} {noun}{wrong}{end}"  # "63 planned stops.", "1 star."

@@ -593,7 +593,7 @@ def _participle(word: str) -> bool:
     return (word.endswith("ed") and len(word) > 3) or word in _PARTICIPLES
 
 
-def _plural_word(word: str) -> bool:
+def plural_word(word: str) -> bool:
     return word.endswith("s") and not word.endswith(("ss", "us", "is", "ics")) and len(word) > 3
 
 
@@ -692,19 +692,19 @@ def singled_out(
                 having.append(
                     f"{label} {say(value, attr)}"
                 )  # "with receipt required over 10", never "over of 10"
-            elif _plural_word(words_[-1]) and "(" not in label and a is not None and a.type == "int":
+            elif plural_word(words_[-1]) and "(" not in label and a is not None and a.type == "int":
                 # "with 248123 followers", "with 1 guest"
                 having.append(f"{say(value, attr)} {_one(label, -1) if value == 1 else label}")
             elif (
                 len(words_) > 1
-                and _plural_word(words_[0])
+                and plural_word(words_[0])
                 and "(" not in label
                 and a is not None
                 and a.type == "int"
             ):
                 # "with 4 items consumed", "with 20757 records read", "with 1 item consumed"
                 having.append(f"{say(value, attr)} {_one(label, 0) if value == 1 else label}")
-            elif _plural_word(words_[-1]):
+            elif plural_word(words_[-1]):
                 having.append(f"{label} of {say(value, attr)}")  # an amount: "with total arrears of 1395.19"
             else:
                 having.append(f"{article(label)} of {say(value, attr)}")  # "with a total of 65.77"
@@ -760,7 +760,7 @@ def predicate(entity: EntitySpec, attr: str, value: Any) -> str:
 def counted(label: str, value: str) -> str | None:
     """A whole number of a field named by what it counts, as a count: "3 guests", "1 serving"; None
     for any other field or value."""
-    if " " in label or not _plural_word(label) or not re.fullmatch(r"\d+", value):
+    if " " in label or not plural_word(label) or not re.fullmatch(r"\d+", value):
         return None
     return f"{value} {_one(label, 0) if value == '1' else label}"
 

@@ -193,6 +193,11 @@ class Reported:
     unit: str = ""  # what the number measures ("count:tracks", "attr:duration"); only like units are combined
 
 
+def _same_record(focus: tuple[str, Any]) -> set[tuple[str, Any]]:
+    """A record's (entity, key) as steps may hold it: its key as returned, and as text."""
+    return {focus, (focus[0], str(focus[1]))}
+
+
 def when_done(phrase: str, attr: AttributeSpec) -> str | None:
     """A date field that records an event, asked about as a person asks: "the date the milestone
     called 'Beta' was achieved" (`achieved_on`), never "the achieved on of ..."; None for any other
@@ -995,7 +1000,7 @@ class Generator:
         'Jackson County'" asks one figure twice, and a gap between them is always 0."""
         if step.focus is None:
             return False
-        same = {step.focus, (step.focus[0], str(step.focus[1]))}
+        same = _same_record(step.focus)
         for r in self.out.reports:
             if r.step is None or r.unit != f"attr:{attr}" or self.out.calls[r.step].focus not in same:
                 continue
@@ -1010,7 +1015,7 @@ class Generator:
         asks the user for what they said themselves."""
         if step.focus is None:
             return False
-        same = {step.focus, (step.focus[0], str(step.focus[1]))}
+        same = _same_record(step.focus)
         return any(
             c.tool.kind == "write"
             and c.focus in same
@@ -1859,9 +1864,9 @@ class Generator:
                 clause = text.format(p=phrase, P=upper, v=value)
                 self.out.clauses.append(clause[:-1] + f", and make sure {its}." if its else clause)
             elif op == "assign":
-                text = choose(assign_wordings(words(self._ref_word(tool.binding["attr"]))))
+                moved = words(self._ref_word(tool.binding["attr"]))
                 self.out.clauses.append(
-                    text.format(p=phrase, P=upper, a=words(self._ref_word(tool.binding["attr"])), t=extra[-1])
+                    choose(assign_wordings(moved)).format(p=phrase, P=upper, a=moved, t=extra[-1])
                 )
             elif op == "delete":
                 text = choose(
