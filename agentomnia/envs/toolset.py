@@ -127,7 +127,15 @@ def _list_result(e: EntitySpec) -> dict[str, Any]:
 
 
 def _human(e: EntitySpec) -> str:
-    return e.name.replace("_", " ")
+    """An entity's name as a description says it: "purchase order", "CRF entry" (never "crf entry")."""
+    return _in_words(e.name)
+
+
+def _in_words(name: str) -> str:
+    """A field's or an entity's name as prose says it ("CRF entry", "PO line")."""
+    from agentomnia.tasks.dag.describe import words
+
+    return words(name)
 
 
 def _records(e: EntitySpec) -> str:
@@ -283,7 +291,7 @@ def gen_lookup(e: EntitySpec) -> ToolSpec | None:
         return None
     return ToolSpec(
         name=f"find_{e.name}",
-        description=f"Find exactly one {_human(e)} by its id or by its exact {label.name.replace('_', ' ')} (give exactly one of the two).",
+        description=f"Find exactly one {_human(e)} by its id or by its exact {_in_words(label.name)} (give exactly one of the two).",
         kind="read", op="lookup", entity=e.name,
         parameters=_obj({e.key: _key_schema(e), label.name: {"type": "string"}}),
         result=_record_schema(e), binding={"key": e.key, "label": label.name},

@@ -150,6 +150,15 @@ _VERBS = frozenset({"get", "list", "find", "search", "fetch", "retrieve", "retur
 _DETERMINERS = frozenset({"a", "an", "the", "one", "each", "every", "all", "its", "their", "this", "that", "these", "those", "any", "some", "another", "my", "your", "our"})  # fmt: skip
 
 
+# verbs a tool's name may use for what its description's verb says ("Change fields of a deviation"
+# is what `update_protocol_deviation` does, not a "change field" it updates)
+_SYNONYMS = {"change": {"update", "edit", "modify", "set", "patch"}}
+
+
+# words after a plural noun that no verb's third person takes ("shows by artist", "returns of an order")
+_PREPOSITIONS = frozenset({"by", "of", "for", "in", "at", "from", "with", "per", "on", "between", "within"})
+
+
 # verbs that are nouns as often: a description opening with one without an object names a thing
 _NOUNS_TOO = frozenset({"rate", "record", "log", "book", "check", "place", "post", "track", "schedule", "list", "count", "view", "transfer", "flag", "issue", "return", "search", "order", "release", "change", "link", "pay"})  # fmt: skip
 
@@ -178,8 +187,11 @@ def _purpose(description: str, tool: str) -> str:
         and head.lower() == verb  # "Returns pet inventories" says what it does
         and not object_follows
         and _verb(lead_word(tool)) not in (None, verb)
+        and _verb(lead_word(tool)) not in _SYNONYMS.get(verb or "", set())
     ):
         verb = None  # "Rate plans and conditions of a room type" names what `get_rate_plans` gets
+    if verb is not None and head.lower() != verb and rest.partition(" ")[0].lower() in _PREPOSITIONS:
+        verb = None  # "Shows by artist, city and date" names what `search_concerts` finds
     if verb is not None:
         return f"{verb} {rest}".strip()
     named = _verb(lead_word(tool))

@@ -23,6 +23,14 @@ def test_the_teacher_says_what_a_call_is_for_with_a_verb() -> None:
     # a word that is a noun as often, with no object after it, names what the tool's own verb does
     assert _purpose("Rate plans of a room type", "get_rate_plans") == "get rate plans of a room type"
     assert _purpose("Record a payment", "add_payment") == "record a payment"
+    # a plural noun before a preposition is no verb: never "to show by artist, city and date"
+    assert (
+        _purpose("Shows by artist, city and date.", "search_concerts")
+        == "search shows by artist, city and date"
+    )
+    assert _purpose("Search by name.", "search_pets") == "search by name"
+    # a verb the tool's own verb means the same as stays the verb: never "update change fields of ..."
+    assert _purpose("Change fields of a deviation.", "update_deviation") == "change fields of a deviation"
 
 
 def test_the_teacher_asks_for_a_missing_detail_as_a_person_would_and_the_user_hears_it() -> None:

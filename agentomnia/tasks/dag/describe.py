@@ -42,7 +42,7 @@ _SPELLED = {
     "txn": "transaction", "acct": "account", "mgr": "manager", "org": "organization", "cust": "customer",
     "tel": "telephone", "num": "number", "no": "number", "nbr": "number", "yr": "year", "mo": "month",
     "hrs": "hours", "mins": "minutes", "secs": "seconds", "wt": "weight", "dur": "duration",
-    "lat": "latitude", "lng": "longitude", "lon": "longitude",
+    "lat": "latitude", "lng": "longitude", "lon": "longitude", "todo": "to-do", "todos": "to-dos",
 }  # fmt: skip
 
 
@@ -106,7 +106,7 @@ _ACRONYMS = frozenset({
     "ui", "ux", "sdk", "id", "ncr", "capa", "xp", "plc", "crf", "crm", "erp", "bom", "wip", "lms",
     "iot", "etl", "seo", "cms", "pto", "dob", "icu", "ecg", "ekg", "mri", "bmi", "ldl", "hdl", "nps",
     "hoa", "gpa", "cpr", "ems", "ap", "ar", "gl", "pcn", "drm", "ftp", "pr", "tsa", "ata", "aog", "otb", "ro",
-    "fodmap",
+    "fodmap", "sop", "ira", "lufs", "etf", "hsa", "ipo", "msrp", "lmp",
 })  # fmt: skip
 _WRITTEN = {"ph": "pH", "rx": "Rx"}  # written neither in capitals nor in lower case
 _NOT_PLURAL = frozenset({"hrs", "tins", "rams"})  # hours, and words
@@ -123,13 +123,40 @@ def _acronym(word: str) -> str:
 
 
 def is_state_word(word: str) -> bool:
-    """Whether a yes/no field's word says a state a record is in ("opened", "active", "paid"), so it is
-    said as "it is opened" / "mark it paid" rather than as a setting turned on."""
+    """Whether a yes/no field's word says a state a record is in ("opened", "active", "paid", an
+    adjective such as "serious" or "billable"), so it is said as "it is opened" / "mark it as serious"
+    rather than as a setting turned on ("turn its away mode on")."""
     return (
         word.endswith("ed")
-        or word in ("open", "due", "active", "enabled", "available")
+        or word in _STATES
         or word in _PARTICIPLES
+        or (
+            len(word) > 5
+            and word.endswith(_ADJECTIVE_ENDS)
+            and not word.endswith("ment")
+            and word not in _NOT_ADJECTIVES
+        )
     )
+
+
+_STATES = frozenset({
+    "open", "due", "active", "enabled", "available", "urgent", "public", "private", "vip", "live", "valid",
+    "vegan", "final", "late", "overdue", "premium", "critical", "current", "primary", "secondary", "default",
+    "pending", "recurring", "featured", "fragile", "visible", "online", "offline", "remote", "complete",
+    "idle", "busy", "closed", "secure", "free", "paused", "mandatory", "temporary", "voluntary", "advisory",
+    "compulsory", "preliminary", "new", "ready", "empty", "full", "dirty", "clean", "safe", "sterile",
+    "optional", "abnormal", "normal", "internal", "external", "official", "seasonal", "original", "digital",
+    "manual", "global", "local", "virtual", "physical", "medical", "legal", "illegal",
+})  # fmt: skip
+# endings of adjectives ("serious", "billable", "confidential", "sensitive", "wireless", "urgent")
+_ADJECTIVE_ENDS = ("ous", "able", "ible", "ial", "ive", "ful", "less", "ic", "ent", "ant")
+_NOT_ADJECTIVES = frozenset({
+    "parent", "content", "comment", "tenant", "variant", "assistant", "applicant", "consultant", "consent",
+    "participant", "archive", "incentive", "objective", "logic", "topic", "music", "clinic", "client",
+    "patient", "student", "event", "agent", "talent", "restaurant", "merchant", "warrant", "servant",
+    "traffic", "graphic", "mechanic", "executive", "representative", "detective", "narrative", "directive",
+    "initiative", "alternative", "relative", "material", "tutorial", "credential", "potential",
+})  # fmt: skip
 
 
 def lead_word(name: str) -> str:
@@ -153,7 +180,7 @@ UNITS = {
     "weeks": "weeks", "months": "months", "years": "years", "t": "t",
     "kv": "kV", "mmhg": "mmHg", "bpm": "bpm", "kb": "KB", "bytes": "bytes", "sqm": "m²",
     "m3_day": "m³/day", "m3_d": "m³/day", "l_day": "L/day", "kg_day": "kg/day", "t_day": "t/day",
-    "kwh_day": "kWh/day", "m3_hr": "m³/h",
+    "kwh_day": "kWh/day", "m3_hr": "m³/h", "lufs": "LUFS",
 }  # fmt: skip
 # what a rate is per, after "_per_": `flow_m3_per_day` is a flow in m³/day
 _PER = {"day": "day", "hour": "hour", "hr": "hour", "week": "week", "month": "month", "year": "year"}
@@ -446,6 +473,15 @@ def said(entity: EntitySpec, attr: str, value: Any) -> str:
 
 
 _BLOOD = re.compile(r"(a|b|ab|o)[_ ]?(pos|neg|positive|negative)")
+# days and months as an enum writes them short, and as people say them
+_DAY_LIST = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTH_LIST = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+               "October", "November", "December")  # fmt: skip
+DAY_NAMES = {
+    **{d[:3].lower(): d for d in _DAY_LIST}, **{d.lower(): d for d in _DAY_LIST}, "tues": "Tuesday",
+    "thu": "Thursday", "thur": "Thursday", "thurs": "Thursday", "weds": "Wednesday",
+    **{m[:3].lower(): m for m in _MONTH_LIST}, **{m.lower(): m for m in _MONTH_LIST}, "sept": "September",
+}  # fmt: skip
 _CODE = re.compile(r"\b[a-ln-z]\d\b")  # a level or grade: B1, P2, Q3 (never a unit such as m3)
 
 
@@ -455,6 +491,9 @@ def spoken_code(value: str) -> str:
     code ("ar")."""
     if "/" in value or "." in value:
         return value.replace("_", " ")
+    day = DAY_NAMES.get(value.lower())
+    if day is not None:  # `tue` is Tuesday, `sep` September
+        return day
     blood = _BLOOD.fullmatch(value.lower())
     if blood:  # `ab_pos` is blood group AB positive, never "ab POS" (a point of sale)
         return f"{blood.group(1).upper()} {'positive' if blood.group(2).startswith('pos') else 'negative'}"

@@ -15,6 +15,7 @@ from agentomnia.envs.spec import EnvSpec
 from agentomnia.envs.values import written_figure
 from agentomnia.records import content_hash
 from agentomnia.tasks.dag.describe import (
+    DAY_NAMES,
     compared_label,
     date_verb,
     done_when,
@@ -23,6 +24,7 @@ from agentomnia.tasks.dag.describe import (
     labelled,
     measured_label,
     plural,
+    plural_word,
     words,
 )
 from agentomnia.tasks.leakage import leakage_problems
@@ -35,7 +37,24 @@ _OP_WORDS = {">": "above", ">=": "at least", "<": "below", "<=": "at most", "=="
 def spoken(value: object) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
-    return words(str(value))
+    return DAY_NAMES.get(str(value).lower()) or words(str(value))
+
+
+# a comparison with a count: "with at least 2 reschedules", "with fewer than 3 guests"
+_COUNT_WORDS = {">": "more than", ">=": "at least", "<": "fewer than", "<=": "at most", "==": "exactly"}
+
+
+def _counted_label(pred: Predicate, kind: str | None) -> str | None:
+    """The field's words when it is named by what it counts (`reschedules`, `guests`) and the rule
+    compares a whole number with it, so the rule says "with at least 2 reschedules"; else None."""
+    if pred.kind == "date" or kind != "int" or isinstance(pred.value, bool):
+        return None
+    if not isinstance(pred.value, int) and not (isinstance(pred.value, float) and pred.value.is_integer()):
+        return None
+    label, shown = labelled(pred.attr, written_figure(pred.value, pred.attr), kind)
+    if shown != written_figure(pred.value, pred.attr) or " " in label or not plural_word(label):
+        return None  # a measure with its unit ("15 minutes"), or no counted thing
+    return label
 
 
 def _rule(pred: Predicate, subject: str, kind: str | None = None) -> str:
@@ -50,6 +69,10 @@ def _rule(pred: Predicate, subject: str, kind: str | None = None) -> str:
         return f"whose {subject}{words(pred.attr)} is {when} {day}"
     if pred.kind in ("enum", "bool"):
         return f"whose {subject}{words(pred.attr)} is {spoken(pred.value)}"
+    counted_ = _counted_label(pred, kind)
+    if counted_ is not None:  # "with at least 2 reschedules", "whose sample has more than 3 libraries"
+        count = f"{_COUNT_WORDS[pred.op]} {written_figure(pred.value, pred.attr)} {counted_}"
+        return f"whose {subject.removesuffix(chr(39) + 's ')} has {count}" if subject else f"with {count}"
     # "whose height is above 170 cm", "whose budget is above 500,000"
     label, shown = labelled(pred.attr, written_figure(pred.value, pred.attr), kind)
     return f"whose {subject}{label} is {_OP_WORDS[pred.op]} {shown}"
@@ -78,6 +101,9 @@ def _flag_action(attr: str, on: bool, digest: str) -> str:
         return _pick(digest, "action", ("mark it {n}", "mark it as {n}")).format(
             n=name if on else f"not {name}"
         )
+    head, _, last = name.rpartition(" ")
+    if head and is_state_word(last):  # `signature_captured`: "mark its signature as captured"
+        return f"mark its {head} as {'' if on else 'not '}{last}"
     return _pick(digest, "action", ("turn its {a} {v}", "switch its {a} {v}")).format(
         a=name, v="on" if on else "off"
     )
@@ -125,7 +151,8 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
     summed = kind_of(spec.entity(plan.entity), plan.total_attr) if plan.total_attr else None
     action = _action(plan, digest)
     top = _pick(digest, "top", ("the {m} {a}", "the {m} {a} of all", "the very {m} {a}")).format(
-        m="latest" if pred.kind == "date" else "highest", a=compared_label(pred.attr, kind)
+        m="latest" if pred.kind == "date" else "most" if _counted_label(pred, kind) else "highest",
+        a=compared_label(pred.attr, kind),
     )
     done = done_when(pred.attr) if pred.kind == "date" else None
     # the record a fallback picks: "the one with the highest price", "the one submitted most recently"
@@ -147,7 +174,11 @@ def render_query(spec: EnvSpec, plan: ProgramPlan) -> str:
             t=things,
             s=scope,
             r=_rule(pred, "", kind),
-            q=f"one's {rule[6:]}" if rule.startswith("whose ") else f"one was {rule}",
+            q=f"one's {rule[6:]}"
+            if rule.startswith("whose ")
+            else f"one has {rule[5:]}"
+            if rule.startswith("with ")
+            else f"one was {rule}",
             a=action,
         )
         skip = _pick(

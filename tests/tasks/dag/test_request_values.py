@@ -136,6 +136,10 @@ def test_an_abbreviation_is_said_as_people_write_it() -> None:
     # a rate keeps its unit after "per": "price per kWh 0.36", never "price per 0.36 kWh"
     assert stated("price_per_kwh", "0.36") == "price per kWh 0.36"
     assert stated("idle_fee_per_min", "0.1") == "idle fee per minute 0.1"
+    # a to-do is one in the plural too ("to-dos", never "todoes"); SOPs, Roth IRAs and LUFS in capitals
+    assert words("todo") == "to-do" and plural("todo") == "to-dos" and plural("todo_item") == "to-do items"
+    assert words("sop_version") == "SOP version" and words("roth_ira") == "roth IRA"
+    assert field_label("loudness_lufs") == "loudness (LUFS)"
 
 
 def _entity(name: str, *attributes: AttributeSpec) -> EntitySpec:
@@ -158,6 +162,20 @@ def test_an_enum_value_that_is_a_code_is_written_as_one() -> None:
     assert [spoken_code(v) for v in ("ab_pos", "o_neg", "low_fodmap", "pos_terminal")] == [
         "AB positive", "O negative", "low FODMAP", "POS terminal",
     ]  # fmt: skip
+    # a day or a month an enum writes short is said in full
+    assert [spoken_code(v) for v in ("tue", "Thurs", "sep", "may", "sunday")] == [
+        "Tuesday", "Thursday", "September", "May", "Sunday",
+    ]  # fmt: skip
+
+
+def test_a_yes_no_field_named_by_an_adjective_is_a_state() -> None:
+    """ "mark it as serious", "the billable entries": an adjective says a state a record is in, so it
+    is never "turned on"; a noun (consent, a payment, a parent) is not one."""
+    from agentomnia.tasks.dag.describe import is_state_word
+
+    states = ("serious", "billable", "confidential", "wireless", "urgent", "optional", "taxable", "opened")
+    assert all(is_state_word(w) for w in states)
+    assert not any(is_state_word(w) for w in ("consent", "payment", "parent", "notifications", "archive"))
 
 
 def test_records_counted_by_who_did_a_thing_are_said_to_have_been_done_by_them() -> None:

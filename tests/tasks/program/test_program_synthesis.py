@@ -221,6 +221,14 @@ def test_yes_no_writes_and_sums_are_said_as_a_person_would() -> None:
         )
         assert _flag_action("away_mode", True, digest) in ("turn its away mode on", "switch its away mode on")
         assert "yes" not in _flag_action("auto_renew", False, digest)
+    for digest in ("a", "b", "c", "d"):  # an adjective is a state the record is in, not a setting
+        assert _flag_action("serious", True, digest) in ("mark it serious", "mark it as serious")
+        assert _flag_action("is_billable", False, digest) in (
+            "mark it not billable",
+            "mark it as not billable",
+        )
+        assert _flag_action("signature_captured", True, digest) == "mark its signature as captured"
+        assert _flag_action("notice_sent", False, digest) == "mark its notice as not sent"
     assert _summed("total") == "their combined total"
     assert _summed("precip_mm") == "their total precip in mm"
     assert _summed("runtime_seconds") == "their total runtime in seconds"
@@ -248,6 +256,16 @@ def test_thresholds_and_dates_are_said_as_a_person_would() -> None:
     assert _rule(issued, "") == "issued before November 13, 2025"
     due = Predicate(attr="due_date", op=">=", value="2025-11-13", kind="date")
     assert _rule(due, "") == "whose due date is on or after November 13, 2025"
+    # a field named by what it counts is compared as a count, on the record or on its parent
+    reschedules = Predicate(attr="reschedules", op=">=", value=2, kind="number")
+    assert _rule(reschedules, "", "int") == "with at least 2 reschedules"
+    assert _rule(reschedules, "appointment's ", "int") == "whose appointment has at least 2 reschedules"
+    fewer = Predicate(attr="guests", op="<", value=3, kind="number")
+    assert _rule(fewer, "", "int") == "with fewer than 3 guests"
+    minutes = Predicate(attr="estimated_minutes", op=">=", value=15, kind="number")
+    assert _rule(minutes, "", "int") == "whose estimated time is at least 15 minutes"  # a measure
+    status = Predicate(attr="status", op="==", value="tue", kind="enum")
+    assert _rule(status, "") == "whose status is Tuesday"  # a weekday as an enum writes it short
     committed = Predicate(attr="committed", op=">", value=500000, kind="number")
     assert (
         _rule(committed, "OTB budget's ", "money") == "whose OTB budget's committed amount is above 500,000"
