@@ -31,7 +31,14 @@ def words(name: str) -> str:
     -> `pH level`)."""
     said = _CAMEL.sub(lambda m: " " + m.group(1).lower(), name).replace("_", " ").strip()
     said = _E_WORD.sub("e-", said)  # `e_filing` is an e-filing, `ebook_id` stays an ebook
-    return _WORD.sub(lambda m: _acronym(m.group(0)), _directed(_spelled_out(said)))
+    said = _WORD.sub(lambda m: _acronym(m.group(0)), _directed(_spelled_out(said)))
+    return _NAMED.get(said, said)
+
+
+# fields named by a phrase that is no noun, and the noun people say for them ("the quantity on hand",
+# never "what should the on hand be?")
+# (`in_stock` is as often a yes/no field, so only "on hand" is named so)
+_NAMED = {"on hand": "quantity on hand"}
 
 
 # abbreviations of field names that people write out: `version_no` is the version number (never
@@ -108,7 +115,7 @@ _ACRONYMS = frozenset({
     "hoa", "gpa", "cpr", "ems", "ap", "ar", "gl", "pcn", "drm", "ftp", "pr", "tsa", "ata", "aog", "otb", "ro",
     "fodmap", "sop", "ira", "lufs", "etf", "hsa", "ipo", "msrp", "lmp",
 })  # fmt: skip
-_WRITTEN = {"ph": "pH", "rx": "Rx"}  # written neither in capitals nor in lower case
+_WRITTEN = {"ph": "pH", "rx": "Rx", "roth": "Roth"}  # written neither in capitals nor in lower case
 _NOT_PLURAL = frozenset({"hrs", "tins", "rams"})  # hours, and words
 
 
@@ -180,7 +187,7 @@ UNITS = {
     "weeks": "weeks", "months": "months", "years": "years", "t": "t",
     "kv": "kV", "mmhg": "mmHg", "bpm": "bpm", "kb": "KB", "bytes": "bytes", "sqm": "m²",
     "m3_day": "m³/day", "m3_d": "m³/day", "l_day": "L/day", "kg_day": "kg/day", "t_day": "t/day",
-    "kwh_day": "kWh/day", "m3_hr": "m³/h", "lufs": "LUFS",
+    "kwh_day": "kWh/day", "m3_hr": "m³/h", "lufs": "LUFS", "cents": "cents", "pence": "pence",
 }  # fmt: skip
 # what a rate is per, after "_per_": `flow_m3_per_day` is a flow in m³/day
 _PER = {"day": "day", "hour": "hour", "hr": "hour", "week": "week", "month": "month", "year": "year"}
@@ -594,6 +601,11 @@ _GRADE_FIELD = re.compile(r"^(priority|severity|tier|risk|risk_level|grade)$")  
 # values that read wrongly in front of a noun: "the new order" is the one the request creates
 _NO_MODIFIER = frozenset({"new", "other", "none", "unknown", "n/a", "na", "mixed", "any", "all", "default"})
 _PREPOSITION = frozenset({"in", "on", "at", "under", "out", "off", "awaiting", "pending", "for", "to", "by"})
+# words a yes/no field's name may open with that make it a place or a scope a record is in: `for_everyone`,
+# `in_stock`, `on_hold` ("the messages that are not for everyone", never "without for everyone")
+PREPOSITIONS = frozenset(
+    {"in", "on", "at", "under", "out", "off", "for", "to", "by", "within", "over", "from"}
+)
 _LINKING = ("on", "at", "by", "until", "from", "to", "for", "in")
 # words that lead into a date as a participle does: "effective on March 23, 2026", "valid from ...",
 # "starts on ..." (never "the model weight with effective on March 23, 2026")
@@ -713,9 +725,9 @@ def singled_out(
                 rest = words(attr).split(" ", 1)[-1]
                 verb = _base(head) if many else head
                 tail.append(f"that {verb} {rest}" if value else f"that {does} not {_base(head)} {rest}")
-            elif (
-                is_state_word(head) and len(said_) > 1
-            ):  # `open_24h`: "that are open 24h", not "with open 24h"
+            elif (is_state_word(head) or head in PREPOSITIONS) and len(
+                said_
+            ) > 1:  # `open_24h`, `for_everyone`: "that are open 24h", never "with open 24h"
                 tail.append(f"that {are} {'' if value else 'not '}{flag}")
             else:  # "with data sharing consent", "without data sharing consent"
                 (having.append(flag) if value else after.append(f"without {flag}"))

@@ -515,6 +515,10 @@ def _details(parts: Sequence[str]) -> str:
     return listing(said)
 
 
+_HAPPENED = frozenset({"occurred", "happened", "arrived", "departed", "began", "emerged", "died", "landed",
+                       "finished", "failed", "expired", "ended", "started", "lapsed", "elapsed"})  # fmt: skip
+
+
 def new_record(noun: str, parts: Sequence[str]) -> tuple[str, str]:
     """(what a new record is called, its details; "" when it has none): a detail whose field's words
     lead into its value follows the noun ("a new meal eaten on February 15, 2026", never "It should have
@@ -541,6 +545,9 @@ def new_record(noun: str, parts: Sequence[str]) -> tuple[str, str]:
     last = noun.split()[-1].lower() if noun.split() else ""
     own = {f"{last}d", f"{last}ed", f"{last[:-1]}ied"} if len(last) > 2 else set()
     said = [f"made {d.partition(' ')[2]}" if d.split()[0].lower() in own else d for d in said]
+    # a verb that takes no object happened of itself: "a new tracking event that occurred on ...",
+    # never "a new tracking event occurred on ..."
+    said = [f"that {d}" if d.split()[0].lower() in _HAPPENED else d for d in said]
     called = [noun, listing(said), *(f"for {_detail(part)}" for part in owner)]
     return " ".join(c for c in called if c), _details(
         [part for part in parts if part not in led and part not in owner]

@@ -17,7 +17,7 @@ import random
 import re
 from collections.abc import Sequence
 
-from agentomnia.tasks.dag.describe import is_plural, is_state_word, words
+from agentomnia.tasks.dag.describe import PREPOSITIONS, is_plural, is_state_word, words
 
 _CONTEXT = (
     "This is about {p}.",
@@ -113,7 +113,7 @@ def flag_question(subject: str, flag: str) -> str:
     verb, _, rest = name.partition(" ")
     if verb in ("is", "has", "can", "allows", "requires", "needs", "was") and rest:
         return f"whether {subject} {'is' if verb == 'was' else verb} {rest}"
-    if " " not in name:
+    if " " not in name or verb in PREPOSITIONS:  # "whether that message is for everyone"
         return f"whether {subject} is {name}"
     head, _, last = name.rpartition(" ")
     if is_state_word(last):

@@ -16,6 +16,7 @@ from agentomnia.envs.values import written_figure
 from agentomnia.records import content_hash
 from agentomnia.tasks.dag.describe import (
     DAY_NAMES,
+    PREPOSITIONS,
     compared_label,
     date_verb,
     done_when,
@@ -101,6 +102,8 @@ def _flag_action(attr: str, on: bool, digest: str) -> str:
         return _pick(digest, "action", ("mark it {n}", "mark it as {n}")).format(
             n=name if on else f"not {name}"
         )
+    if name.partition(" ")[0] in PREPOSITIONS:  # `for_everyone`: "mark it as for everyone"
+        return f"mark it as {'' if on else 'not '}{name}"
     head, _, last = name.rpartition(" ")
     if head and is_state_word(last):  # `signature_captured`: "mark its signature as captured"
         return f"mark its {head} as {'' if on else 'not '}{last}"

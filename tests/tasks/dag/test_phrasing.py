@@ -48,6 +48,9 @@ def test_a_yes_no_field_is_asked_as_whether() -> None:
         flag_question("that invoice", "fee_paid") == "whether that invoice's fee is paid"
     )  # "paid" is no "-ed"
     assert flag_question("that plan", "auto_renew") == "whether that plan has auto renew turned on"
+    # a flag named by where or for whom a record is: never "has for everyone turned on"
+    assert flag_question("that message", "for_everyone") == "whether that message is for everyone"
+    assert flag_question("that item", "in_stock") == "whether that item is in stock"
     # a question frame, so it is never asked as "the active of ..."
     for seed in range(20):
         asked = ask(random.Random(seed), flag_question("that picker", "active"), "active")
@@ -322,6 +325,16 @@ def test_a_new_records_long_detail_comes_last() -> None:
         "email 'kim@example.com', full name 'Kim Lee' and the support team of whichever of the agents with "
         "presence offline has full name 'Jo Reed'"
     )
+
+
+def test_a_new_record_that_happened_is_said_to_have_happened() -> None:
+    """ "a new tracking event that occurred on March 1", never "a new tracking event occurred on"."""
+    from agentomnia.tasks.dag.generate import new_record
+
+    noun, _ = new_record("new clock event", ["occurred on March 1, 2026 at 10:45 AM", "event type clock out"])
+    assert noun == "new clock event that occurred on March 1, 2026 at 10:45 AM"
+    noun, _ = new_record("new filing", ["filed on February 27, 2026", "jurisdiction 'SG'"])
+    assert noun == "new filing filed on February 27, 2026"
 
 
 def test_details_that_are_lists_themselves_are_kept_apart_by_semicolons() -> None:
