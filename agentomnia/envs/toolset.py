@@ -589,10 +589,15 @@ def from_kb_operation(
     if kind == "write" and OP_KIND[op] == "read":
         op = "update"
     required: list[str] = []
+    window: AttributeSpec | None = None
     if kind == "read" and op == "list" and origin == "kb":
         op, required = read_shape(description, e)
+        window = read_window(description, e) if op == "list" and not required else None
     base: ToolSpec | None
-    if op == "transition" and target and e.status_attribute and target in e.status_attribute.enum:
+    if window is not None:  # "List vaccinations due within a period": the records dated in it
+        base = gen_range(e, window)
+        required = ["start", "end"]
+    elif op == "transition" and target and e.status_attribute and target in e.status_attribute.enum:
         base = gen_transition(e, target, name=name)
     elif op == "assign" and others:
         # the reference the name speaks of (`assign_model_portfolio` points `model_id`), else the first
@@ -671,6 +676,58 @@ def read_shape(description: str, e: EntitySpec) -> tuple[ToolOp, list[str]]:
     return "list", []
 
 
+_WINDOW_WORDS = ("day", "date", "dates", "period", "week", "month", "year", "window", "range", "night")
+_WINDOW = re.compile(
+    rf"\b(?:for|on|in|within|during|over|between|across)\s+(?:{_DETERMINER}\s+|two\s+|some\s+)?"
+    rf"(?:(?:date|time)\s+)?(?:{'|'.join(_WINDOW_WORDS)})s?\b"
+)
+# words of a date field's name that say only that it is a date, and the fields a window never picks by
+_DATE_NAME_WORDS = frozenset({"at", "on", "date", "time", "datetime", "timestamp", "day", "ts"})
+_NOT_WINDOWED = frozenset({"created", "updated", "modified", "deleted", "birth", "dob", "born", "closed",
+                           "cancelled", "canceled", "end", "ends", "due", "expires", "expiry", "grace", "last",
+                           "launched", "founded", "hired", "joined", "registered", "enrolled", "purchased",
+                           "installed", "acquired", "opened", "serviced"})  # fmt: skip
+
+
+def read_window(description: str, e: EntitySpec) -> AttributeSpec | None:
+    """The date field a knowledge-base read picks its records by when its description asks for a span
+    of time ("List vaccinations due within a period" reads `due_next`, "Read the log for a date"
+    `log_date`, "Earnings reports in a date range" `report_date`): the one whose words the description
+    uses, else the entity's one date field, else the one that says when the record happens; None when
+    the description names no span or the entity has no date."""
+    text = description.lower().replace("\u2019", "'")
+    if _WINDOW.search(text) is None or re.search(r"\bnot\b", text):
+        return None  # "gear not checked out on a date" asks what is free, not what is dated
+    dates = [a for a in e.attributes if a.type in ("date", "datetime") and a.name != e.key]
+    if not dates:
+        return None
+    said = {w for w in re.findall(r"[a-z]+", text) if len(w) > 2} - set(_WINDOW_WORDS) - _FUNCTION_WORDS
+
+    def stems(a: AttributeSpec) -> list[str]:
+        return [w for w in a.name.lower().split("_") if w not in _DATE_NAME_WORDS and len(w) > 2]
+
+    named = [a for a in dates if any(t.startswith(w[:5]) or w.startswith(t) for w in stems(a) for t in said)]
+    if named:
+        return named[0]
+
+    def rank(a: AttributeSpec) -> int:
+        words_ = set(a.name.lower().split("_"))
+        if words_ & _NOT_WINDOWED:
+            return 3
+        if a.name in ("date", "day") or a.name.endswith(("_date", "_day")) or a.name.startswith("for_"):
+            return 0
+        return 1 if a.name.startswith(("start", "scheduled", "occurred", "measured", "logged")) else 2
+
+    best = min(dates, key=rank)
+    return best if rank(best) < 3 else None  # a product's launch date never dates its sales
+
+
+# words of a description that name no field ("List the records for a given period")
+_FUNCTION_WORDS = frozenset({"list", "the", "and", "for", "with", "within", "during", "over", "between", "across",
+                             "read", "get", "show", "return", "find", "all", "its", "their", "given", "one",
+                             "any", "each", "two", "some", "that", "which", "who", "are", "has", "have"})  # fmt: skip
+
+
 def _signature(t: ToolSpec) -> tuple[Any, ...]:
     b = t.binding
     steps = (compound_of(t) or {}).get("steps") or ()
@@ -679,8 +736,10 @@ def _signature(t: ToolSpec) -> tuple[Any, ...]:
         t.entity,
         b.get("attr"),
         b.get("value"),
-        tuple(sorted(t.parameters.get("properties", {}))) if t.op in ("list", "search") else None,
-        tuple(t.parameters.get("required", ())) if t.op == "list" else None,  # "of one pet" is its own read
+        tuple(sorted(t.parameters.get("properties", {}))) if t.op in ("list", "search", "range") else None,
+        tuple(t.parameters.get("required", ()))
+        if t.op in ("list", "range")
+        else None,  # "of one pet" is its own read
         repr(steps) if steps else None,  # a tool with other effects is another operation
     )
 

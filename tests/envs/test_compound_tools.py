@@ -605,6 +605,37 @@ def test_a_read_takes_the_shape_its_description_gives_it() -> None:
     assert read_shape("Transfers of an account.", transfer) == ("list", [])
 
 
+def test_a_read_over_a_span_of_time_takes_its_dates() -> None:
+    """ "List vaccinations due within a period" reads the vaccinations whose due date lies in the span
+    the agent gives; the field is the one the description names, else the one saying when a record
+    happens; a read of what is not dated ("gear not checked out on a date") or a product's launch date
+    never makes one."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.envs.toolset import read_window
+
+    def entity(name: str, *dates: str) -> EntitySpec:
+        attrs = [AttributeSpec(name=f"{name}_id", type="str"), AttributeSpec(name="note", type="str")]
+        attrs += [AttributeSpec(name=d, type="date") for d in dates]
+        return EntitySpec(name=name, table=f"{name}s", description="", key=f"{name}_id", id_prefix="X",
+                          attributes=tuple(attrs))  # fmt: skip
+
+    def window(description: str, e: EntitySpec) -> str | None:
+        found = read_window(description, e)
+        return found.name if found is not None else None
+
+    vaccination = entity("vaccination", "given_on", "due_next")
+    assert window("List vaccinations due within a period.", vaccination) == "due_next"
+    assert window("List vaccinations given in a date range.", vaccination) == "given_on"
+    contract = entity("contract", "start_date", "end_date")
+    assert window("List contracts ending within a window.", contract) == "end_date"
+    assert window("List contracts for a period.", contract) == "start_date"
+    assert window("List contracts by status.", contract) is None  # no span of time
+    assert window("Read the log for a date.", entity("daily_log", "log_date")) == "log_date"
+    assert window("List gear not checked out on a date.", entity("gear", "last_serviced")) is None
+    assert window("Rank products by revenue in a period.", entity("product", "launched_on")) is None
+    assert window("Readings over a period.", entity("reading")) is None  # no date at all
+
+
 def test_kb_reads_compile_to_their_shape_and_take_their_owner(pharmacy: EnvSpec) -> None:
     """Across a domain's environment, a knowledge-base read that lists one record's records requires
     that record, and a plain list of the same entity stays beside it as its own tool."""
