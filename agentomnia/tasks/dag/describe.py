@@ -480,6 +480,11 @@ def said(entity: EntitySpec, attr: str, value: Any) -> str:
 
 
 _BLOOD = re.compile(r"(a|b|ab|o)[_ ]?(pos|neg|positive|negative)")
+_DONE_BY = re.compile(
+    r"(manager|customer|client|employee|guest|host|admin|owner|user|driver|seller|buyer|patient|doctor|vendor"
+    r"|supplier|carrier|reviewer|approver|member|tenant|landlord|agent|candidate|student|teacher|system)"
+    r"_([a-z]+ed)"
+)
 # days and months as an enum writes them short, and as people say them
 _DAY_LIST = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _MONTH_LIST = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
@@ -501,6 +506,9 @@ def spoken_code(value: str) -> str:
     day = DAY_NAMES.get(value.lower())
     if day is not None:  # `tue` is Tuesday, `sep` September
         return day
+    done_by = _DONE_BY.fullmatch(value.lower())
+    if done_by:  # `manager_submitted` is "submitted by the manager", never "manager submitted"
+        return f"{done_by.group(2)} by the {done_by.group(1)}"
     blood = _BLOOD.fullmatch(value.lower())
     if blood:  # `ab_pos` is blood group AB positive, never "ab POS" (a point of sale)
         return f"{blood.group(1).upper()} {'positive' if blood.group(2).startswith('pos') else 'negative'}"

@@ -2215,12 +2215,14 @@ class Generator:
             # the figure as what it is ("whether the number of open fault reports is at least 8"), by
             # its answer field only where saying it would take a sentence of its own
             plain = '"' not in a.text and len(a.text.split()) <= 9
+            # a figure named by a plural ("the active loops of that coordinator") takes a plural verb
+            many = plain and is_plural(a.text.partition(" of ")[0].partition(" in ")[0])  # never "minutes"
             text = self.wording.choice(
                 (
-                    "whether {f} is at least {t} (true or false)",
-                    "whether {f} reaches {t} (true or false)",
-                    "if {f} comes to {t} or more (true or false)",
-                    "whether {f} is {t} or higher (true or false)",
+                    f"whether {{f}} {'are' if many else 'is'} at least {{t}} (true or false)",
+                    f"whether {{f}} {'reach' if many else 'reaches'} {{t}} (true or false)",
+                    f"if {{f}} {'come' if many else 'comes'} to {{t}} or more (true or false)",
+                    f"whether {{f}} {'are' if many else 'is'} {{t}} or higher (true or false)",
                 )
             ).format(f=a.text if plain else f'"{a.field}"', t=written_figure(threshold))
             node = VirtualNode(

@@ -53,8 +53,11 @@ def _counted_label(pred: Predicate, kind: str | None) -> str | None:
     if not isinstance(pred.value, int) and not (isinstance(pred.value, float) and pred.value.is_integer()):
         return None
     label, shown = labelled(pred.attr, written_figure(pred.value, pred.attr), kind)
-    if shown != written_figure(pred.value, pred.attr) or " " in label or not plural_word(label):
+    first, *rest = label.split()
+    if shown != written_figure(pred.value, pred.attr) or not plural_word(first):
         return None  # a measure with its unit ("15 minutes"), or no counted thing
+    if not all(is_state_word(w) for w in rest):  # "households affected" counts households
+        return None
     return label
 
 

@@ -168,6 +168,9 @@ def test_an_enum_value_that_is_a_code_is_written_as_one() -> None:
     assert [spoken_code(v) for v in ("tue", "Thurs", "sep", "may", "sunday")] == [
         "Tuesday", "Thursday", "September", "May", "Sunday",
     ]  # fmt: skip
+    # a state named by who did it is said as done by them
+    assert spoken_code("manager_submitted") == "submitted by the manager"
+    assert spoken_code("guest_cancelled") == "cancelled by the guest"
 
 
 def test_a_yes_no_field_named_by_an_adjective_is_a_state() -> None:

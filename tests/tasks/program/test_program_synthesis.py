@@ -260,6 +260,8 @@ def test_thresholds_and_dates_are_said_as_a_person_would() -> None:
     reschedules = Predicate(attr="reschedules", op=">=", value=2, kind="number")
     assert _rule(reschedules, "", "int") == "with at least 2 reschedules"
     assert _rule(reschedules, "appointment's ", "int") == "whose appointment has at least 2 reschedules"
+    affected = Predicate(attr="households_affected", op=">", value=4600, kind="number")
+    assert _rule(affected, "", "int") == "with more than 4,600 households affected"
     fewer = Predicate(attr="guests", op="<", value=3, kind="number")
     assert _rule(fewer, "", "int") == "with fewer than 3 guests"
     minutes = Predicate(attr="estimated_minutes", op=">=", value=15, kind="number")
