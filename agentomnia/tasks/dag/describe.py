@@ -268,7 +268,11 @@ def field_label(name: str, kind: str | None = None) -> str:
         return f"{_MEASURES[name.lower()]} ({UNITS[name.lower()]})"
     if name.lower() in ("at", "ts", "timestamp"):  # a time named by its preposition: "the latest time"
         return "time"
-    return words(name)
+    said = words(name)
+    stem, sep, _ = said.rpartition(" at")
+    if sep and not _ and " " not in stem and not _participle(stem) and stem not in _DATED:
+        return f"{stem} time"  # `start_at`: "the latest start time", never "the latest start at"
+    return said
 
 
 # a field named by what kind of figure it is and its unit alone (`planned_km`, `estimated_min`) is
@@ -306,7 +310,11 @@ def between(name: str, start: str, end: str) -> str:
     ..."."""
     first, last = (spoken_date(v) or v for v in (start, end))
     verb = date_verb(name)
-    return f"{verb} between {first} and {last}" if verb else f"with {words(name)} between {first} and {last}"
+    return (
+        f"{verb} between {first} and {last}"
+        if verb
+        else f"with {field_label(name)} between {first} and {last}"
+    )
 
 
 def date_verb(name: str) -> str | None:

@@ -26,6 +26,7 @@ from agentomnia.tasks.dag.describe import (
     measured_label,
     plural,
     plural_word,
+    singular,
     words,
 )
 from agentomnia.tasks.leakage import leakage_problems
@@ -75,7 +76,15 @@ def _rule(pred: Predicate, subject: str, kind: str | None = None) -> str:
         return f"whose {subject}{words(pred.attr)} is {spoken(pred.value)}"
     counted_ = _counted_label(pred, kind)
     if counted_ is not None:  # "with at least 2 reschedules", "whose sample has more than 3 libraries"
-        count = f"{_COUNT_WORDS[pred.op]} {written_figure(pred.value, pred.attr)} {counted_}"
+        first, _, rest = counted_.partition(" ")
+        one = f"{singular(first)} {rest}".strip()  # `reschedules` -> `reschedule`
+        if (pred.op, pred.value) in ((">", 0), (">=", 1)):
+            count = f"at least one {one}"  # never "more than 0 reschedules"
+        elif (pred.op, pred.value) in (("<", 1), ("<=", 0), ("==", 0)):
+            count = f"no {counted_}"
+        else:
+            shown = written_figure(pred.value, pred.attr)
+            count = f"{_COUNT_WORDS[pred.op]} {shown} {one if shown == '1' else counted_}"
         return f"whose {subject.removesuffix(chr(39) + 's ')} has {count}" if subject else f"with {count}"
     # "whose height is above 170 cm", "whose budget is above 500,000"
     label, shown = labelled(pred.attr, written_figure(pred.value, pred.attr), kind)

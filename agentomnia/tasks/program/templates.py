@@ -111,6 +111,8 @@ def _threshold(values: list[Any], rng: random.Random, kind: str) -> tuple[str, A
     op = rng.choice((">", ">="))
     below = [v for v in ordered if v < pivot]
     above = [v for v in ordered if v > pivot]
+    if op == ">=" and not below:  # "at least 0" of values that start at 0 picks every record
+        op = ">"
     if op == ">=":  # any t in (the next value down, pivot] keeps the same records
         return op, roundest(below[-1] if below else pivot - abs(pivot) * 0.1 - 1, pivot, closed="high")
     return op, roundest(pivot, above[0] if above else pivot + abs(pivot) * 0.1 + 1, closed="low")
@@ -133,6 +135,19 @@ def roundest(low: float, high: float, *, closed: Literal["low", "high"]) -> Any:
             x = round(x, max(0, -exponent))
             return int(x) if integral or float(x).is_integer() and exponent >= 0 else x
     return high if closed == "high" else low
+
+
+# last words of figures that are positions, labels or levels, which nobody adds up or averages
+_NOT_ADDITIVE = frozenset({
+    "version", "number", "no", "num", "seq", "sequence", "rank", "level", "year", "index", "position",
+    "order", "priority", "lat", "latitude", "lng", "lon", "longitude", "zip", "code", "tier", "grade",
+})  # fmt: skip
+
+
+def additive(name: str) -> bool:
+    """Whether a numeric field's values add up to something (amounts, counts, weights), so a request
+    may ask for their total and average; a version, a rank or a year does not."""
+    return name.lower().rpartition("_")[2] not in _NOT_ADDITIVE
 
 
 def _numeric_attrs(e: EntitySpec, exclude: set[str]) -> list[AttributeSpec]:
@@ -180,10 +195,11 @@ def propose_plans(spec: EnvSpec, state: Mapping[str, Any], rng: random.Random) -
                 kind = "date" if a.type == "date" else "number"
                 op, value = _threshold(values, rng, kind)
                 filters = _list_filter(lister, e, recs, write, rng)
+                summed = kind == "number" and additive(a.name)
                 plans.append(ProgramPlan(template="filter_write", list_args={**filters, "limit": limit},
                                          predicate=Predicate(attr=a.name, op=op, value=value, kind=kind),  # type: ignore[arg-type]
-                                         total_attr=a.name if kind == "number" else None, **base))  # fmt: skip
-                if kind == "number":
+                                         total_attr=a.name if summed else None, **base))  # fmt: skip
+                if summed:
                     group = next((g for g in e.attributes if g.type == "enum" and g.name != write.attr), None)
                     if group is not None:
                         present = sorted(

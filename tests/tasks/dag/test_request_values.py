@@ -46,6 +46,14 @@ def test_a_time_named_by_its_preposition_is_said_as_a_time() -> None:
     # "the area with the latest time", never "the area with the latest at"
     assert field_label("at") == "time" and field_label("timestamp") == "time"
     assert field_label("created_at") == "created at"
+    # a noun before "at" names a time: "the latest start time", "with pickup time between ..."
+    assert field_label("start_at") == "start time" and field_label("pickup_at") == "pickup time"
+    assert field_label("expires_at") == "expires at" and field_label("in_bed_at") == "in bed at"
+    from agentomnia.tasks.dag.describe import between
+
+    assert between("start_at", "2025-10-12", "2025-12-27") == (
+        "with start time between October 12, 2025 and December 27, 2025"
+    )
 
 
 def test_a_unit_suffix_is_said_as_its_unit() -> None:

@@ -262,6 +262,13 @@ def test_thresholds_and_dates_are_said_as_a_person_would() -> None:
     assert _rule(reschedules, "appointment's ", "int") == "whose appointment has at least 2 reschedules"
     affected = Predicate(attr="households_affected", op=">", value=4600, kind="number")
     assert _rule(affected, "", "int") == "with more than 4,600 households affected"
+    # none and any are said as words: never "more than 0 reschedules" or "fewer than 1 categories"
+    assert _rule(Predicate(attr="reschedules", op=">", value=0, kind="number"), "", "int") == (
+        "with at least one reschedule"
+    )
+    assert (
+        _rule(Predicate(attr="categories", op="<", value=1, kind="number"), "", "int") == "with no categories"
+    )
     fewer = Predicate(attr="guests", op="<", value=3, kind="number")
     assert _rule(fewer, "", "int") == "with fewer than 3 guests"
     minutes = Predicate(attr="estimated_minutes", op=">=", value=15, kind="number")
@@ -272,6 +279,20 @@ def test_thresholds_and_dates_are_said_as_a_person_would() -> None:
     assert (
         _rule(committed, "OTB budget's ", "money") == "whose OTB budget's committed amount is above 500,000"
     )
+
+
+def test_only_figures_that_add_up_are_summed_and_no_rule_picks_everything() -> None:
+    """ "their total and average version" means nothing; "at least 0" of counts that start at 0 picks
+    every record, so the rule says "more than 0" there."""
+    import random
+
+    from agentomnia.tasks.program.templates import _threshold, additive
+
+    assert additive("premium") and additive("paid_amount") and additive("reschedules")
+    assert not any(additive(n) for n in ("version", "sop_version", "rank", "model_year", "priority"))
+    for seed in range(8):
+        op, level = _threshold([0, 0, 0, 2, 5], random.Random(seed), "number")
+        assert (op, level) != (">=", 0) and (op == ">" and level >= 0 or op == ">=" and level > 0)
 
 
 def test_a_date_that_records_the_move_never_picks_the_records_to_move() -> None:
