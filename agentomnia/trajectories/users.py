@@ -110,6 +110,11 @@ def _detail(key: str, value: Any, instead: Any = None) -> str:
     end = "" if not wrong and shown.endswith((".'", "!'", "?'")) else "."  # its own full stop ends it
     if label.endswith((" on", " at", " from", " to", " by")):
         return f"{label[0].upper()}{label[1:]}: {shown}{wrong}{end}"
+    if label.endswith(" due") and spoken_date(str(value)):  # "The response is due April 2, 2026."
+        what = label[:-4]
+        if what in ("next", "last", "first"):  # `next_due`: "Next due: April 2, 2026."
+            return f"{label[0].upper()}{label[1:]}: {shown}{wrong}{end}"
+        return f"The {what} is due {shown}{wrong}{end}"
     if plural_word(label.split()[-1]):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             noun = singular(label.replace(" ", "_")).replace("_", " ") if value == 1 else label

@@ -226,3 +226,7 @@ def test_the_user_gives_a_withheld_figure_as_the_request_writes_figures() -> Non
         == "The description is 'Kerb rash on the left wheel.'"
     )
     assert _detail("status", "approved") == "The status is approved."
+    # a date a thing is due on is said as due: never "The response due is April 2, 2026."
+    assert _detail("response_due", "2026-04-02") == "The response is due April 2, 2026."
+    assert _detail("next_due", "2026-04-02") == "Next due: April 2, 2026."
+    assert _detail("hs_code", "1038.11.22") == "The HS code is 1038.11.22."

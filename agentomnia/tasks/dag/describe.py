@@ -113,7 +113,7 @@ _ACRONYMS = frozenset({
     "ui", "ux", "sdk", "id", "ncr", "capa", "xp", "plc", "crf", "crm", "erp", "bom", "wip", "lms",
     "iot", "etl", "seo", "cms", "pto", "dob", "icu", "ecg", "ekg", "mri", "bmi", "ldl", "hdl", "nps",
     "hoa", "gpa", "cpr", "ems", "ap", "ar", "gl", "pcn", "drm", "ftp", "pr", "tsa", "ata", "aog", "otb", "ro",
-    "fodmap", "sop", "ira", "lufs", "etf", "hsa", "ipo", "msrp", "lmp",
+    "fodmap", "sop", "ira", "lufs", "etf", "hsa", "ipo", "msrp", "lmp", "hs",
 })  # fmt: skip
 _WRITTEN = {"ph": "pH", "rx": "Rx", "roth": "Roth"}  # written neither in capitals nor in lower case
 _NOT_PLURAL = frozenset({"hrs", "tins", "rams"})  # hours, and words
