@@ -504,10 +504,24 @@ def _naming(label: str) -> str:
 _UNQUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)")  # a quoted value, not a possessive's apostrophe
 
 
+def _span_place(detail: str) -> int:
+    """Where a detail stands among a new record's details: a start just before its end, the rest
+    in their own order (`sorted` keeps it)."""
+    first = detail.split(" ", 1)[0].lower()
+    return (
+        1
+        if first in ("start", "starts", "begin", "from")
+        else 2
+        if first in ("end", "ends", "finish", "to")
+        else 0
+    )
+
+
 def _details(parts: Sequence[str]) -> str:
     """A new record's details as one list, a long one (a clause such as "the team of whichever of the
-    agents ...") last, where the values after it cannot be read as part of it."""
-    said = sorted((_detail(part) for part in parts), key=lambda d: len(d.split()) > 6)
+    agents ...") last, where the values after it cannot be read as part of it; a start comes before
+    its end ("start time March 13 ...; and end time March 13 ...")."""
+    said = sorted((_detail(part) for part in parts), key=lambda d: (len(d.split()) > 6, _span_place(d)))
     if len(said) > 2 and any(re.search(r", | and ", _UNQUOTED.sub("", d)) for d in said[:-1]):
         # a detail that is itself a list ("the job with stage proof, status assigned and pass 3") is
         # kept apart from the others by semicolons, as a person writing it would

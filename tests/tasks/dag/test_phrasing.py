@@ -327,6 +327,15 @@ def test_a_new_records_long_detail_comes_last() -> None:
     )
 
 
+def test_a_new_records_start_comes_before_its_end() -> None:
+    from agentomnia.tasks.dag.generate import _details
+
+    made = _details(
+        ["end time March 13, 2026 at 5:00 PM", "room 'Oak'", "start time March 13, 2026 at 11:45 AM"]
+    )
+    assert made.index("start time") < made.index("end time") and made.startswith("room 'Oak'")
+
+
 def test_a_new_record_that_happened_is_said_to_have_happened() -> None:
     """ "a new tracking event that occurred on March 1", never "a new tracking event occurred on"."""
     from agentomnia.tasks.dag.generate import new_record
