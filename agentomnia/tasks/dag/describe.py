@@ -269,8 +269,8 @@ def field_label(name: str, kind: str | None = None) -> str:
     if name.lower() in ("at", "ts", "timestamp"):  # a time named by its preposition: "the latest time"
         return "time"
     said = words(name)
-    stem, sep, _ = said.rpartition(" at")
-    if sep and not _ and " " not in stem and not _participle(stem) and stem not in _DATED:
+    stem, sep, rest = said.rpartition(" at")
+    if sep and not rest and " " not in stem and not _participle(stem) and stem not in _DATED:
         return f"{stem} time"  # `start_at`: "the latest start time", never "the latest start at"
     return said
 
@@ -741,9 +741,8 @@ def singled_out(
                 rest = words(attr).split(" ", 1)[-1]
                 verb = _base(head) if many else head
                 tail.append(f"that {verb} {rest}" if value else f"that {does} not {_base(head)} {rest}")
-            elif (is_state_word(head) or head in PREPOSITIONS) and len(
-                said_
-            ) > 1:  # `open_24h`, `for_everyone`: "that are open 24h", never "with open 24h"
+            elif len(said_) > 1 and (is_state_word(head) or head in PREPOSITIONS):
+                # `open_24h`, `for_everyone`: "that are open 24h", never "with open 24h"
                 tail.append(f"that {are} {'' if value else 'not '}{flag}")
             else:  # "with data sharing consent", "without data sharing consent"
                 (having.append(flag) if value else after.append(f"without {flag}"))

@@ -504,17 +504,16 @@ def _naming(label: str) -> str:
 _UNQUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)")  # a quoted value, not a possessive's apostrophe
 
 
+_SPAN_PLACE = {
+    **dict.fromkeys(("start", "starts", "begin", "from"), 1),
+    **dict.fromkeys(("end", "ends", "finish", "to"), 2),
+}
+
+
 def _span_place(detail: str) -> int:
     """Where a detail stands among a new record's details: a start just before its end, the rest
     in their own order (`sorted` keeps it)."""
-    first = detail.split(" ", 1)[0].lower()
-    return (
-        1
-        if first in ("start", "starts", "begin", "from")
-        else 2
-        if first in ("end", "ends", "finish", "to")
-        else 0
-    )
+    return _SPAN_PLACE.get(detail.split(" ", 1)[0].lower(), 0)
 
 
 def _details(parts: Sequence[str]) -> str:
