@@ -616,12 +616,13 @@ _KIND_FIELD = re.compile(r"(^|_)(type|kind|category|format|mode|method|channel|s
 _GRADE_FIELD = re.compile(r"^(priority|severity|tier|risk|risk_level|grade)$")  # "the high priority ticket"
 # values that read wrongly in front of a noun: "the new order" is the one the request creates
 _NO_MODIFIER = frozenset({"new", "other", "none", "unknown", "n/a", "na", "mixed", "any", "all", "default"})
-_PREPOSITION = frozenset({"in", "on", "at", "under", "out", "off", "awaiting", "pending", "for", "to", "by"})
-# words a yes/no field's name may open with that make it a place or a scope a record is in: `for_everyone`,
-# `in_stock`, `on_hold` ("the messages that are not for everyone", never "without for everyone")
+# words a yes/no field's name or a state may open with that make it a place or a scope a record is in:
+# `for_everyone`, `in_stock`, `on_hold` ("the messages that are not for everyone", never "without for
+# everyone"; "the tickets that are on hold", "are over budget")
 PREPOSITIONS = frozenset(
     {"in", "on", "at", "under", "out", "off", "for", "to", "by", "within", "over", "from"}
 )
+_PREPOSITION = PREPOSITIONS | {"awaiting", "pending"}  # a state also reads so: "are awaiting approval"
 _LINKING = ("on", "at", "by", "until", "from", "to", "for", "in")
 # words that lead into a date as a participle does: "effective on March 23, 2026", "valid from ...",
 # "starts on ..." (never "the model weight with effective on March 23, 2026")

@@ -85,7 +85,8 @@ def _rule(pred: Predicate, subject: str, kind: str | None = None) -> str:
         else:
             shown = written_figure(pred.value, pred.attr)
             count = f"{_COUNT_WORDS[pred.op]} {shown} {one if shown == '1' else counted_}"
-        return f"whose {subject.removesuffix(chr(39) + 's ')} has {count}" if subject else f"with {count}"
+        owner = subject.removesuffix("'s ")  # "whose sample has ...", never "whose sample's has ..."
+        return f"whose {owner} has {count}" if subject else f"with {count}"
     # "whose height is above 170 cm", "whose budget is above 500,000"
     label, shown = labelled(pred.attr, written_figure(pred.value, pred.attr), kind)
     return f"whose {subject}{label} is {_OP_WORDS[pred.op]} {shown}"
