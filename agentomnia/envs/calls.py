@@ -37,6 +37,8 @@ from agentomnia.envs.state import (
     _rule_entity,
     lookup,
     make_value,
+    owned_references,
+    owner_disagrees,
     repair_rules,
     satisfying,
     state_violations,
@@ -876,9 +878,44 @@ def stage_requirements(
             ] or candidates
         if any(requirement_problem(spec, state, tool, a) is None for a in candidates):
             continue
-        if sum(_stage_call(spec, state, tool, requires, args, claimed) for args in candidates):
-            staged.append(tool.name)
+        # a bend that leaves every record with its own owner's records first, then one that moves
+        # one record away from its owner, and only then any that holds the requirements
+        for slack in (0, 1, None):
+            if sum(_stage_call(spec, state, tool, requires, args, claimed, slack) for args in candidates) or (
+                tool.op == "assign"
+                and _stage_on_other_target(spec, state, tool, requires, candidates, claimed, slack)
+            ):
+                staged.append(tool.name)
+                break
     return staged
+
+
+def _stage_on_other_target(
+    spec: EnvSpec,
+    state: dict[str, dict[str, dict[str, Any]]],
+    tool: ToolSpec,
+    requires: list[dict[str, Any]],
+    candidates: list[dict[str, Any]],
+    claimed: set[int],
+    slack: int | None,
+) -> bool:
+    """Stage a move onto another target than the candidates drew, those nothing points at first: an
+    account no bill is paid from can be made the bill's user's own without taking it from under
+    another user's bills (`slack` says how many records may be left pointing at another's)."""
+    b = tool.binding
+    attr = spec.entity(tool.entity).attribute(b.get("attr", ""))
+    if attr is None or not attr.ref or not b.get("param"):
+        return False
+    target = spec.entity(attr.ref)
+    used = referenced_keys(spec, state, target.name)
+    keys = [r[target.key] for r in _records(state, spec, target.name)]
+    free = sorted(keys, key=lambda k: str(k) in used)  # those nothing points at first
+    schema = tool.parameters.get("properties", {}).get(b["param"])
+    return any(
+        _stage_call(spec, state, tool, requires, {**args, b["param"]: _fit_key(key, schema)}, claimed, slack)
+        for args in candidates
+        for key in free
+    )
 
 
 def _stage_none(
@@ -952,6 +989,14 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _astray(spec: EnvSpec, state: Mapping[str, Any]) -> int:
+    """How many references point at another owner's record (a user's bill paid from someone else's
+    account): staging may not add to them."""
+    return sum(
+        bool(owner_disagrees(state, spec, r, a, owner)) for r, a, owner, _ in owned_references(spec, state)
+    )
+
+
 def _stage_call(
     spec: EnvSpec,
     state: dict[str, dict[str, dict[str, Any]]],
@@ -959,8 +1004,10 @@ def _stage_call(
     requires: list[dict[str, Any]],
     args: dict[str, Any],
     claimed: set[int],
+    slack: int | None = None,
 ) -> bool:
-    """Bend the records one call reads until its requirements hold; undo it all where they cannot."""
+    """Bend the records one call reads until its requirements hold; undo it all where they cannot, or
+    where more than `slack` more records would point at another owner's record (None: any number)."""
     now = str(state.get(CLOCK) or CLOCK_START)
     record = target_view(spec, state, tool, args, before_move=True)
     if record is None:
@@ -968,6 +1015,7 @@ def _stage_call(
     e = spec.entity(tool.entity)
     own = lookup(state.get(e.table), args.get(tool.binding.get("key") or "")) if tool.op != "create" else None
     undo: list[tuple[dict[str, Any], str, Any]] = []
+    astray = _astray(spec, state) if slack is not None else 0
     for req in requires:
         if requirement_failure(spec, state, e.name, record, req, now) is None:
             continue
@@ -1000,7 +1048,14 @@ def _stage_call(
         owner[attr] = value
         if "->" not in req["left"]:
             record[attr] = value
-    if undo and requirement_problem(spec, state, tool, args) is None and not state_violations(spec, state):
+    if (
+        undo
+        and requirement_problem(spec, state, tool, args) is None
+        and not state_violations(spec, state)
+        and (
+            slack is None or _astray(spec, state) <= astray + slack
+        )  # a user's account under another's bills
+    ):
         claimed.update(id(owner) for owner, _, _ in undo)
         return True
     for owner, attr, old in reversed(undo):
