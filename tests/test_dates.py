@@ -88,8 +88,18 @@ def test_a_moment_reads_on_its_day_and_a_span_between_two_days() -> None:
         between("started_on", "2025-12-12", "2026-03-21")
         == "started between December 12, 2025 and March 21, 2026"
     )
-    assert between("due_date", "2025-12-12", "2026-03-21") == (
-        "with due date between December 12, 2025 and March 21, 2026"
+    assert between("start_date", "2025-12-12", "2026-03-21") == (
+        "with start date between December 12, 2025 and March 21, 2026"
+    )
+    # what is due is said to be due, never "with due next between" (`due_next`)
+    assert (
+        between("due_date", "2025-12-12", "2026-03-21") == "due between December 12, 2025 and March 21, 2026"
+    )
+    assert (
+        between("due_next", "2026-01-02", "2026-02-03") == "due between January 2, 2026 and February 3, 2026"
+    )
+    assert between("inspection_due", "2026-01-02", "2026-02-03") == (
+        "whose inspection is due between January 2, 2026 and February 3, 2026"
     )
 
 

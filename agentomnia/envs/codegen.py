@@ -762,6 +762,8 @@ def _body(spec: EnvSpec, tool: ToolSpec) -> str:
             lines.append("matches = [record]")
         else:
             lines.append(f"matches = list(self._table({ent}).values())")
+        for attr, value in b.get("where", {}).items():  # a read of the open ones lists no others
+            lines.append(f"matches = [r for r in matches if r.get({attr!r}) == {value!r}]")
         for param, attr in b.get("filters", {}).items():
             param = local(param)
             lines.append(f"if {param} is not None:")

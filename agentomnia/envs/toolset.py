@@ -277,12 +277,31 @@ def gen_range(e: EntitySpec, attr: AttributeSpec) -> ToolSpec:
     fmt = {"type": "string", "format": "date", "description": "ISO date"}
     return ToolSpec(
         name=f"list_{e.table}_by_{attr.name}"[:64],
-        description=f"{e.table.replace('_', ' ').capitalize()} whose {attr.name.replace('_', ' ')} lies between start and end (inclusive; start must not be after end).",
+        description=f"{_span_text(e, attr)} (inclusive; start must not be after end).",
         kind="read", op="range", entity=e.name, parameters=_obj({"start": fmt, "end": fmt, "limit": LIMIT_PARAM}, ["start", "end"]),
         result=_list_result(e), binding={"attr": attr.name},
         constraints=(ParamConstraint(kind="less_equal", params=("start", "end"), text="start must not be after end"),),
         origin="diversified",
     )  # fmt: skip
+
+
+def _span_text(e: EntitySpec, attr: AttributeSpec) -> str:
+    """What a read over a span of one date lists, as a person says it: "ASNs shipped between start and
+    end", "Equipment records whose inspection is due between start and end", "Passengers whose birth
+    date lies between start and end" (never "Asns whose shipped on lies between")."""
+    from agentomnia.tasks.dag.describe import field_label, plural
+
+    many, label = plural(e.name), field_label(attr.name)
+    stem, _, last = label.rpartition(" ")
+    if last == "due" and stem:
+        said = f"{many} whose {stem} is due between start and end"
+    elif last in ("on", "at", "by", "from", "until", "next") and stem and re.search(r"(?:ed|due)$", stem):
+        said = f"{many} {stem} between start and end"
+    elif last in ("on", "at", "by", "from", "until") and stem:
+        said = f"{many} whose {label} date lies between start and end"
+    else:
+        said = f"{many} whose {label} lies between start and end"
+    return said[:1].upper() + said[1:]
 
 
 def gen_lookup(e: EntitySpec) -> ToolSpec | None:
@@ -620,11 +639,24 @@ def from_kb_operation(
             candidate=name, origin=origin, fate="removed", reason=f"nothing of {e.name} for a {op} to change"
         )
     tool = base.model_copy(update={"name": name[:64], "description": description, "origin": origin})
+    where = read_state(name, description, e) if origin == "kb" and tool.op == "list" else {}
+    if where:  # "List unacknowledged alerts": only those, and no filter that could ask for the others
+        kept = {p: a for p, a in tool.binding.get("filters", {}).items() if a not in where}
+        props = {
+            p: s
+            for p, s in tool.parameters["properties"].items()
+            if tool.binding["filters"].get(p) not in where
+        }
+        tool = tool.model_copy(
+            update={"parameters": _obj(props), "binding": {**tool.binding, "filters": kept, "where": where}}
+        )
     if required:
         tool = tool.model_copy(update={"parameters": _obj(tool.parameters["properties"], required)})
+    state = ", ".join(f"{a} {str(v).lower()}" for a, v in where.items())
     return tool, Normalization(
         candidate=name, origin=origin, fate="kept", tool=tool.name,
-        reason=f"{tool.op} on {e.name}" + (f" of one {' or '.join(required)}" if required else ""),
+        reason=f"{tool.op} on {e.name}" + (f" of one {' or '.join(required)}" if required else "")
+        + (f", only those with {state}" if state else ""),
     )  # fmt: skip
 
 
@@ -722,6 +754,68 @@ def read_window(description: str, e: EntitySpec) -> AttributeSpec | None:
     return best if rank(best) < 3 else None  # a product's launch date never dates its sales
 
 
+# what says that a read's records lack a state ("not yet paid", "unresolved", "awaiting approval")
+_LACKING = (
+    r"(?:\bnot\s+(?:yet\s+)?|\bno\s+|\bwithout\s+|\b(?:waiting|wait)\s+for\s+(?:an?\s+|the\s+)?"
+    r"|\bawaiting\s+(?:an?\s+|the\s+)?|\b(?:un|in|non-?))"
+)
+_DENIED = re.compile(r"\b(?:not|no|never|without|except|excluding|other than)\b")
+# where a description turns from the records it lists to what it lists them by or shows of them
+_LISTED_BY = re.compile(r"\s(?:by|with|including|sorted|that|which|per|whether|plus)\s|[;(]")
+_ALONGSIDE = re.compile(r"\s(?:and|or)\s|,")
+_STATE_NAME_WORDS = frozenset({"is", "has", "was", "currently", "flag"})
+_NOT_STATES = frozenset({"none", "other", "all", "any", "unknown", "na", "n/a", "standard", "default"})
+
+
+def _states_said(e: EntitySpec, text: str) -> dict[str, list[Any]]:
+    """The yes/no and choice values of `e` that `text` says its records have, by field."""
+    own = set(_words(snake(e.name)).lower().split())
+    found: dict[str, list[Any]] = {}
+    for a in e.attributes:
+        if a.name == e.key:
+            continue
+        if a.type == "bool":
+            said = [w for w in a.name.lower().split("_") if w not in _STATE_NAME_WORDS]
+            if len(said) != 1 or len(said[0]) < 4:
+                continue  # "out_of_service" is said many ways; one word is said one way
+            stem = re.escape(said[0][:6])
+            if re.search(rf"{_LACKING}{stem}", text):
+                found[a.name] = [False]
+            elif re.search(rf"\b{stem}", text):
+                found[a.name] = [True]
+        elif a.type == "enum":
+            for value in a.enum:
+                said_value = _words(str(value)).lower()
+                if len(said_value) < 3 or said_value in _NOT_STATES or set(said_value.split()) & own:
+                    continue
+                if re.search(rf"\b{re.escape(said_value)}\b(?!'s)", text):  # never "a member's tier"
+                    found.setdefault(a.name, []).append(value)
+    return found
+
+
+def read_state(name: str, description: str, e: EntitySpec) -> dict[str, Any]:
+    """The state a knowledge-base read's name or description keeps its records to: a yes/no field
+    the words say ("find_available_technicians" lists `available` ones, "List unacknowledged alerts"
+    those with `acknowledged` false) or the one choice of a choice field they name ("list_pending_checks"
+    lists `verdict` pending, "List permits currently issued" `status` issued). Nothing when the words
+    name none, or more than one ("received and scheduled orders"), or a choice only by what it is not
+    ("RFIs not yet closed"), or only what the records are listed by ("cases by priority or automation")."""
+    verb, *rest = snake(name).split("_")
+    if verb not in _SEARCHING and verb not in ("get", "read", "view", "check"):
+        return {}
+    table = set(_words(e.table).lower().split()) | set(_words(snake(e.name)).lower().split())
+    named = " ".join(w for w in rest if w not in table)
+    listed = _LISTED_BY.split(description.lower().replace("\u2019", "'"))[0]
+    wide = _states_said(e, f"{named} | {listed}")
+    found = _states_said(e, f"{named} | {_ALONGSIDE.split(listed)[0]}")  # never "the latest cut and notes"
+    if len(found) != 1 or any(len(wide.get(attr, ())) > 1 for attr in found):
+        return {}
+    ((attr, (value, *_)),) = found.items()
+    if not isinstance(value, bool) and _DENIED.search(description.lower()):
+        return {}  # "gear in good condition that is not checked out": more than the one choice
+    return {attr: value}
+
+
 # words of a description that name no field ("List the records for a given period")
 _FUNCTION_WORDS = frozenset({"list", "the", "and", "for", "with", "within", "during", "over", "between", "across",
                              "read", "get", "show", "return", "find", "all", "its", "their", "given", "one",
@@ -741,6 +835,7 @@ def _signature(t: ToolSpec) -> tuple[Any, ...]:
         if t.op in ("list", "range")
         else None,  # "of one pet" is its own read
         repr(steps) if steps else None,  # a tool with other effects is another operation
+        tuple(sorted(b.get("where", {}).items())) or None,  # "the open tickets" are not all tickets
     )
 
 

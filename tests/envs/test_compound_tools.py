@@ -636,6 +636,97 @@ def test_a_read_over_a_span_of_time_takes_its_dates() -> None:
     assert window("Readings over a period.", entity("reading")) is None  # no date at all
 
 
+def test_a_generated_read_over_a_span_says_what_it_lists_in_words() -> None:
+    """ "ASNs shipped between start and end", never "Asns whose shipped on lies between start and end"."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.envs.toolset import gen_range
+
+    def said(entity: str, date: str) -> str:
+        e = EntitySpec(name=entity, table=f"{entity}s", description="", key="id", id_prefix="X",
+                       attributes=(AttributeSpec(name="id", type="str"), AttributeSpec(name=date, type="date")))  # fmt: skip
+        return gen_range(e, e.attribute(date)).description.split(" (")[0]  # type: ignore[arg-type]
+
+    assert said("asn", "shipped_on") == "ASNs shipped between start and end"
+    assert said("vaccination", "due_next") == "Vaccinations due between start and end"
+    assert (
+        said("equipment", "inspection_due")
+        == "Equipment records whose inspection is due between start and end"
+    )
+    assert said("passenger", "birth_date") == "Passengers whose birth date lies between start and end"
+    assert (
+        said("daily_sales", "business_date") == "Daily sales whose business date lies between start and end"
+    )
+    assert said("event", "start_at") == "Events whose start time lies between start and end"
+
+
+def test_a_read_named_for_a_state_keeps_to_that_state() -> None:
+    """ "find_available_technicians" lists available ones, "List unacknowledged alerts" those not
+    acknowledged, "list_pending_checks" those whose verdict is pending; what a read lists its records by
+    ("cases by priority or automation"), two states at once, a state said only by what it is not, a
+    word used as a noun ("a member's tier") and a write name no state."""
+    from agentomnia.envs.spec import AttributeSpec, EntitySpec
+    from agentomnia.envs.toolset import read_state
+
+    def entity(name: str, **attrs: str | list[str]) -> EntitySpec:
+        made = [AttributeSpec(name=f"{name}_id", type="str")]
+        for attr, kind in attrs.items():
+            made.append(
+                AttributeSpec(name=attr, type="enum", enum=list(kind))
+                if isinstance(kind, list)
+                else AttributeSpec(name=attr, type=kind)  # type: ignore[arg-type]
+            )
+        return EntitySpec(name=name, table=f"{name}s", description="", key=f"{name}_id", id_prefix="X",
+                          attributes=tuple(made))  # fmt: skip
+
+    technician = entity("technician", available="bool", specialty=["hvac", "electrical"])
+    alert = entity("alert", acknowledged="bool", level=["watch", "urgent"])
+    check = entity("fact_check", verdict=["pending", "verified", "false"])
+    ticket = entity("ticket", status=["open", "answered", "closed"], automated="bool")
+    order = entity("order", status=["received", "scheduled", "shipped"])
+    member = entity("account", tier=["member", "gold"])
+    assert read_state(
+        "find_available_technicians", "Find available technicians by specialty.", technician
+    ) == {"available": True}
+    assert read_state("list_open_alerts", "List unacknowledged alerts for a caseload.", alert) == {
+        "acknowledged": False
+    }
+    assert read_state("list_pending_checks", "List fact checks still pending.", check) == {
+        "verdict": "pending"
+    }
+    assert read_state("list_open_tickets", "List open tickets by priority.", ticket) == {"status": "open"}
+    assert read_state("list_tickets", "List tickets by status, priority or automation.", ticket) == {}
+    assert read_state("list_open_tickets", "List tickets not yet closed.", ticket) == {}
+    assert read_state("list_worklist", "List received and scheduled orders.", order) == {}
+    assert read_state("get_account", "Read a member's tier and balance.", member) == {}
+    assert read_state("close_open_tickets", "Close open tickets.", ticket) == {}
+
+
+def test_a_state_read_lists_only_the_records_in_its_state() -> None:
+    """In a knowledge-base environment, `list_open_alerts` ("List unacknowledged alerts for a caseload")
+    returns exactly the alerts not yet acknowledged and offers no `acknowledged` filter that would
+    ask it for the others; the plain list beside it still lists every alert."""
+    spec = kb_spec(20009)
+    tools = {t.name: t for t in spec.tools}
+    state_read = tools["list_open_alerts"]
+    assert state_read.binding["where"] == {"acknowledged": False}
+    assert "acknowledged" not in state_read.parameters["properties"]
+    plain = next(
+        t
+        for t in spec.tools
+        if t.entity == state_read.entity and t.op == "list" and not t.binding.get("where")
+    )
+    s0 = generate_state(spec, seed=0)
+    table = s0[spec.entity(state_read.entity).table]
+    for key in list(table)[: len(table) // 2]:
+        table[key]["acknowledged"] = True  # some of each
+    env = instantiate(spec, s0)
+    open_ = env.list_open_alerts(limit=100)["data"]
+    every = getattr(env, plain.name)(limit=100)["data"]
+    unacknowledged = sorted(k for k, r in table.items() if r["acknowledged"] is False)
+    assert 0 < open_["count"] == len(unacknowledged) < every["count"] == len(table)
+    assert sorted(r[spec.entity(state_read.entity).key] for r in open_["items"]) == unacknowledged
+
+
 def test_kb_reads_compile_to_their_shape_and_take_their_owner(pharmacy: EnvSpec) -> None:
     """Across a domain's environment, a knowledge-base read that lists one record's records requires
     that record, and a plain list of the same entity stays beside it as its own tool."""

@@ -306,15 +306,19 @@ def labelled(name: str, value: str, kind: str | None = None) -> tuple[str, str]:
 
 def between(name: str, start: str, end: str) -> str:
     """Records whose date field lies in a span, as a request picks them: "started between December 12,
-    2025 and March 21, 2026" where the field is a verb's ("started_on"), else "with due date between
-    ..."."""
+    2025 and March 21, 2026" where the field is a verb's ("started_on"), "due between ..." where it says
+    when something is due (`due_date`, `due_next`), else "with start date between ..."."""
     first, last = (spoken_date(v) or v for v in (start, end))
     verb = date_verb(name)
-    return (
-        f"{verb} between {first} and {last}"
-        if verb
-        else f"with {field_label(name)} between {first} and {last}"
-    )
+    label = field_label(name)
+    due = re.fullmatch(r"(?:(.+) )?due(?: (?:next|on|by|date))?", label)
+    if due:  # "due between ..." (`due_next`), "whose inspection is due between ..." (`inspection_due`)
+        return (
+            f"whose {due[1]} is due between {first} and {last}"
+            if due[1]
+            else f"due between {first} and {last}"
+        )
+    return f"{verb} between {first} and {last}" if verb else f"with {label} between {first} and {last}"
 
 
 def date_verb(name: str) -> str | None:

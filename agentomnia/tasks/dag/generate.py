@@ -1294,6 +1294,12 @@ class Generator:
         key_param = b.get("key") if b.get("key") in props else None
         # a record its parent holds at a path of its own (an account's autopay), reached by the parent's id
         held = b.get("parent") if tool.op != "create" else None
+        where: dict[str, Any] = dict(b.get("where") or {})  # "list_open_tickets" lists only the open ones
+        if where and (incoming is not None or required):
+            # "the open defects of that aircraft": the request would have to say both, and no phrase does yet
+            raise Reject(
+                "grounding", f"{tool.name} lists only {plural(entity.name)} with {where}, of one owner"
+            )
         if incoming is not None:
             param, value, source, in_phrase, in_entity = incoming
             if param not in props:
@@ -1439,7 +1445,11 @@ class Generator:
                 for p, a in b.get("filters", {}).items()
                 if (x := entity.attribute(a)) is not None and x.type in ("enum", "bool")
             ]
-            rows = list(self._table(entity, self.initial).values())
+            rows = [
+                r
+                for r in self._table(entity, self.initial).values()
+                if all(r.get(a) == v for a, v in where.items())
+            ]
             # a filter the tool requires (pets by status) says which records the list holds
             bound = {p: b.get("filters", {}).get(p, p) for p in args}
             required_filter = next((p for p, a in bound.items() if entity.attribute(a) is not None), None)
@@ -1458,7 +1468,10 @@ class Generator:
                 value = self.rng.choice(rows).get(b["filters"][p])
                 if value is not None:
                     args[p], sources[p] = value, "query"
-                    phrase = singled_out(entity, {b["filters"][p]: value}, [b["filters"][p]], many=True)
+                    cues = [*where, b["filters"][p]]  # "the open tickets whose priority is high"
+                    phrase = singled_out(entity, {**where, b["filters"][p]: value}, cues, many=True)
+            if where and phrase is None:
+                phrase = singled_out(entity, where, list(where), many=True)  # "the unacknowledged alerts"
             phrase = phrase or f"all {plural(entity.name)}"
         if tool.op == "search" and b.get("query", "query") in args:
             phrase = phrase or f"the {plural(entity.name)} matching {say(args[b.get('query', 'query')])}"

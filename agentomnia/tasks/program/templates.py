@@ -32,6 +32,8 @@ def _list_tool(spec: EnvSpec, e: EntitySpec, size: int) -> ToolSpec | None:
     for t in spec.tools:
         if t.entity != e.name or t.op != "list" or t.binding.get("key") or t.parameters.get("required"):
             continue
+        if t.binding.get("where"):
+            continue  # "list_open_tickets" never lists every ticket a request speaks of
         limit = t.parameters.get("properties", {}).get("limit")
         if limit is None or int(limit.get("maximum", 20)) < size + 5:
             continue
