@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import dagster as dg
+from pydantic import Field
 
 from agentomnia.catalog import (
     ALIGNMENT,
@@ -31,6 +32,7 @@ from agentomnia.evolution import (
     render_markdown,
 )
 from agentomnia.evolution.diagnosis import failure_weights
+from agentomnia.evolution.revise import DEFAULT_ATTEMPTS
 from agentomnia.lineage import Edge, LineageRow, lineage_row
 from agentomnia.omniabench.models import EvalResult, Failure
 from agentomnia.omniabench.service import load_benchmark, load_results
@@ -55,6 +57,12 @@ def parent_failures(store: Storage, parent: str | None, source_eval: str | None)
     return failures.failures(round=parent)
 
 
+class DiagnosisConfig(dg.Config):
+    # llm mode: how often a task's or the capability report's answer is asked for again, with what was
+    # wrong with it, before the rules' draft stands in (recorded as a fallback)
+    max_attempts: int = Field(default=DEFAULT_ATTEMPTS, ge=1)
+
+
 @round_asset(
     "evolution",
     deps=[dg.AssetKey(TAXONOMY.name)],
@@ -66,7 +74,11 @@ def parent_failures(store: Storage, parent: str | None, source_eval: str | None)
     ),
 )
 def failure_diagnosis(
-    context: dg.AssetExecutionContext, storage: StorageResource, lineage: LineageResource, llm: LLMResource
+    context: dg.AssetExecutionContext,
+    config: DiagnosisConfig,
+    storage: StorageResource,
+    lineage: LineageResource,
+    llm: LLMResource,
 ) -> dg.MaterializeResult:
     store = storage.get()
     round_key = context.partition_key
@@ -81,8 +93,9 @@ def failure_diagnosis(
     challenging = [i.task_id for i in bench[0].items if i.challenging] if bench else []
     model = llm.get()
     report = diagnose(
-        failures, round_key=round_key, results=results, tasks=tasks, challenging=challenging, llm=model
-    ).in_round(round_key)
+        failures, round_key=round_key, results=results, tasks=tasks, challenging=challenging, llm=model,
+        max_attempts=config.max_attempts,
+    ).in_round(round_key)  # fmt: skip
     path = store.round(round_key).path(DIAGNOSIS, "report")
     path.write_text(report.model_dump_json(indent=1))
     row = lineage_row(report, run_id=context.run.run_id, location=str(path),
@@ -130,6 +143,8 @@ class PRDConfig(dg.Config):
     max_domains: int = 24
     every_l1: bool = True
     seeds_per_domain: int = 1
+    # llm mode: how often a PRD's prose is asked for again before the generated text stands
+    max_attempts: int = Field(default=DEFAULT_ATTEMPTS, ge=1)
 
 
 @round_asset(
@@ -157,7 +172,9 @@ def prds(
         raise MissingArtifact(DIAGNOSIS, round_key, store.round(round_key).location(DIAGNOSIS, "report"))
     model = llm.get()
     generated = (
-        generate_prds(report, max_prds=config.max_prds, round_key=round_key, llm=model)
+        generate_prds(
+            report, max_prds=config.max_prds, round_key=round_key, llm=model, max_attempts=config.max_attempts
+        )
         if report.capability_diagnoses
         else []
     )

@@ -85,3 +85,49 @@ def test_a_simulated_user_that_cannot_answer_ends_its_run_only(
         multi, parcel.bundle, parcel.sandbox, _Asking(), user=LLMUser(multi, _llm(server, tmp_path))
     )
     assert result.stop_reason == "error" and "user simulator" in (result.error or "")
+
+
+@pytest.mark.parametrize("kind", sorted(BAD))
+def test_a_bad_answer_leaves_each_later_seam_as_it_is_made_without_a_model(
+    kind: str, server: ChatServer, tmp_path: Path, parcel: Any
+) -> None:
+    """The attributes, operations and s0 values a model adds to an environment, the dependency edges it
+    proposes, the failure diagnosis it writes and a PRD's prose: after a bad answer each is what the
+    platform makes without a model, the diagnosis and the PRD say why, and the ledger counts no answer
+    as usable."""
+    from agentomnia.envs.proposals import augment_state_space, propose_operations, realistic_records
+    from agentomnia.evolution.diagnosis import diagnose
+    from agentomnia.evolution.prd import generate_prds, polish
+    from agentomnia.tasks.dag.graph import model_edges
+    from tests.evolution.conftest import make_failure
+
+    server.script, server.stall_s = list(BAD[kind]), 1.5
+    llm = _llm(server, tmp_path)
+    spec, s0 = parcel.built.spec, parcel.s0
+    assert augment_state_space(llm, spec)[:2] == (spec, [])
+    assert propose_operations(llm, spec, [t.name for t in spec.tools]) == ([], {}, [])
+    assert realistic_records(llm, spec, dict(s0))[0] == s0
+    assert model_edges(llm, spec) == []
+    failures = [
+        make_failure("t-pet-1", 10005, ["wrong_tool"]),
+        make_failure("t-pet-2", 10005, ["bad_arguments"]),
+    ]
+    rules = diagnose(failures, round_key="r1")
+    report = diagnose(failures, round_key="r1", llm=llm, max_attempts=1)
+    assert (
+        report.task_diagnoses == rules.task_diagnoses
+        and report.capability_diagnoses == rules.capability_diagnoses
+    )
+    assert report.fallbacks and all("after 1 attempt(s)" in f for f in report.fallbacks), report.fallbacks
+    prd = generate_prds(rules, round_key="r1")[0]
+    assert polish(prd, llm, max_attempts=1)[0] == prd
+    counts = llm.ledger.snapshot()
+    for purpose in (
+        "state_attribute",
+        "tool_proposal",
+        "s0_record",
+        "dependency_edges",
+        "task_diagnosis",
+        "prd_text",
+    ):
+        assert counts[purpose].calls >= 1 and counts[purpose].valid == 0, (purpose, counts[purpose])
