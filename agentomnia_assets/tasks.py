@@ -251,8 +251,10 @@ def program_tasks(
 ) -> dg.MaterializeResult:
     store, box, model = storage.get(), sandbox.get(), llm.get()
     dirs = environment_dirs(store, context.partition_key, config.max_environments)
+    directives = store.round(context.partition_key).directives()  # a PRD-guided round's task guidance
+    guidance = directives.task_guidance if directives is not None else ()
     results = _parallel(
-        box, dirs, lambda d: synthesize_program_tasks(d, box, n=config.per_env, llm=model),
+        box, dirs, lambda d: synthesize_program_tasks(d, box, n=config.per_env, llm=model, guidance=guidance),
         step=context.op_def.name, unit="environments",
     )  # fmt: skip
     tasks = [t for kept, _ in results for t in kept]
@@ -343,18 +345,21 @@ def solver_tasks(
     store, box, model = storage.get(), sandbox.get(), llm.get()
     out_dir = store.root / "envs"
     seed = int(context.partition_key.lstrip("r") or 0)
-    quotas = family_quotas(store.round(context.partition_key).directives(), config.per_family)
+    directives = store.round(context.partition_key).directives()
+    quotas = family_quotas(directives, config.per_family)
+    guidance = directives.task_guidance if directives is not None else ()  # the model rewords with it
     tasks: list[Task] = []
     dirs: list[Path] = []
     rejected: list[Rejection] = []
     for family, n in quotas.items():
         made, made_dirs, refused = synthesize_solver_tasks(
-            box, families=[family], per_family=n, seed=seed, out_dir=out_dir, llm=model
+            box, families=[family], per_family=n, seed=seed, out_dir=out_dir, llm=model, guidance=guidance
         )
         tasks, dirs, rejected = tasks + made, dirs + made_dirs, rejected + refused
     guided, gdirs, grejected, notes = synthesize_guided_tasks(
-        box, model, families=list(quotas), per_family=config.guided_per_family, seed=seed, out_dir=out_dir
-    )
+        box, model, families=list(quotas), per_family=config.guided_per_family, seed=seed, out_dir=out_dir,
+        guidance=guidance,
+    )  # fmt: skip
     all_tasks = tasks + guided
     env_rows = solver_environments(StageContext(context.partition_key, context.run.run_id), dirs + gdirs)
     path = _publish_tasks(context, store, lineage, SOLVER_TASKS, all_tasks, rejected + grejected, env_rows)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +70,10 @@ _LLM_SCHEMA = {
 
 
 def propose_with_model(
-    llm: LLM, spec: EnvSpec, state: dict[str, Any], rng: random.Random
+    llm: LLM, spec: EnvSpec, state: dict[str, Any], rng: random.Random, guidance: Sequence[str] = ()
 ) -> dict[str, str] | str:
-    """A generated (query, intent, program) triple, or why the model gave nothing usable."""
+    """A generated (query, intent, program) triple, or why the model gave nothing usable. `guidance` is
+    a PRD-guided round's task guidance (the PRDs' Part II prose): what the new tasks should exercise."""
     tools = [t.openai() for t in spec.tools]
     sample = {t: dict(sorted(recs.items())[:3]) for t, recs in state.items() if isinstance(recs, dict)}
     prompt = (
@@ -81,6 +83,10 @@ def propose_with_model(
         "The query is a natural request: no tool names, parameter keys, ids or step lists.\n"
         f"Tools: {canonical_json(tools)[:12000]}\nState sample: {canonical_json(sample)[:6000]}\nVariation: {rng.randint(0, 9999)}"
     )
+    if guidance:  # where the evaluated agent fails, in the round's product requirements
+        prompt += "\nWhat the task should exercise, from the round's product requirements:\n" + "\n".join(
+            f"- {g}" for g in guidance
+        )
     try:
         data = llm.complete(
             [{"role": "user", "content": prompt}], schema=_LLM_SCHEMA, schema_name="program_task"
@@ -103,8 +109,10 @@ def synthesize_program_tasks(
     llm: LLM | None = None,
     max_candidates: int = 10,
     repair_budget: int = 3,
+    guidance: Sequence[str] = (),
 ) -> tuple[list[Task], list[Rejection]]:
-    """Up to `n` verified program tasks on one bundle, and the candidates rejected on the way."""
+    """Up to `n` verified program tasks on one bundle, and the candidates rejected on the way (with a
+    model, `guidance` conditions its proposals: a PRD-guided round's task guidance)."""
     folder = Path(bundle_dir)
     bundle = Bundle.load(folder)
     if bundle.spec is None:
@@ -122,7 +130,7 @@ def synthesize_program_tasks(
     candidates: list[tuple[ProgramPlan | None, dict[str, str] | None]] = []
     if llm is not None:
         for _ in range(max(1, n)):
-            offer = propose_with_model(llm, spec, s0, rng)
+            offer = propose_with_model(llm, spec, s0, rng, guidance)
             if isinstance(offer, str):
                 reject("propose", offer)
             else:

@@ -204,6 +204,7 @@ def build_task(
     reference_objective: float | None = None,
     verify_rollouts: int = 2,
     llm: LLM | None = None,
+    guidance: Sequence[str] = (),
 ) -> tuple[Task, Path] | Rejection:
     """Bundle, verification, oracle and the Task record for one screened instance. With a model, the
     request is its rewording where that keeps every number, name and quoted value of the family's
@@ -229,7 +230,7 @@ def build_task(
     leaks = leakage_problems(query, spec, forbid_ids=True)
     if leaks:
         return _fail(family, "leakage", f"the query gives away too much: {leaks[0]}", kind)
-    query, phrased_by = _reworded(llm, query, spec)
+    query, phrased_by = _reworded(llm, query, spec, guidance)
     source = _source(family)
     bundle = bundle_for(spec, source, s0)
     report, _ = verify(sandbox, bundle, spec, s0, rollouts=verify_rollouts, steps=8)
@@ -288,12 +289,13 @@ def build_task(
     return task, folder
 
 
-def _reworded(llm: LLM | None, query: str, spec: EnvSpec) -> tuple[str, str]:
+def _reworded(llm: LLM | None, query: str, spec: EnvSpec, guidance: Sequence[str] = ()) -> tuple[str, str]:
     """The request and who phrased it: the model's rewording where it keeps what the instance rests on
-    (every number, name and quoted value) and gives nothing away, else the family's (`template`)."""
+    (every number, name and quoted value) and gives nothing away, else the family's (`template`). The
+    model reads a PRD-guided round's task guidance as it rewords."""
     if llm is None:
         return query, "template"
-    text = rephrase(llm, query)
+    text = rephrase(llm, query, guidance)
     kept = (
         text is not None
         and not missing_values(query, text)
@@ -400,6 +402,7 @@ def synthesize_solver_tasks(
     max_draws: int | None = None,
     verify_rollouts: int = 2,
     llm: LLM | None = None,
+    guidance: Sequence[str] = (),
 ) -> tuple[list[Task], list[Path], list[Rejection]]:
     """Up to `per_family` verified solver-anchored tasks per family; bundles are written under `out_dir`.
 
@@ -425,7 +428,16 @@ def synthesize_solver_tasks(
             if isinstance(prepared, Rejection):
                 rejections.append(prepared)
                 continue
-            built = build_task(sandbox, family, prepared, out, rng, verify_rollouts=verify_rollouts, llm=llm)
+            built = build_task(
+                sandbox,
+                family,
+                prepared,
+                out,
+                rng,
+                verify_rollouts=verify_rollouts,
+                llm=llm,
+                guidance=guidance,
+            )
             if isinstance(built, Rejection):
                 rejections.append(built)
                 continue
@@ -453,6 +465,7 @@ def synthesize_guided_tasks(
     per_family: int = 5,
     seed: int = 0,
     out_dir: str | Path,
+    guidance: Sequence[str] = (),
 ) -> tuple[list[Task], list[Path], list[Rejection], list[str]]:
     """Solver-guided tasks: the model solves the instance from the solver-aware schema and blueprint.
 
@@ -509,7 +522,7 @@ def synthesize_guided_tasks(
                 )
                 continue
             built = build_task(sandbox, family, prepared, out, rng, kind="solver_guided", reference=plan,
-                               reference_objective=result["objective"], llm=llm)  # fmt: skip
+                               reference_objective=result["objective"], llm=llm, guidance=guidance)  # fmt: skip
             verdict(llm, "plan", not isinstance(built, Rejection))
             if isinstance(built, Rejection):
                 rejections.append(built)

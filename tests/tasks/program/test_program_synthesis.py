@@ -304,3 +304,31 @@ def test_a_date_that_records_the_move_never_picks_the_records_to_move() -> None:
     grant = Write(tool="grant_filing", key_param="filing_id", op="transition", attr="status", value="granted")
     assert _records_the_move("granted_on", grant) and _records_the_move("granted_date", grant)
     assert not _records_the_move("filed_on", grant) and not _records_the_move("priority_date", grant)
+
+
+def test_a_prd_rounds_task_guidance_is_in_what_the_model_is_asked(
+    parcel_bundle: Path, sandbox: Sandbox
+) -> None:
+    """In a PRD-guided round the model reads the PRDs' task guidance when it proposes a program task;
+    in any other round nothing is added."""
+
+    class Recorder:
+        model = "recorder"
+
+        def __init__(self) -> None:
+            self.prompts: list[str] = []
+
+        def complete(self, messages: Sequence[Mapping[str, Any]], **_: Any) -> LLMResponse:
+            self.prompts.append(str(messages[-1]["content"]))
+            return LLMResponse(text="{}", data={}, request_hash="stub")  # unusable: the templates go on
+
+        @property
+        def usage(self) -> Usage:
+            return Usage()
+
+    guided, plain = Recorder(), Recorder()
+    guidance = ("Ask for a change to every record of one state, and a total of the records changed.",)
+    synthesize_program_tasks(parcel_bundle, sandbox, n=1, seed=1, llm=guided, guidance=guidance)  # type: ignore[arg-type]
+    synthesize_program_tasks(parcel_bundle, sandbox, n=1, seed=1, llm=plain)  # type: ignore[arg-type]
+    assert guided.prompts and all(guidance[0] in p and "product requirements" in p for p in guided.prompts)
+    assert plain.prompts and not any("product requirements" in p for p in plain.prompts)

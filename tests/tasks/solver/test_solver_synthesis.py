@@ -80,10 +80,12 @@ class _Rewording:
     def __init__(self, *, drop_a_number: bool) -> None:
         self.drop = drop_a_number
         self.asked: list[str] = []
+        self.read: list[str] = []  # everything each request showed the model
 
     def complete(self, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> LLMResponse:
         text = str(messages[-1]["content"])
         self.asked.append(str(kwargs.get("schema_name")))
+        self.read.append("\n".join(str(m.get("content")) for m in messages))
         if self.drop:
             text = re.sub(r"\d+", "a few", text, count=1)
         return LLMResponse(text="", data={"query": "Quick favour, please. " + text}, request_hash="stub")
@@ -111,6 +113,17 @@ def test_the_model_rewords_a_solver_request_only_keeping_every_value(
     )
     assert refused.query == offline.query and refused.metadata["phrased_by"] == "template"
     assert "phrased_by" not in offline.metadata  # offline task ids are unchanged
+    # in a PRD-guided round the model rewords with the PRDs' task guidance before it
+    guidance = "Requests should give the budget in words a shopper uses, never as a constraint."
+    guided = _Rewording(drop_a_number=False)
+    synthesize_solver_tasks(
+        sandbox, families=family, per_family=1, out_dir=tmp_path / "g", llm=guided, guidance=[guidance]
+    )
+    assert (
+        guided.read
+        and all(guidance in r for r in guided.read)
+        and not any(guidance in r for r in keeping.read)
+    )
 
 
 def test_the_teacher_reads_and_works_out_every_familys_objective(sandbox: Sandbox, tmp_path: Path) -> None:
