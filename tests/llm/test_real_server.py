@@ -87,7 +87,8 @@ SEEDS = {
 }
 SMALL = {
     "state_specs": {"max_environments": 2},
-    "dag_tasks": {"standard_per_env": 1, "challenge_per_env": 1},
+    # every DAG task withholds a detail, so the model also plays the user who gives it when asked
+    "dag_tasks": {"standard_per_env": 1, "challenge_per_env": 1, "multi_turn_share": 1.0},
     "program_tasks": {"per_env": 1},
     "solver_tasks": {"per_family": 1, "guided_per_family": 1},
     "trajectories": {"max_steps": 6, "ablation": False},  # the teacher once per task, with its guidance
@@ -197,6 +198,8 @@ def test_a_small_round_runs_in_llm_mode_and_replays_from_the_cache(
     for stage in stages:
         assert usage[stage]["requests"] >= 1, (stage, usage.get(stage))
     assert usage["trajectories"]["accepted"] + usage["trajectories"]["rejected"] >= 1, usage["trajectories"]
+    # a multi-turn task's user is played by the model too: it answered the teacher's questions
+    assert "user_turn" in usage["trajectories"]["purposes"].split(", "), usage["trajectories"]
     assert usage["environment_candidates"]["accepted"] + usage["environment_candidates"]["fallbacks"] >= 1
     # the same round in a new home with the answers cached and no server: the same records
     second_home = tmp_path / "second"
