@@ -1185,6 +1185,24 @@ class Generator:
             phrase = held_by  # the account the autopay was of
         return value, concrete, self._named(entity, value) or phrase
 
+    @staticmethod
+    def _kept_to(tool: ToolSpec, entity: EntitySpec, where: Mapping[str, Any], phrase: str) -> str:
+        """A list of one record's records narrowed to the state the read keeps to, said in the phrase:
+        "the open defects of aircraft N123", "caseload CAS-002's alerts that are not acknowledged"."""
+        if not where:
+            return phrase
+        many = plural(entity.name)
+        state = singled_out(entity, dict(where), list(where), many=True)  # "the open defects"
+        if (
+            state.startswith("the ")
+            and state.endswith(f" {many}")
+            and re.search(rf"\b{re.escape(many)}\b", phrase)
+        ):
+            return re.sub(rf"\b{re.escape(many)}\b", state[4:], phrase, count=1)
+        if state.startswith(f"the {many} "):
+            return f"{phrase} {state[len(f'the {many} ') :]}"  # "... that are not acknowledged"
+        raise Reject("grounding", f"{tool.name}: no phrase says both its owner and {state!r}")
+
     def _owner(self, prev: Executed, attr: str) -> str | None:
         """How the request said the record a list was filtered by, when `attr` of a record picked from
         that list is that filter (a sanction of the player's sanctions has that player)."""
@@ -1295,11 +1313,6 @@ class Generator:
         # a record its parent holds at a path of its own (an account's autopay), reached by the parent's id
         held = b.get("parent") if tool.op != "create" else None
         where: dict[str, Any] = dict(b.get("where") or {})  # "list_open_tickets" lists only the open ones
-        if where and (incoming is not None or required):
-            # "the open defects of that aircraft": the request would have to say both, and no phrase does yet
-            raise Reject(
-                "grounding", f"{tool.name} lists only {plural(entity.name)} with {where}, of one owner"
-            )
         if incoming is not None:
             param, value, source, in_phrase, in_entity = incoming
             if param not in props:
@@ -1322,6 +1335,7 @@ class Generator:
                     phrase = in_role(entity, b.get("filters", {}).get(param, param), in_phrase) or _alongside(
                         in_phrase, words(self._ref_word(param)), plural(entity.name)
                     )
+                    phrase = self._kept_to(tool, entity, where, phrase)
                     self._filtered_by[(len(self.out.calls), param)] = in_phrase
         if tool.op == "manage":
             raise Reject(
@@ -1458,6 +1472,7 @@ class Generator:
                 phrase = in_role(entity, bound[required_filter], owner) or (
                     f"the {plural(entity.name)} of {owner}"  # "the items of supplier ..."
                 )
+                phrase = self._kept_to(tool, entity, where, phrase)
             elif required_filter is not None:
                 value = args[required_filter]
                 attr = bound[required_filter]
@@ -1718,7 +1733,10 @@ class Generator:
                 return False
             if goes_on and nxt.op == "list":
                 attr = fields.get(param, param)
-                return any(isinstance(r, dict) and r.get(attr) == value for r in rows.values())
+                kept = {attr: value, **nxt.binding.get("where", {})}  # "the open ones" of that record
+                return any(
+                    isinstance(r, dict) and all(r.get(a) == v for a, v in kept.items()) for r in rows.values()
+                )
             return True
 
         return viable

@@ -87,8 +87,6 @@ def key_needs(spec: EnvSpec, tool: ToolSpec) -> list[tuple[str, str, bool]]:
     e = spec.entity(tool.entity)
     props = tool.parameters.get("properties", {})
     out: list[tuple[str, str, bool]] = []
-    if tool.binding.get("where"):
-        return out  # "the open defects" of a record an earlier step found: no request says both yet
     key = tool.binding.get("key")
     if key and key in props:
         out.append((key, e.name, True))

@@ -134,8 +134,8 @@ def count_question(subject: str) -> str:
         return f"how many {noun} {owner} has"
     if subject.startswith("the ") and not subject.startswith("the only"):
         relative = _RELATIVE.search(subject)
-        if relative is not None and "'" not in subject[4 : relative.start()]:
-            # "how many programs are not active"; "the employees of that timesheet's ..." is no clause
+        if relative is not None:
+            # "how many programs are not active", "how many author queries for that job are not answered"
             return f"how many {subject[4 : relative.start()]} {subject[relative.start() + 6 :]}"
         head, whose, clause = subject[4:].partition(" whose ")
         if whose and "'" not in head:  # "how many mail campaigns there are whose region is eu"

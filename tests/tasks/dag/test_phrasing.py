@@ -34,6 +34,9 @@ def test_counts_are_asked_as_questions() -> None:
         "how many employees of that timesheet's employee there are"
     )
     assert count_question("the tracks whose genre is jazz") == "how many tracks there are whose genre is jazz"
+    assert count_question("the author queries for that correction's job that are not answered") == (
+        "how many author queries for that correction's job are not answered"
+    )
     assert count_question("that artist's tracks") == "how many tracks that artist has"
     assert count_question("all tracks") == "how many tracks there are in total"
 
@@ -810,3 +813,23 @@ def test_a_command_is_asked_for_by_its_own_alternative_never_by_a_noun_that_shar
     )
     report = SimpleNamespace(name="expense_report")
     assert command_clause(decide, report, "expense report EXP-2", "reject") == "reject expense report EXP-2"
+
+
+def test_a_list_kept_to_one_state_says_its_owner_and_its_state() -> None:
+    """A read of one record's records in one state ("list_open_defects" of an aircraft) is asked for
+    with both: "the scheduled defects of aircraft N123", "caseload CAS-2's alerts that are not
+    acknowledged"; a phrase without the state unchanged where there is none."""
+    from types import SimpleNamespace
+
+    from agentomnia.tasks.dag.generate import Generator
+
+    defect = _entity("defect", ("status", "enum"), ("acknowledged", "bool"))
+    tool = SimpleNamespace(name="list_open_defects")
+    kept = Generator._kept_to
+    assert kept(tool, defect, {"status": "scheduled"}, "the defects of aircraft N123") == (  # type: ignore[arg-type]
+        "the scheduled defects of aircraft N123"
+    )
+    assert kept(tool, defect, {"acknowledged": False}, "caseload CAS-2's defects") == (  # type: ignore[arg-type]
+        "caseload CAS-2's defects that are not acknowledged"
+    )
+    assert kept(tool, defect, {}, "the defects of aircraft N123") == "the defects of aircraft N123"  # type: ignore[arg-type]
