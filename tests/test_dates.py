@@ -101,6 +101,17 @@ def test_a_moment_reads_on_its_day_and_a_span_between_two_days() -> None:
     assert between("inspection_due", "2026-01-02", "2026-02-03") == (
         "whose inspection is due between January 2, 2026 and February 3, 2026"
     )
+    # what was done on a day, however the participle is made; a date named by a preposition is a date
+    assert (
+        between("made_on", "2026-01-02", "2026-02-03") == "made between January 2, 2026 and February 3, 2026"
+    )
+    assert (
+        between("starts_on", "2026-01-02", "2026-02-03")
+        == "starting between January 2, 2026 and February 3, 2026"
+    )
+    assert between("valid_from", "2026-01-02", "2026-02-03") == (
+        "whose valid from date is between January 2, 2026 and February 3, 2026"
+    )
 
 
 def test_one_end_of_a_span_is_never_withheld_a_date_that_stands_alone_is() -> None:

@@ -289,19 +289,14 @@ def _span_text(e: EntitySpec, attr: AttributeSpec) -> str:
     """What a read over a span of one date lists, as a person says it: "ASNs shipped between start and
     end", "Equipment records whose inspection is due between start and end", "Passengers whose birth
     date lies between start and end" (never "Asns whose shipped on lies between")."""
-    from agentomnia.tasks.dag.describe import field_label, plural
+    from agentomnia.tasks.dag.describe import field_label, plural, span_words
 
-    many, label = plural(e.name), field_label(attr.name)
-    stem, _, last = label.rpartition(" ")
-    if last == "due" and stem:
-        said = f"{many} whose {stem} is due between start and end"
-    elif last in ("on", "at", "by", "from", "until", "next") and stem and re.search(r"(?:ed|due)$", stem):
-        said = f"{many} {stem} between start and end"
-    elif last in ("on", "at", "by", "from", "until") and stem:
-        said = f"{many} whose {label} date lies between start and end"
+    many, said = plural(e.name), span_words(attr.name)
+    if said is None:
+        text = f"{many} whose {field_label(attr.name)} lies between start and end"
     else:
-        said = f"{many} whose {label} lies between start and end"
-    return said[:1].upper() + said[1:]
+        text = f"{many} {said}{' lies' if said.endswith(' date') else ''} between start and end"
+    return text[:1].upper() + text[1:]
 
 
 def gen_lookup(e: EntitySpec) -> ToolSpec | None:

@@ -657,6 +657,12 @@ def test_a_generated_read_over_a_span_says_what_it_lists_in_words() -> None:
         said("daily_sales", "business_date") == "Daily sales whose business date lies between start and end"
     )
     assert said("event", "start_at") == "Events whose start time lies between start and end"
+    assert said("lab_batch", "made_on") == "Lab batches made between start and end"
+    assert said("book_loan", "starts_on") == "Book loans starting between start and end"
+    assert (
+        said("parking_permit", "valid_from")
+        == "Parking permits whose valid from date lies between start and end"
+    )
 
 
 def test_a_read_named_for_a_state_keeps_to_that_state() -> None:

@@ -113,9 +113,15 @@ _ACRONYMS = frozenset({
     "ui", "ux", "sdk", "id", "ncr", "capa", "xp", "plc", "crf", "crm", "erp", "bom", "wip", "lms",
     "iot", "etl", "seo", "cms", "pto", "dob", "icu", "ecg", "ekg", "mri", "bmi", "ldl", "hdl", "nps",
     "hoa", "gpa", "cpr", "ems", "ap", "ar", "gl", "pcn", "drm", "ftp", "pr", "tsa", "ata", "aog", "otb", "ro",
-    "fodmap", "sop", "ira", "lufs", "etf", "hsa", "ipo", "msrp", "lmp", "hs",
+    "fodmap", "sop", "ira", "lufs", "etf", "hsa", "ipo", "msrp", "lmp", "hs", "rn", "lpn", "cna", "cpa", "cfa",
+    "mba", "dds",
 })  # fmt: skip
-_WRITTEN = {"ph": "pH", "rx": "Rx", "roth": "Roth"}  # written neither in capitals nor in lower case
+_WRITTEN = {
+    "ph": "pH",
+    "rx": "Rx",
+    "roth": "Roth",
+    "phd": "PhD",
+}  # written neither in capitals nor in lower case
 _NOT_PLURAL = frozenset({"hrs", "tins", "rams"})  # hours, and words
 
 
@@ -307,18 +313,41 @@ def labelled(name: str, value: str, kind: str | None = None) -> tuple[str, str]:
 def between(name: str, start: str, end: str) -> str:
     """Records whose date field lies in a span, as a request picks them: "started between December 12,
     2025 and March 21, 2026" where the field is a verb's ("started_on"), "due between ..." where it says
-    when something is due (`due_date`, `due_next`), else "with start date between ..."."""
+    when something is due (`due_date`, `due_next`), "whose valid from date is between ..." where it ends
+    in a preposition, else "with start date between ..." (see `span_words`)."""
     first, last = (spoken_date(v) or v for v in (start, end))
-    verb = date_verb(name)
+    said = span_words(name)
+    if said is None:
+        return f"with {field_label(name)} between {first} and {last}"
+    return f"{said}{' is' if said.endswith(' date') else ''} between {first} and {last}"
+
+
+# participles that do not end in -ed, as date fields name what was done ("made_on", "held_at", "sent_at")
+_IRREGULAR_DONE = frozenset({"made", "held", "sent", "paid", "built", "done", "given", "taken", "seen", "run",
+                             "set", "won", "lost", "sold", "bought", "found", "kept", "left", "met", "read",
+                             "shown", "told", "written", "begun", "drawn", "grown", "spent", "shot", "put"})  # fmt: skip
+
+
+def span_words(name: str) -> str | None:
+    """The words before "between" that pick records by when `name` says they happened: "shipped"
+    (`shipped_on`), "made" (`made_on`), "starting" (`starts_on`), "due" (`due_date`, `due_next`), "whose
+    inspection is due" (`inspection_due`), "whose valid from date" (`valid_from`); None for a plain date
+    (`birth_date`, `start_date`), which is said with its label."""
     label = field_label(name)
     due = re.fullmatch(r"(?:(.+) )?due(?: (?:next|on|by|date))?", label)
-    if due:  # "due between ..." (`due_next`), "whose inspection is due between ..." (`inspection_due`)
-        return (
-            f"whose {due[1]} is due between {first} and {last}"
-            if due[1]
-            else f"due between {first} and {last}"
-        )
-    return f"{verb} between {first} and {last}" if verb else f"with {label} between {first} and {last}"
+    if due:
+        return f"whose {due[1]} is due" if due[1] else "due"
+    verb = date_verb(name)
+    if verb:
+        return verb
+    stem, _, last = label.rpartition(" ")
+    if last not in ("on", "at", "by", "from", "until") or not stem:
+        return None
+    if stem.split()[-1] in _IRREGULAR_DONE:
+        return stem
+    if re.fullmatch(r"[a-z]+[^s]s", stem):
+        return f"{stem[:-1]}ing"  # "starting" of `starts_on`
+    return f"whose {label} date"
 
 
 def date_verb(name: str) -> str | None:

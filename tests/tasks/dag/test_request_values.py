@@ -147,6 +147,7 @@ def test_an_abbreviation_is_said_as_people_write_it() -> None:
     # a to-do is one in the plural too ("to-dos", never "todoes"); SOPs, Roth IRAs and LUFS in capitals
     assert words("todo") == "to-do" and plural("todo") == "to-dos" and plural("todo_item") == "to-do items"
     assert words("sop_version") == "SOP version" and words("roth_ira") == "Roth IRA"
+    assert words("rn") == "RN" and words("phd") == "PhD"  # a nurse's credential, a degree
     assert field_label("loudness_lufs") == "loudness (LUFS)"
     # a price in cents is a price ("the price in cents of ...", never "what are the price cents")
     assert field_label("price_cents") == "price (cents)" and words("qty_on_hand") == "quantity on hand"
