@@ -232,6 +232,13 @@ _CODE_NUMBER = re.compile(
 )
 
 
+# fields that count or measure something: 1,957 words or 1,850 kcal is never a year
+_MEASURE = re.compile(
+    r"(^|_)(count|counts|total|amount|qty|quantity|pages|words|calories|kcal|steps|units|balance|price|cost|"
+    r"fee|capacity|points|score|seats|attendance|stock|weight|kg|ml|km|miles|minutes|hours|sold)(_|$)"
+)
+
+
 def written_figure(value: float, name: str = "") -> str:
     """A number a request states, as people write it: thousands separated (381,918,413 and
     43,779.35; never 381918413), every figure it has (`written_number`). A year (2019) and a number
@@ -243,7 +250,12 @@ def written_figure(value: float, name: str = "") -> str:
         len(digits) < 4
         or not digits.isdigit()
         or _CODE_NUMBER.search(name.lower())
-        or (len(digits) == 4 and not fraction and 1800 <= int(digits) < 2200)
+        or (
+            len(digits) == 4
+            and not fraction
+            and 1800 <= int(digits) < 2200
+            and not _MEASURE.search(name.lower())
+        )
     ):
         return text
     return f"{whole[: len(whole) - len(digits)]}{int(digits):,}{dot}{fraction}"

@@ -59,14 +59,18 @@ _REQUEST = "\0request"  # marks the opening question about what the user needs
 
 def detail_question(param: str) -> str:
     """How the agent asks for a detail the user has not given, by what the argument is: a record it
-    points at ("which customer is it?"), a date or time, named as the field it goes into ("what date
-    should I use for "started at"?"), who did something ("who raised it?"), or a value ("what should the
-    priority be?")."""
+    points at ("which customer is it?"), a date or time by its name ("what is the visit date?") or, where
+    a verb names it, as the field it goes into ("what date should I use for "started at"?"), who did
+    something ("who raised it?"), or a value ("what should the priority be?")."""
     label = words(param)
     last = label.split()[-1] if label else ""
     if last.lower() == "id" and len(label.split()) > 1:
         return f"Before I continue, which {label.rsplit(' ', 1)[0]} is it?"
-    if last in ("at", "on", "date", "time", "until", "from") or label in ("due", "deadline"):
+    if last in ("date", "time", "day", "deadline") and len(label.split()) > 1 or label == "deadline":
+        return f"Before I continue, what is the {label}?"  # "what is the visit date?"
+    if label == "due":
+        return "Before I continue, when is it due?"
+    if last in ("at", "on", "date", "time", "until", "from"):
         return f'Before I continue, what date should I use for "{label}"?'
     if (
         last == "by" and len(label.split()) > 1

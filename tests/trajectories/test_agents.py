@@ -44,6 +44,8 @@ def test_the_teacher_asks_for_a_missing_detail_as_a_person_would_and_the_user_he
         "customer_id": "Before I continue, which customer is it?",
         "petId": "Before I continue, which pet is it?",
         "started_at": 'Before I continue, what date should I use for "started at"?',
+        "visit_date": "Before I continue, what is the visit date?",
+        "due": "Before I continue, when is it due?",
         "priority": "Before I continue, what should the priority be?",
         "raised_by": "Before I continue, who raised it?",
     }

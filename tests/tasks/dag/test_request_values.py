@@ -496,6 +496,7 @@ def test_a_number_a_request_states_is_the_number_it_means() -> None:
     assert say(43779.35) == "43,779.35" and say(1433463.86) == "1,433,463.86" and say(192.0) == "192"
     assert say(381918413, "annual_revenue") == "381,918,413" and say(-12500.5) == "-12,500.5"
     assert say(8721, "capacity_kg") == "8,721" and say(2019) == "2019" and say(2019, "model_year") == "2019"
+    assert say(1957, "word_count") == "1,957" and say(1850, "calories") == "1,850"  # a count, never a year
     for code in ("zip_code", "order_number", "year_built", "phone", "employee_no", "isbn", "postal_code"):
         assert say(90210, code) == "90210", code
     assert written_number(0.1 + 0.2) == "0.3" and written_number(-2.5) == "-2.5"
