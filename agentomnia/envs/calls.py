@@ -909,12 +909,12 @@ def _stage_on_other_target(
     target = spec.entity(attr.ref)
     used = referenced_keys(spec, state, target.name)
     keys = [r[target.key] for r in _records(state, spec, target.name)]
-    free = sorted(keys, key=lambda k: str(k) in used)  # those nothing points at first
+    targets = sorted(keys, key=lambda k: str(k) in used)  # those nothing points at first
     schema = tool.parameters.get("properties", {}).get(b["param"])
     return any(
         _stage_call(spec, state, tool, requires, {**args, b["param"]: _fit_key(key, schema)}, claimed, slack)
         for args in candidates
-        for key in free
+        for key in targets
     )
 
 
